@@ -1,0 +1,125 @@
+package hcl
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Config is a decoded and validated configuration directory: every
+// *.wdc.hcl file in it, with variables resolved, locals and count expanded.
+// Every object keeps the source range of its declaration so later stages
+// (placement checks, planning) can report diagnostics that point at it.
+type Config struct {
+	// Dir is the absolute path of the configuration directory (path.root).
+	Dir string
+	// Files maps each loaded file name (as given to the parser) to its parsed
+	// form; a diagnostic renderer needs it to print source snippets.
+	Files map[string]*hcl.File
+	// Settings holds the wdc { } block.
+	Settings Settings
+	// Variables holds every declared variable by name, with its final value.
+	Variables map[string]*Variable
+	// Pools in declaration order.
+	Pools []*Pool
+	// Tasks holds every task instance in declaration order; a counted task
+	// contributes one instance per index, in ascending index order.
+	Tasks []*Task
+}
+
+// Settings is the content of the wdc { } block. Empty strings mean "not set":
+// the caller applies the precedence flag > environment > block > default.
+type Settings struct {
+	// State is the state file path as written (relative paths are relative
+	// to Dir), or "".
+	State string
+	// Listen is the coordinator's listen address (host or host:port), or "".
+	Listen string
+}
+
+// Variable is one declared input variable.
+type Variable struct {
+	Name        string
+	Type        cty.Type // cty.DynamicPseudoType when no type was given
+	Default     cty.Value
+	HasDefault  bool
+	Description string
+	Sensitive   bool
+	// Value is the final value after defaults, WDC_VAR_ environment
+	// variables, --var-file files and --var flags, converted to Type.
+	Value     cty.Value
+	DeclRange hcl.Range
+}
+
+// Heartbeat is a pool's heartbeat timing.
+type Heartbeat struct {
+	Interval time.Duration // default 2s
+	TTL      time.Duration // default 10s
+}
+
+// LocalPool is the optional local { } block of a pool whose provider is "local".
+type LocalPool struct {
+	// Env is extra environment given to every worker process of the pool.
+	Env map[string]string
+}
+
+// Pool is one pool "NAME" block.
+type Pool struct {
+	Name         string
+	Provider     string
+	Min          int               // default 0
+	Max          int               // default 1
+	Capacity     int               // attempts one worker runs at once; default 1
+	Labels       map[string]string // never nil
+	DrainTimeout time.Duration     // default 60s
+	Heartbeat    Heartbeat
+	Local        *LocalPool // nil unless the block is present
+	DeclRange    hcl.Range
+}
+
+// Address returns the pool's address, "pool.NAME".
+func (p *Pool) Address() string { return "pool." + p.Name }
+
+// Retry is a task's retry { } block.
+type Retry struct {
+	MaxAttempts int           // attempts that may end in failure; default 1
+	MaxLost     int           // attempts that may be lost; default 3
+	Backoff     time.Duration // first delay, doubling each retry; default 5s
+	MaxBackoff  time.Duration // cap on the delay; default 5m
+}
+
+// Task is one instance of a task "NAME" block. A block with count = N
+// gives N instances with Index 0..N-1; a block without count gives one
+// instance with Index -1.
+type Task struct {
+	Name    string
+	Index   int // -1 when the block has no count
+	Command []string
+	Env     map[string]string // never nil
+	// Dir is the absolute working directory of the command (default: the
+	// configuration directory).
+	Dir       string
+	Placement map[string]string // never nil; label requirements
+	Timeout   time.Duration     // default 1h
+	// LeaseGrace is added to Timeout to bound a lease's life; default 2m.
+	LeaseGrace time.Duration
+	Retry      Retry
+	// DependsOn lists the addresses of the task instances this one waits
+	// for, sorted and without duplicates ([task.x] expands to every instance
+	// of a counted task x).
+	DependsOn []string
+	DeclRange hcl.Range
+	// PlacementRange is the range of the placement attribute, or DeclRange
+	// when it is absent.
+	PlacementRange hcl.Range
+}
+
+// Address returns "task.NAME" or "task.NAME[INDEX]".
+func (t *Task) Address() string {
+	if t.Index < 0 {
+		return "task." + t.Name
+	}
+	return fmt.Sprintf("task.%s[%d]", t.Name, t.Index)
+}

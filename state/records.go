@@ -1,0 +1,51 @@
+package state
+
+// Status enumerations (DESIGN §2). The schema carries the same lists in
+// CHECK constraints; keep both in step.
+
+// WorkerStatus is the liveness status of a worker.
+type WorkerStatus string
+
+const (
+	WorkerActive   WorkerStatus = "active"
+	WorkerDraining WorkerStatus = "draining"
+	WorkerStale    WorkerStatus = "stale"
+	WorkerGone     WorkerStatus = "gone"
+)
+
+// TaskStatus is the lifecycle status of a task instance.
+type TaskStatus string
+
+const (
+	TaskPending   TaskStatus = "pending" // waiting on dependencies
+	TaskQueued    TaskStatus = "queued"
+	TaskRunning   TaskStatus = "running" // has an active lease
+	TaskSucceeded TaskStatus = "succeeded"
+	TaskFailed    TaskStatus = "failed"
+	TaskCancelled TaskStatus = "cancelled"
+)
+
+// Finished reports whether s is a final status.
+func (s TaskStatus) Finished() bool {
+	return s == TaskSucceeded || s == TaskFailed || s == TaskCancelled
+}
+
+// LeaseStatus is the status of a lease.
+type LeaseStatus string
+
+const (
+	LeaseActive    LeaseStatus = "active"
+	LeaseCompleted LeaseStatus = "completed"
+	LeaseExpired   LeaseStatus = "expired"
+	LeaseReleased  LeaseStatus = "released"
+	LeaseRevoked   LeaseStatus = "revoked"
+)
+
+// FailureClass says which retry budget an unsuccessful attempt spends.
+type FailureClass string
+
+const (
+	FailureClassFailure FailureClass = "failure" // spends retry.max_attempts
+	FailureClassLost    FailureClass = "lost"    // spends retry.max_lost
+	FailureClassRefused FailureClass = "refused" // fails the task at once
+)
