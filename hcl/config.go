@@ -22,6 +22,9 @@ type Config struct {
 	Settings Settings
 	// Variables holds every declared variable by name, with its final value.
 	Variables map[string]*Variable
+	// Locals holds the value of every local value that evaluated without
+	// errors.
+	Locals map[string]cty.Value
 	// Pools in declaration order.
 	Pools []*Pool
 	// Tasks holds every task instance in declaration order; a counted task
@@ -37,6 +40,10 @@ type Settings struct {
 	State string
 	// Listen is the coordinator's listen address (host or host:port), or "".
 	Listen string
+	// StateRange and ListenRange are the ranges of the attributes, or the
+	// zero Range when they are absent.
+	StateRange  hcl.Range
+	ListenRange hcl.Range
 }
 
 // Variable is one declared input variable.
@@ -77,6 +84,10 @@ type Pool struct {
 	Heartbeat    Heartbeat
 	Local        *LocalPool // nil unless the block is present
 	DeclRange    hcl.Range
+	// ProviderRange is the range of the provider attribute (DeclRange when
+	// it is missing); LabelsRange that of labels (DeclRange when absent).
+	ProviderRange hcl.Range
+	LabelsRange   hcl.Range
 }
 
 // Address returns the pool's address, "pool.NAME".

@@ -1,0 +1,458 @@
+package hcl
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+)
+
+// Defaults of the configuration language.
+const (
+	DefaultPoolMin          = 0
+	DefaultPoolMax          = 1
+	DefaultPoolCapacity     = 1
+	DefaultDrainTimeout     = 60 * time.Second
+	DefaultHeartbeatInteval = 2 * time.Second
+	DefaultHeartbeatTTL     = 10 * time.Second
+	DefaultTaskTimeout      = time.Hour
+	DefaultLeaseGrace       = 2 * time.Minute
+	DefaultMaxAttempts      = 1
+	DefaultMaxLost          = 3
+	DefaultBackoff          = 5 * time.Second
+	DefaultMaxBackoff       = 5 * time.Minute
+	// MaxCount is the largest count a task block may have.
+	MaxCount = 10000
+)
+
+// Providers lists every provider name the language knows, and whether
+// it is available in this build.
+var Providers = map[string]bool{
+	"local":      true,
+	"ray":        false,
+	"kubernetes": false,
+}
+
+func providerNames() []string {
+	names := make([]string, 0, len(Providers))
+	for n := range Providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+type wdcBody struct {
+	State  *hcl.Attribute `hcl:"state,optional"`
+	Listen *hcl.Attribute `hcl:"listen,optional"`
+}
+
+func (l *loader) settings(blocks hcl.Blocks) {
+	for i, b := range blocks {
+		if i > 0 {
+			l.add(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate wdc block",
+				Detail:   fmt.Sprintf("A wdc block was already declared at %s; a configuration has at most one.", blocks[0].DefRange),
+				Subject:  b.DefRange.Ptr(),
+			})
+			continue
+		}
+		var body wdcBody
+		diags := gohcl.DecodeBody(b.Body, nil, &body)
+		l.add(diags...)
+		if diags.HasErrors() {
+			continue
+		}
+		s, _, diags := l.ev.str(body.State, scope{})
+		l.add(diags...)
+		l.cfg.Settings.State = s
+		s, _, diags = l.ev.str(body.Listen, scope{})
+		l.add(diags...)
+		l.cfg.Settings.Listen = s
+		if body.State != nil {
+			l.cfg.Settings.StateRange = body.State.Range
+		}
+		if body.Listen != nil {
+			l.cfg.Settings.ListenRange = body.Listen.Range
+		}
+	}
+}
+
+type poolBody struct {
+	Provider     *hcl.Attribute `hcl:"provider"`
+	Min          *hcl.Attribute `hcl:"min,optional"`
+	Max          *hcl.Attribute `hcl:"max,optional"`
+	Capacity     *hcl.Attribute `hcl:"capacity,optional"`
+	Labels       *hcl.Attribute `hcl:"labels,optional"`
+	DrainTimeout *hcl.Attribute `hcl:"drain_timeout,optional"`
+	Heartbeat    *heartbeatBody `hcl:"heartbeat,block"`
+	Remain       hcl.Body       `hcl:",remain"`
+}
+
+type heartbeatBody struct {
+	Interval *hcl.Attribute `hcl:"interval,optional"`
+	TTL      *hcl.Attribute `hcl:"ttl,optional"`
+	Body     hcl.Body       `hcl:",body"`
+}
+
+type localBody struct {
+	Env *hcl.Attribute `hcl:"env,optional"`
+}
+
+var providerSchema = func() *hcl.BodySchema {
+	s := &hcl.BodySchema{}
+	for _, n := range providerNames() {
+		s.Blocks = append(s.Blocks, hcl.BlockHeaderSchema{Type: n})
+	}
+	return s
+}()
+
+func (l *loader) pools(blocks hcl.Blocks) {
+	seen := map[string]hcl.Range{}
+	for _, b := range blocks {
+		if d := validName("pool", b); d != nil {
+			l.add(d)
+			continue
+		}
+		name := b.Labels[0]
+		if first, ok := seen[name]; ok {
+			l.add(duplicate("pool", b, first))
+			continue
+		}
+		seen[name] = b.DefRange
+		p := &Pool{
+			Name:         name,
+			Min:          DefaultPoolMin,
+			Max:          DefaultPoolMax,
+			Capacity:     DefaultPoolCapacity,
+			Labels:       map[string]string{},
+			DrainTimeout: DefaultDrainTimeout,
+			Heartbeat:    Heartbeat{Interval: DefaultHeartbeatInteval, TTL: DefaultHeartbeatTTL},
+			DeclRange:    b.DefRange,
+		}
+		p.ProviderRange, p.LabelsRange = b.DefRange, b.DefRange
+		l.cfg.Pools = append(l.cfg.Pools, p)
+		l.pool(p, b)
+	}
+}
+
+func (l *loader) pool(p *Pool, b *hcl.Block) {
+	var body poolBody
+	diags := gohcl.DecodeBody(b.Body, nil, &body)
+	l.add(diags...)
+	if body.Provider == nil {
+		return
+	}
+	sc := scope{}
+	p.ProviderRange = body.Provider.Range
+	provider, _, diags := l.ev.str(body.Provider, sc)
+	l.add(diags...)
+	p.Provider = provider
+	providerOK := false
+	if !diags.HasErrors() {
+		switch available, known := Providers[provider]; {
+		case !known:
+			l.add(attrErr(body.Provider, "Unknown provider",
+				fmt.Sprintf("There is no provider named %q. The known providers are: %s.", provider, strings.Join(providerNames(), ", "))))
+		case !available:
+			l.add(attrErr(body.Provider, "Provider not available",
+				fmt.Sprintf("The %s provider is not available yet; use provider = \"local\".", provider)))
+		default:
+			providerOK = true
+		}
+	}
+
+	var d hcl.Diagnostics
+	var minOK, maxOK bool
+	p.Min, minOK, d = l.ev.integer(body.Min, sc, DefaultPoolMin, 0, math.MaxInt32)
+	l.add(d...)
+	p.Max, maxOK, d = l.ev.integer(body.Max, sc, DefaultPoolMax, 1, math.MaxInt32)
+	l.add(d...)
+	if minOK && maxOK && p.Min > p.Max {
+		rng := b.DefRange
+		if body.Min != nil {
+			rng = body.Min.Expr.Range()
+		} else if body.Max != nil {
+			rng = body.Max.Expr.Range()
+		}
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Pool min is greater than max",
+			Detail:   fmt.Sprintf("Pool %q has min = %d and max = %d; min must not be greater than max.", p.Name, p.Min, p.Max),
+			Subject:  rng.Ptr(),
+		})
+	}
+	p.Capacity, _, d = l.ev.integer(body.Capacity, sc, DefaultPoolCapacity, 1, math.MaxInt32)
+	l.add(d...)
+	p.Labels, d = l.ev.stringMap(body.Labels, sc)
+	l.add(d...)
+	if body.Labels != nil {
+		p.LabelsRange = body.Labels.Range
+	}
+	p.DrainTimeout, _, d = l.ev.duration(body.DrainTimeout, sc, DefaultDrainTimeout)
+	l.add(d...)
+
+	if hb := body.Heartbeat; hb != nil {
+		var iok, tok bool
+		p.Heartbeat.Interval, iok, d = l.ev.duration(hb.Interval, sc, DefaultHeartbeatInteval)
+		l.add(d...)
+		p.Heartbeat.TTL, tok, d = l.ev.duration(hb.TTL, sc, DefaultHeartbeatTTL)
+		l.add(d...)
+		if iok && tok && p.Heartbeat.Interval >= p.Heartbeat.TTL {
+			rng := hb.Body.MissingItemRange()
+			if hb.Interval != nil {
+				rng = hb.Interval.Expr.Range()
+			} else if hb.TTL != nil {
+				rng = hb.TTL.Expr.Range()
+			}
+			l.add(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Heartbeat interval is not shorter than its ttl",
+				Detail: fmt.Sprintf("Pool %q has heartbeat interval %s and ttl %s; the interval must be shorter than the ttl, or live workers would look dead.",
+					p.Name, p.Heartbeat.Interval, p.Heartbeat.TTL),
+				Subject: rng.Ptr(),
+			})
+		}
+	}
+
+	if body.Remain == nil {
+		return
+	}
+	content, diags := body.Remain.Content(providerSchema)
+	l.add(diags...)
+	if content == nil {
+		return
+	}
+	var seenBlock *hcl.Block
+	for _, pb := range content.Blocks {
+		if seenBlock != nil {
+			l.add(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate provider block",
+				Detail:   fmt.Sprintf("Pool %q already has a %s block at %s; a pool has at most one provider block.", p.Name, seenBlock.Type, seenBlock.DefRange),
+				Subject:  pb.DefRange.Ptr(),
+			})
+			continue
+		}
+		seenBlock = pb
+		if p.Provider != pb.Type {
+			if providerOK || !diags.HasErrors() {
+				l.add(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Provider block does not match the provider",
+					Detail: fmt.Sprintf("Pool %q uses provider %q, so it cannot have a %s block; a pool may only have a block named like its provider.",
+						p.Name, p.Provider, pb.Type),
+					Subject: pb.DefRange.Ptr(),
+				})
+			}
+			continue
+		}
+		if pb.Type == "local" {
+			var lb localBody
+			d := gohcl.DecodeBody(pb.Body, nil, &lb)
+			l.add(d...)
+			if d.HasErrors() {
+				continue
+			}
+			env, d := l.ev.stringMap(lb.Env, sc)
+			l.add(d...)
+			p.Local = &LocalPool{Env: env}
+		}
+	}
+}
+
+type taskBody struct {
+	Command   *hcl.Attribute `hcl:"command"`
+	Env       *hcl.Attribute `hcl:"env,optional"`
+	Dir       *hcl.Attribute `hcl:"dir,optional"`
+	Placement *hcl.Attribute `hcl:"placement,optional"`
+	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
+	DependsOn *hcl.Attribute `hcl:"depends_on,optional"`
+	Count     *hcl.Attribute `hcl:"count,optional"`
+	Lease     *leaseBody     `hcl:"lease,block"`
+	Retry     *retryBody     `hcl:"retry,block"`
+}
+
+type leaseBody struct {
+	Grace *hcl.Attribute `hcl:"grace,optional"`
+}
+
+type retryBody struct {
+	MaxAttempts *hcl.Attribute `hcl:"max_attempts,optional"`
+	MaxLost     *hcl.Attribute `hcl:"max_lost,optional"`
+	Backoff     *hcl.Attribute `hcl:"backoff,optional"`
+	MaxBackoff  *hcl.Attribute `hcl:"max_backoff,optional"`
+}
+
+// taskBlock is a decoded task block before dependency resolution.
+type taskBlock struct {
+	name      string
+	block     *hcl.Block
+	counted   bool
+	count     int
+	dependsOn *hcl.Attribute
+	failed    bool // errors left the instances unknown
+	instances []*Task
+}
+
+func (l *loader) tasks(blocks hcl.Blocks) {
+	seen := map[string]hcl.Range{}
+	var tbs []*taskBlock
+	for _, b := range blocks {
+		if d := validName("task", b); d != nil {
+			l.add(d)
+			continue
+		}
+		name := b.Labels[0]
+		if first, ok := seen[name]; ok {
+			l.add(duplicate("task", b, first))
+			continue
+		}
+		seen[name] = b.DefRange
+		tb := &taskBlock{name: name, block: b}
+		tbs = append(tbs, tb)
+		l.task(tb)
+		l.cfg.Tasks = append(l.cfg.Tasks, tb.instances...)
+	}
+	l.dependencies(tbs)
+}
+
+func (l *loader) task(tb *taskBlock) {
+	var body taskBody
+	diags := gohcl.DecodeBody(tb.block.Body, nil, &body)
+	l.add(diags...)
+	if diags.HasErrors() {
+		// Keep depends_on if it decoded, so other tasks' references to
+		// this one still resolve, but make no instances we cannot fill.
+		tb.dependsOn = body.DependsOn
+		tb.failed = true
+		return
+	}
+	tb.dependsOn = body.DependsOn
+	if body.Count != nil {
+		n, null, ok, d := l.ev.intValue(body.Count, scope{}, 0, MaxCount)
+		for _, x := range d {
+			if x.Summary == "Value out of range" && strings.Contains(x.Detail, "at least") {
+				x.Summary = "Negative count"
+			}
+		}
+		l.add(d...)
+		if !ok {
+			tb.failed = true
+			return
+		}
+		if !null { // count = null means no count
+			tb.counted, tb.count = true, n
+		}
+	}
+	if !tb.counted {
+		t, _ := l.instance(tb, &body, scope{}, -1)
+		tb.instances = append(tb.instances, t)
+		return
+	}
+	for i := 0; i < tb.count; i++ {
+		t, failed := l.instance(tb, &body, scope{counted: true, index: i}, i)
+		tb.instances = append(tb.instances, t)
+		if failed {
+			// The other instances would repeat the same errors; keep their
+			// addresses so dependencies resolve.
+			for j := i + 1; j < tb.count; j++ {
+				tb.instances = append(tb.instances, l.emptyTask(tb, j))
+			}
+			return
+		}
+	}
+}
+
+func (l *loader) emptyTask(tb *taskBlock, index int) *Task {
+	return &Task{
+		Name:           tb.name,
+		Index:          index,
+		Env:            map[string]string{},
+		Dir:            l.cfg.Dir,
+		Placement:      map[string]string{},
+		Timeout:        DefaultTaskTimeout,
+		LeaseGrace:     DefaultLeaseGrace,
+		Retry:          Retry{MaxAttempts: DefaultMaxAttempts, MaxLost: DefaultMaxLost, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff},
+		DeclRange:      tb.block.DefRange,
+		PlacementRange: tb.block.DefRange,
+	}
+}
+
+// instance evaluates one instance of a task block; failed reports errors.
+func (l *loader) instance(tb *taskBlock, body *taskBody, sc scope, index int) (*Task, bool) {
+	t := l.emptyTask(tb, index)
+	before := len(l.diags)
+	var d hcl.Diagnostics
+
+	cmd, ok, d := l.ev.stringList(body.Command, sc)
+	l.add(d...)
+	if ok {
+		switch {
+		case cmd == nil:
+			l.add(attrErr(body.Command, "Invalid command", "The command must not be null."))
+		case len(cmd) == 0:
+			l.add(attrErr(body.Command, "Empty command",
+				"The command is an empty list; it needs at least the program to run, as in [\"make\", \"test\"]."))
+		case strings.TrimSpace(cmd[0]) == "":
+			l.add(attrErr(body.Command, "Empty command",
+				"The first element of the command, the program to run, is empty."))
+		}
+	}
+	t.Command = cmd
+
+	t.Env, d = l.ev.stringMap(body.Env, sc)
+	l.add(d...)
+	dir, set, d := l.ev.str(body.Dir, sc)
+	l.add(d...)
+	if set && dir != "" {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(l.cfg.Dir, dir)
+		}
+		t.Dir = filepath.Clean(dir)
+	}
+	t.Placement, d = l.ev.stringMap(body.Placement, sc)
+	l.add(d...)
+	if body.Placement != nil {
+		t.PlacementRange = body.Placement.Range
+	}
+	t.Timeout, _, d = l.ev.duration(body.Timeout, sc, DefaultTaskTimeout)
+	l.add(d...)
+	if body.Lease != nil {
+		t.LeaseGrace, _, d = l.ev.duration(body.Lease.Grace, sc, DefaultLeaseGrace)
+		l.add(d...)
+	}
+	if r := body.Retry; r != nil {
+		t.Retry.MaxAttempts, _, d = l.ev.integer(r.MaxAttempts, sc, DefaultMaxAttempts, 1, math.MaxInt32)
+		l.add(d...)
+		t.Retry.MaxLost, _, d = l.ev.integer(r.MaxLost, sc, DefaultMaxLost, 0, math.MaxInt32)
+		l.add(d...)
+		var bok, mok bool
+		t.Retry.Backoff, bok, d = l.ev.duration(r.Backoff, sc, DefaultBackoff)
+		l.add(d...)
+		t.Retry.MaxBackoff, mok, d = l.ev.duration(r.MaxBackoff, sc, DefaultMaxBackoff)
+		l.add(d...)
+		if bok && mok && t.Retry.MaxBackoff < t.Retry.Backoff {
+			rng := tb.block.DefRange
+			if r.MaxBackoff != nil {
+				rng = r.MaxBackoff.Expr.Range()
+			} else if r.Backoff != nil {
+				rng = r.Backoff.Expr.Range()
+			}
+			l.add(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Retry max_backoff is shorter than backoff",
+				Detail: fmt.Sprintf("Task %q has backoff %s and max_backoff %s; max_backoff caps the doubling delay, so it must be at least backoff.",
+					tb.name, t.Retry.Backoff, t.Retry.MaxBackoff),
+				Subject: rng.Ptr(),
+			})
+		}
+	}
+	return t, hcl.Diagnostics(l.diags[before:]).HasErrors()
+}

@@ -1,0 +1,172 @@
+package hcl
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// dependencies resolves every depends_on into instance addresses and
+// reports unknown tasks, bad indexes and cycles.
+func (l *loader) dependencies(tbs []*taskBlock) {
+	byName := map[string]int{}
+	for i, tb := range tbs {
+		byName[tb.name] = i
+	}
+	adj := make([][]int, len(tbs))
+	for i, tb := range tbs {
+		if tb.dependsOn == nil {
+			continue
+		}
+		deps := map[*Task]bool{}
+		edges := map[int]bool{}
+		exprs, diags := hcl.ExprList(tb.dependsOn.Expr)
+		for _, d := range diags {
+			d.Detail = "depends_on must be a list of task addresses, as in [task.fetch, task.build[0]]. " + d.Detail
+		}
+		l.add(diags...)
+		for _, e := range exprs {
+			j, idx, ok := l.dependency(e, byName, tbs)
+			if !ok {
+				continue
+			}
+			target := tbs[j]
+			var got []*Task
+			if idx < 0 {
+				got = target.instances
+			} else if idx < len(target.instances) {
+				got = target.instances[idx : idx+1]
+			}
+			for _, t := range got {
+				deps[t] = true
+			}
+			if len(got) > 0 && len(tb.instances) > 0 {
+				edges[j] = true
+			}
+		}
+		list := make([]*Task, 0, len(deps))
+		for t := range deps {
+			list = append(list, t)
+		}
+		sort.Slice(list, func(a, b int) bool {
+			if list[a].Name != list[b].Name {
+				return list[a].Name < list[b].Name
+			}
+			return list[a].Index < list[b].Index
+		})
+		addrs := make([]string, len(list))
+		for k, t := range list {
+			addrs[k] = t.Address()
+		}
+		for _, t := range tb.instances {
+			t.DependsOn = append([]string(nil), addrs...)
+		}
+		for j := range edges {
+			adj[i] = append(adj[i], j)
+		}
+		sort.Ints(adj[i])
+	}
+
+	for _, comp := range stronglyConnected(len(tbs), adj) {
+		cyc := cycleIn(comp, adj)
+		if cyc == nil {
+			continue
+		}
+		names := make([]string, len(cyc))
+		for k, n := range cyc {
+			names[k] = "task." + tbs[n].name
+		}
+		first := tbs[cyc[0]]
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Dependency cycle",
+			Detail: fmt.Sprintf("These tasks depend on each other, so none of them could ever start: %s.%s",
+				strings.Join(names, " → "), alsoIn(comp, cyc, func(n int) string { return "task." + tbs[n].name })),
+			Subject: first.dependsOn.Expr.Range().Ptr(),
+			Context: first.dependsOn.Range.Ptr(),
+		})
+	}
+}
+
+// dependency checks one depends_on element: it returns the index of the
+// target block and the instance index (-1 for every instance).
+func (l *loader) dependency(e hcl.Expression, byName map[string]int, tbs []*taskBlock) (int, int, bool) {
+	bad := func(detail string) (int, int, bool) {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid depends_on reference",
+			Detail:   detail + " A dependency is a task address: task.NAME, or task.NAME[INDEX] for one instance of a counted task.",
+			Subject:  e.Range().Ptr(),
+		})
+		return 0, 0, false
+	}
+	tr, diags := hcl.AbsTraversalForExpr(e)
+	if diags.HasErrors() {
+		return bad("This is not a static reference.")
+	}
+	if tr.RootName() != "task" {
+		return bad(fmt.Sprintf("depends_on can only name tasks, not %q.", tr.RootName()))
+	}
+	if len(tr) < 2 || len(tr) > 3 {
+		return bad("The reference has the wrong shape.")
+	}
+	step, ok := tr[1].(hcl.TraverseAttr)
+	if !ok {
+		return bad("The task name must follow \"task.\".")
+	}
+	idx := -1
+	if len(tr) == 3 {
+		ix, ok := tr[2].(hcl.TraverseIndex)
+		if !ok || ix.Key.IsNull() || !ix.Key.IsKnown() || ix.Key.Type() != cty.Number {
+			return bad("The instance index must be a whole number.")
+		}
+		n, acc := ix.Key.AsBigFloat().Int64()
+		if !ix.Key.AsBigFloat().IsInt() || n < 0 || (acc != big.Exact && n <= MaxCount) {
+			return bad("The instance index must be a whole number, 0 or more.")
+		}
+		idx = int(min(n, MaxCount+1))
+	}
+	j, found := byName[step.Name]
+	if !found {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Reference to undeclared task",
+			Detail:   fmt.Sprintf("depends_on names task.%s, but no task %q is declared.", step.Name, step.Name),
+			Subject:  e.Range().Ptr(),
+		})
+		return 0, 0, false
+	}
+	target := tbs[j]
+	if target.failed {
+		return 0, 0, false // its own errors were reported
+	}
+	if idx >= 0 {
+		if !target.counted {
+			l.add(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Index on a task without count",
+				Detail:   fmt.Sprintf("task.%s has no count argument, so it has one instance, addressed as task.%s without an index.", step.Name, step.Name),
+				Subject:  e.Range().Ptr(),
+			})
+			return 0, 0, false
+		}
+		if idx >= target.count {
+			detail := fmt.Sprintf("task.%s has count = %d, so its indexes are 0 to %d; there is no task.%s[%d].", step.Name, target.count, target.count-1, step.Name, idx)
+			if target.count == 0 {
+				detail = fmt.Sprintf("task.%s has count = 0, so it has no instances; use task.%s to depend on all of them (none).", step.Name, step.Name)
+			}
+			l.add(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Task index out of range",
+				Detail:   detail,
+				Subject:  e.Range().Ptr(),
+			})
+			return 0, 0, false
+		}
+	}
+	return j, idx, true
+}

@@ -1,0 +1,429 @@
+package hcl
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// unknownDetail marks diagnostics that only repeat an earlier error (an
+// expression whose inputs failed evaluates to an unknown value). Load drops
+// them when any other error exists.
+const unknownDetail = "value must be known"
+
+// functions is the function table every expression sees. It is the
+// Terraform-like subset that go-cty's stdlib offers, plus try and can.
+func functions() map[string]function.Function {
+	return map[string]function.Function{
+		"abs":             stdlib.AbsoluteFunc,
+		"can":             tryfunc.CanFunc,
+		"ceil":            stdlib.CeilFunc,
+		"chomp":           stdlib.ChompFunc,
+		"chunklist":       stdlib.ChunklistFunc,
+		"coalesce":        stdlib.CoalesceFunc,
+		"coalescelist":    stdlib.CoalesceListFunc,
+		"compact":         stdlib.CompactFunc,
+		"concat":          stdlib.ConcatFunc,
+		"contains":        stdlib.ContainsFunc,
+		"csvdecode":       stdlib.CSVDecodeFunc,
+		"distinct":        stdlib.DistinctFunc,
+		"element":         stdlib.ElementFunc,
+		"flatten":         stdlib.FlattenFunc,
+		"floor":           stdlib.FloorFunc,
+		"format":          stdlib.FormatFunc,
+		"formatdate":      stdlib.FormatDateFunc,
+		"formatlist":      stdlib.FormatListFunc,
+		"indent":          stdlib.IndentFunc,
+		"join":            stdlib.JoinFunc,
+		"jsondecode":      stdlib.JSONDecodeFunc,
+		"jsonencode":      stdlib.JSONEncodeFunc,
+		"keys":            stdlib.KeysFunc,
+		"length":          stdlib.LengthFunc,
+		"log":             stdlib.LogFunc,
+		"lookup":          stdlib.LookupFunc,
+		"lower":           stdlib.LowerFunc,
+		"max":             stdlib.MaxFunc,
+		"merge":           stdlib.MergeFunc,
+		"min":             stdlib.MinFunc,
+		"parseint":        stdlib.ParseIntFunc,
+		"pow":             stdlib.PowFunc,
+		"range":           stdlib.RangeFunc,
+		"regex":           stdlib.RegexFunc,
+		"regexall":        stdlib.RegexAllFunc,
+		"replace":         stdlib.ReplaceFunc,
+		"reverse":         stdlib.ReverseListFunc,
+		"setintersection": stdlib.SetIntersectionFunc,
+		"setproduct":      stdlib.SetProductFunc,
+		"setsubtract":     stdlib.SetSubtractFunc,
+		"setunion":        stdlib.SetUnionFunc,
+		"signum":          stdlib.SignumFunc,
+		"slice":           stdlib.SliceFunc,
+		"sort":            stdlib.SortFunc,
+		"split":           stdlib.SplitFunc,
+		"strlen":          stdlib.StrlenFunc,
+		"strrev":          stdlib.ReverseFunc,
+		"substr":          stdlib.SubstrFunc,
+		"timeadd":         stdlib.TimeAddFunc,
+		"title":           stdlib.TitleFunc,
+		"tobool":          stdlib.MakeToFunc(cty.Bool),
+		"tolist":          stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
+		"tomap":           stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
+		"tonumber":        stdlib.MakeToFunc(cty.Number),
+		"toset":           stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
+		"tostring":        stdlib.MakeToFunc(cty.String),
+		"trim":            stdlib.TrimFunc,
+		"trimprefix":      stdlib.TrimPrefixFunc,
+		"trimspace":       stdlib.TrimSpaceFunc,
+		"trimsuffix":      stdlib.TrimSuffixFunc,
+		"try":             tryfunc.TryFunc,
+		"upper":           stdlib.UpperFunc,
+		"values":          stdlib.ValuesFunc,
+		"zipmap":          stdlib.ZipmapFunc,
+	}
+}
+
+// FunctionNames returns the names of the functions available in
+// expressions, sorted.
+func FunctionNames() []string {
+	fns := functions()
+	names := make([]string, 0, len(fns))
+	for n := range fns {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// scope says which names an expression may reference.
+type scope struct {
+	counted bool // count.index is available
+	index   int  // value of count.index when counted
+}
+
+// evaluator holds the values every expression can see.
+type evaluator struct {
+	dir       string
+	vars      map[string]cty.Value
+	declared  map[string]bool // declared variable names
+	locals    map[string]cty.Value
+	localDecl map[string]bool // declared local names
+	funcs     map[string]function.Function
+}
+
+func (e *evaluator) ctx(sc scope) *hcl.EvalContext {
+	vars := map[string]cty.Value{
+		"var":   objectOf(e.vars),
+		"local": objectOf(e.locals),
+		"path":  cty.ObjectVal(map[string]cty.Value{"root": cty.StringVal(e.dir)}),
+	}
+	if sc.counted {
+		vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(sc.index))})
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: e.funcs}
+}
+
+func objectOf(m map[string]cty.Value) cty.Value {
+	if len(m) == 0 {
+		return cty.EmptyObjectVal
+	}
+	return cty.ObjectVal(m)
+}
+
+// traversalStep returns the attribute name that follows the root of a
+// traversal (x in var.x or var["x"]).
+func traversalStep(tr hcl.Traversal) (string, bool) {
+	if len(tr) < 2 {
+		return "", false
+	}
+	switch s := tr[1].(type) {
+	case hcl.TraverseAttr:
+		return s.Name, true
+	case hcl.TraverseIndex:
+		if s.Key.Type() == cty.String && s.Key.IsKnown() && !s.Key.IsNull() {
+			return s.Key.AsString(), true
+		}
+	}
+	return "", false
+}
+
+// checkRefs reports every reference of expr that the scope cannot resolve,
+// with a message more useful than the generic one HCL would give.
+func (e *evaluator) checkRefs(expr hcl.Expression, sc scope) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, tr := range expr.Variables() {
+		rng := tr.SourceRange()
+		root := tr.RootName()
+		name, ok := traversalStep(tr)
+		switch root {
+		case "var":
+			if !ok {
+				diags = append(diags, refErr(rng, "Invalid reference", `The "var" object must be followed by a variable name, as in var.NAME.`))
+			} else if !e.declared[name] {
+				diags = append(diags, refErr(rng, "Reference to undeclared input variable",
+					fmt.Sprintf("An input variable named %q is not declared. Declare it with a variable %q { } block.", name, name)))
+			}
+		case "local":
+			if !ok {
+				diags = append(diags, refErr(rng, "Invalid reference", `The "local" object must be followed by a local value name, as in local.NAME.`))
+			} else if !e.localDecl[name] {
+				diags = append(diags, refErr(rng, "Reference to undeclared local value",
+					fmt.Sprintf("A local value named %q is not declared in any locals { } block.", name)))
+			}
+		case "path":
+			if !ok || name != "root" {
+				diags = append(diags, refErr(rng, "Invalid path reference",
+					`The only attribute of "path" is path.root, the absolute configuration directory.`))
+			}
+		case "count":
+			if !sc.counted {
+				diags = append(diags, refErr(rng, `Reference to "count" in non-counted context`,
+					`The "count" object can only be used inside a task block whose count argument is set (and not in count itself).`))
+			} else if !ok || name != "index" {
+				diags = append(diags, refErr(rng, "Invalid count reference",
+					`The only attribute of "count" is count.index.`))
+			}
+		case "task", "pool":
+			diags = append(diags, refErr(rng, "Invalid reference",
+				fmt.Sprintf("A %s can only be referenced in depends_on; it has no value usable in an expression.", root)))
+		default:
+			diags = append(diags, refErr(rng, "Unknown variable",
+				fmt.Sprintf("There is no object named %q. Expressions can use var.NAME, local.NAME, path.root and, in a counted task, count.index.", root)))
+		}
+	}
+	return diags
+}
+
+func refErr(rng hcl.Range, summary, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}
+}
+
+// eval evaluates expr in scope. When the references are bad it does not
+// evaluate, and returns cty.DynamicVal with the errors.
+func (e *evaluator) eval(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnostics) {
+	if diags := e.checkRefs(expr, sc); diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	v, diags := expr.Value(e.ctx(sc))
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	if v.ContainsMarked() {
+		v, _ = v.UnmarkDeep()
+	}
+	return v, diags
+}
+
+// typed evaluates attr and converts the result to ty. ok is false when
+// there were errors or the value is unknown. A null value is returned as is
+// (null means "not set" for optional arguments).
+func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value, bool, hcl.Diagnostics) {
+	v, diags := e.eval(attr.Expr, sc)
+	if diags.HasErrors() {
+		return cty.DynamicVal, false, diags
+	}
+	if !v.IsWhollyKnown() {
+		return cty.DynamicVal, false, append(diags, unknownErr(attr))
+	}
+	if v.IsNull() {
+		return cty.NullVal(ty), true, diags
+	}
+	cv, err := convert.Convert(v, ty)
+	if err != nil {
+		return cty.DynamicVal, false, append(diags, &hcl.Diagnostic{
+			Severity:    hcl.DiagError,
+			Summary:     "Incorrect attribute value type",
+			Detail:      fmt.Sprintf("Inappropriate value for attribute %q: %s.", attr.Name, err.Error()),
+			Subject:     attr.Expr.Range().Ptr(),
+			Context:     attr.Range.Ptr(),
+			Expression:  attr.Expr,
+			EvalContext: e.ctx(sc),
+		})
+	}
+	return cv, true, diags
+}
+
+func unknownErr(attr *hcl.Attribute) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Invalid attribute value",
+		Detail:   fmt.Sprintf("The value of %q is not known: %s.", attr.Name, unknownDetail),
+		Subject:  attr.Expr.Range().Ptr(),
+	}
+}
+
+func attrErr(attr *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   detail,
+		Subject:  attr.Expr.Range().Ptr(),
+		Context:  attr.Range.Ptr(),
+	}
+}
+
+// String evaluates an optional string attribute; set is false when the
+// attribute is absent or null.
+func (e *evaluator) str(attr *hcl.Attribute, sc scope) (s string, set bool, diags hcl.Diagnostics) {
+	if attr == nil {
+		return "", false, nil
+	}
+	v, ok, diags := e.typed(attr, sc, cty.String)
+	if !ok || v.IsNull() {
+		return "", false, diags
+	}
+	return v.AsString(), true, diags
+}
+
+func (e *evaluator) boolean(attr *hcl.Attribute, sc scope, def bool) (bool, hcl.Diagnostics) {
+	if attr == nil {
+		return def, nil
+	}
+	v, ok, diags := e.typed(attr, sc, cty.Bool)
+	if !ok || v.IsNull() {
+		return def, diags
+	}
+	return v.True(), diags
+}
+
+// integer evaluates an optional whole-number attribute in [min, max].
+func (e *evaluator) integer(attr *hcl.Attribute, sc scope, def, min, max int) (int, bool, hcl.Diagnostics) {
+	if attr == nil {
+		return def, true, nil
+	}
+	n, null, ok, diags := e.intValue(attr, sc, min, max)
+	if null || !ok {
+		return def, ok, diags
+	}
+	return n, true, diags
+}
+
+// intValue evaluates a whole-number attribute in [min, max]; null reports
+// a null value.
+func (e *evaluator) intValue(attr *hcl.Attribute, sc scope, min, max int) (n int, null, ok bool, diags hcl.Diagnostics) {
+	v, ok, diags := e.typed(attr, sc, cty.Number)
+	if !ok {
+		return 0, false, false, diags
+	}
+	if v.IsNull() {
+		return 0, true, true, diags
+	}
+	i, err := wholeNumber(v.AsBigFloat())
+	if err != "" {
+		return 0, false, false, append(diags, attrErr(attr, "Invalid number", fmt.Sprintf("%q must be %s.", attr.Name, err)))
+	}
+	if i < int64(min) {
+		return 0, false, false, append(diags, attrErr(attr, "Value out of range",
+			fmt.Sprintf("%q must be at least %d; got %d.", attr.Name, min, i)))
+	}
+	if i > int64(max) {
+		return 0, false, false, append(diags, attrErr(attr, "Value out of range",
+			fmt.Sprintf("%q must be at most %d; got %d.", attr.Name, max, i)))
+	}
+	return int(i), false, true, diags
+}
+
+func wholeNumber(f *big.Float) (int64, string) {
+	if !f.IsInt() {
+		return 0, "a whole number"
+	}
+	n, acc := f.Int64()
+	if acc != big.Exact || n > math.MaxInt32 || n < math.MinInt32 {
+		return 0, "a whole number of reasonable size"
+	}
+	return n, ""
+}
+
+// duration evaluates an optional duration attribute: a string that
+// time.ParseDuration accepts, greater than zero.
+func (e *evaluator) duration(attr *hcl.Attribute, sc scope, def time.Duration) (time.Duration, bool, hcl.Diagnostics) {
+	if attr == nil {
+		return def, true, nil
+	}
+	v, ok, diags := e.typed(attr, sc, cty.String)
+	if !ok {
+		return def, false, diags
+	}
+	if v.IsNull() {
+		return def, true, diags
+	}
+	s := v.AsString()
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return def, false, append(diags, attrErr(attr, "Invalid duration",
+			fmt.Sprintf("%q is not a duration: write a number and a unit, such as \"90s\", \"10m\" or \"1h30m\".", s)))
+	}
+	if d <= 0 {
+		return def, false, append(diags, attrErr(attr, "Invalid duration",
+			fmt.Sprintf("%q must be greater than zero; got %q.", attr.Name, s)))
+	}
+	return d, true, diags
+}
+
+// stringList evaluates a list(string) attribute with no null elements.
+func (e *evaluator) stringList(attr *hcl.Attribute, sc scope) ([]string, bool, hcl.Diagnostics) {
+	v, ok, diags := e.typed(attr, sc, cty.List(cty.String))
+	if !ok || v.IsNull() {
+		return nil, ok, diags
+	}
+	out := make([]string, 0, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		_, ev := it.Element()
+		if ev.IsNull() {
+			return nil, false, append(diags, attrErr(attr, "Invalid attribute value",
+				fmt.Sprintf("The elements of %q must not be null.", attr.Name)))
+		}
+		out = append(out, ev.AsString())
+	}
+	return out, true, diags
+}
+
+// stringMap evaluates a map(string) attribute with no null values. The
+// result is never nil.
+func (e *evaluator) stringMap(attr *hcl.Attribute, sc scope) (map[string]string, hcl.Diagnostics) {
+	out := map[string]string{}
+	if attr == nil {
+		return out, nil
+	}
+	v, ok, diags := e.typed(attr, sc, cty.Map(cty.String))
+	if !ok || v.IsNull() {
+		return out, diags
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		if ev.IsNull() {
+			return map[string]string{}, append(diags, attrErr(attr, "Invalid attribute value",
+				fmt.Sprintf("The value of %q for key %q must not be null.", attr.Name, k.AsString())))
+		}
+		out[k.AsString()] = ev.AsString()
+	}
+	return out, diags
+}
+
+// validName reports whether a block label can be used in an address.
+func validName(kind string, block *hcl.Block) *hcl.Diagnostic {
+	if len(block.Labels) == 0 {
+		return nil
+	}
+	name := block.Labels[0]
+	if hclsyntax.ValidIdentifier(name) {
+		return nil
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Invalid " + kind + " name",
+		Detail: fmt.Sprintf("%q is not a valid %s name: a name starts with a letter or underscore and holds only letters, digits, underscores and dashes.",
+			name, kind),
+		Subject: block.LabelRanges[0].Ptr(),
+	}
+}

@@ -1,0 +1,198 @@
+package hcl
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// FileSuffix is the suffix of the configuration files Load reads.
+const FileSuffix = ".wdc.hcl"
+
+// Inputs are the values given to a configuration from outside it.
+type Inputs struct {
+	// Vars are "NAME=VALUE" strings from --var flags, in order.
+	Vars []string
+	// VarFiles are --var-file paths (relative to the process's working
+	// directory), in order.
+	VarFiles []string
+	// Environ is an os.Environ()-style list; WDC_VAR_NAME entries set
+	// variables.
+	Environ []string
+}
+
+// EnvVarPrefix prefixes environment variables that set input variables.
+const EnvVarPrefix = "WDC_VAR_"
+
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "wdc"},
+		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "locals"},
+		{Type: "pool", LabelNames: []string{"name"}},
+		{Type: "task", LabelNames: []string{"name"}},
+	},
+}
+
+// loader carries the state of one Load call.
+type loader struct {
+	parser *hclparse.Parser
+	cfg    *Config
+	ev     *evaluator
+	diags  hcl.Diagnostics
+}
+
+func (l *loader) add(diags ...*hcl.Diagnostic) { l.diags = append(l.diags, diags...) }
+
+// Load reads every *.wdc.hcl file of dir (sorted by name, not recursive),
+// resolves variables from in, evaluates locals and expressions, expands
+// count and depends_on, and validates the result.
+//
+// The returned Config is never nil and its Files holds every file parsed
+// (configuration files and var files), so the diagnostics can be printed
+// with hcl.NewDiagnosticTextWriter(w, cfg.Files, width, color). When the
+// diagnostics hold errors the rest of the Config may be partial.
+func Load(dir string, in Inputs) (cfg *Config, diags hcl.Diagnostics) {
+	l := &loader{
+		parser: hclparse.NewParser(),
+		cfg: &Config{
+			Files:     map[string]*hcl.File{},
+			Variables: map[string]*Variable{},
+			Locals:    map[string]cty.Value{},
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			l.add(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Internal error while loading the configuration",
+				Detail:   fmt.Sprintf("This is a bug in wdc; please report it with the configuration that caused it.\n\n%v\n\n%s", r, debug.Stack()),
+			})
+			cfg, diags = l.finish()
+		}
+	}()
+	l.load(dir, in)
+	return l.finish()
+}
+
+func (l *loader) finish() (*Config, hcl.Diagnostics) {
+	for name, f := range l.parser.Files() {
+		l.cfg.Files[name] = f
+	}
+	return l.cfg, cleanDiags(l.diags)
+}
+
+func (l *loader) load(dir string, in Inputs) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid configuration directory", Detail: err.Error()})
+		return
+	}
+	l.cfg.Dir = abs
+	l.ev = &evaluator{
+		dir:       abs,
+		vars:      map[string]cty.Value{},
+		declared:  map[string]bool{},
+		locals:    map[string]cty.Value{},
+		localDecl: map[string]bool{},
+		funcs:     functions(),
+	}
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read the configuration directory",
+			Detail:   err.Error(),
+		})
+		return
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), FileSuffix) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No configuration files",
+			Detail:   fmt.Sprintf("The directory %s holds no *%s files.", abs, FileSuffix),
+		})
+		return
+	}
+
+	var blocks hcl.Blocks
+	for _, name := range names {
+		f, diags := l.parser.ParseHCLFile(filepath.Join(dir, name))
+		l.add(diags...)
+		if f == nil || f.Body == nil {
+			continue
+		}
+		content, diags := f.Body.Content(rootSchema)
+		l.add(diags...)
+		blocks = append(blocks, content.Blocks...)
+	}
+	byType := map[string]hcl.Blocks{}
+	for _, b := range blocks {
+		byType[b.Type] = append(byType[b.Type], b)
+	}
+
+	l.variables(byType["variable"], in)
+	l.locals(byType["locals"])
+	l.settings(byType["wdc"])
+	l.pools(byType["pool"])
+	l.tasks(byType["task"])
+}
+
+// cleanDiags drops follow-up "value must be known" errors when another
+// error exists, and exact duplicates (a counted task repeats an error
+// once per instance).
+func cleanDiags(in hcl.Diagnostics) hcl.Diagnostics {
+	other := false
+	for _, d := range in {
+		if d.Severity == hcl.DiagError && !isUnknownFollowUp(d) {
+			other = true
+			break
+		}
+	}
+	seen := map[string]bool{}
+	var out hcl.Diagnostics
+	for _, d := range in {
+		if other && isUnknownFollowUp(d) {
+			continue
+		}
+		key := fmt.Sprintf("%d\x00%s\x00%s", d.Severity, d.Summary, d.Detail)
+		if d.Subject != nil {
+			key += "\x00" + d.Subject.String()
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, d)
+	}
+	return out
+}
+
+func isUnknownFollowUp(d *hcl.Diagnostic) bool {
+	return strings.Contains(d.Detail, unknownDetail) || strings.Contains(d.Summary, unknownDetail)
+}
+
+// duplicate reports a block whose label was already used.
+func duplicate(kind string, b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Duplicate %s %q", kind, b.Labels[0]),
+		Detail:   fmt.Sprintf("A %s named %q was already declared at %s. Each %s needs a unique name.", kind, b.Labels[0], first, kind),
+		Subject:  b.DefRange.Ptr(),
+	}
+}
