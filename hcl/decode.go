@@ -147,6 +147,9 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 	diags := gohcl.DecodeBody(b.Body, nil, &body)
 	l.add(diags...)
 	if body.Provider == nil {
+		if !diags.HasErrors() {
+			l.add(missing("provider", b))
+		}
 		return
 	}
 	sc := scope{}
@@ -161,8 +164,8 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 			l.add(attrErr(body.Provider, "Unknown provider",
 				fmt.Sprintf("There is no provider named %q. The known providers are: %s.", provider, strings.Join(providerNames(), ", "))))
 		case !available:
-			l.add(attrErr(body.Provider, "Provider not available",
-				fmt.Sprintf("The %s provider is not available yet; use provider = \"local\".", provider)))
+			l.add(attrErr(body.Provider, fmt.Sprintf("Provider %q is not available", provider),
+				fmt.Sprintf("Pool %q names provider %q, but the %s provider is not available yet; use provider = \"local\".", p.Name, provider, provider)))
 		default:
 			providerOK = true
 		}
@@ -327,6 +330,10 @@ func (l *loader) task(tb *taskBlock) {
 	var body taskBody
 	diags := gohcl.DecodeBody(tb.block.Body, nil, &body)
 	l.add(diags...)
+	if body.Command == nil && !diags.HasErrors() {
+		diags = append(diags, missing("command", tb.block))
+		l.add(diags...)
+	}
 	if diags.HasErrors() {
 		// Keep depends_on if it decoded, so other tasks' references to
 		// this one still resolve, but make no instances we cannot fill.
@@ -345,6 +352,8 @@ func (l *loader) task(tb *taskBlock) {
 		l.add(d...)
 		if !ok {
 			tb.failed = true
+			// Still report the errors of the other arguments.
+			l.instance(tb, &body, scope{counted: true}, 0)
 			return
 		}
 		if !null { // count = null means no count
@@ -455,4 +464,13 @@ func (l *loader) instance(tb *taskBlock, body *taskBody, sc scope, index int) (*
 		}
 	}
 	return t, hcl.Diagnostics(l.diags[before:]).HasErrors()
+}
+
+func missing(name string, b *hcl.Block) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Missing required argument",
+		Detail:   fmt.Sprintf("The argument %q is required, but no definition was found in %s %q.", name, b.Type, b.Labels[0]),
+		Subject:  b.Body.MissingItemRange().Ptr(),
+	}
 }

@@ -372,6 +372,9 @@ func (e *evaluator) duration(attr *hcl.Attribute, sc scope, def time.Duration) (
 
 // stringList evaluates a list(string) attribute with no null elements.
 func (e *evaluator) stringList(attr *hcl.Attribute, sc scope) ([]string, bool, hcl.Diagnostics) {
+	if attr == nil {
+		return nil, true, nil
+	}
 	v, ok, diags := e.typed(attr, sc, cty.List(cty.String))
 	if !ok || v.IsNull() {
 		return nil, ok, diags

@@ -1,0 +1,29 @@
+pool "a" {
+  provider = "docker" # ERROR: known providers are: kubernetes, local, ray
+}
+
+pool "b" {
+  provider = "ray" # ERROR: the ray provider is not available yet
+}
+
+pool "c" {
+  provider = "kubernetes" # ERROR: kubernetes provider is not available yet
+}
+
+pool "d" {
+  provider = "local"
+  ray { # ERROR: cannot have a ray block
+  }
+}
+
+pool "e" { # ERROR: The argument "provider" is required
+}
+
+pool "f" {
+  provider = "local"
+  local {
+    env = { A = "1" }
+  }
+  local { # ERROR: Duplicate provider block
+  }
+}

@@ -1,0 +1,34 @@
+variable "n" {
+  default = 1
+}
+
+task "a" {
+  command = ["echo", var.m] # ERROR: undeclared input variable
+  env     = { A = local.z } # ERROR: undeclared local value
+  dir     = path.cwd # ERROR: path.root
+}
+
+task "b" {
+  command = [foo.bar] # ERROR: There is no object named "foo"
+}
+
+task "c" {
+  command = [task.a] # ERROR: only be referenced in depends_on
+}
+
+task "d" {
+  command = [upper(1, 2)] # ERROR: Too many function arguments
+}
+
+task "e" {
+  command = [nosuch("x")] # ERROR: Call to unknown function
+}
+
+pool "p" {
+  provider = "local"
+  labels   = { a = local.broken }
+}
+
+locals {
+  broken = 1 / "x" # ERROR: Invalid operand
+}

@@ -1,0 +1,4 @@
+pool "a" {
+  provider = "local"
+  max = = 3 # ERROR: Invalid expression
+}

@@ -1,0 +1,25 @@
+thing "x" { # ERROR: Unsupported block type
+}
+
+pool "p" {
+  provider = "local"
+  size     = 3 # ERROR: Unsupported argument
+  docker { # ERROR: Unsupported block type
+  }
+}
+
+task "t" {
+  command = ["true"]
+  cmd     = ["x"] # ERROR: Unsupported argument
+  retry {
+    attempts = 3 # ERROR: Unsupported argument
+  }
+}
+
+wdc {
+  state  = "s.db"
+  stat   = "x" # ERROR: Unsupported argument
+}
+
+wdc { # ERROR: Duplicate wdc block
+}

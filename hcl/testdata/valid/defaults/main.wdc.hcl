@@ -1,0 +1,7 @@
+pool "p" {
+  provider = "local"
+}
+
+task "t" {
+  command = ["true"]
+}

@@ -1,0 +1,8 @@
+variable "who" {
+  default = "world"
+}
+
+locals {
+  prefix   = title("hello")
+  base_env = { WHO = var.who }
+}

@@ -1,0 +1,3 @@
+name     = "from-file"
+replicas = 2
+tags     = ["a", "b"]
