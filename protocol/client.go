@@ -1,0 +1,178 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// MaxResponseBytes caps how much of a response body the Client reads
+// (1 MiB). A larger body is an error, never a partial decode.
+const MaxResponseBytes = 1 << 20
+
+// Client calls worker protocol v1 on one coordinator with one pool token.
+// It is safe for concurrent use. It does not retry: network errors are
+// returned as they are, and non-2xx answers as *APIError, so the caller
+// (the agent) decides what to retry and what is fatal.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// NewClient returns a client for the coordinator at baseURL (for example
+// "http://127.0.0.1:7420"; a trailing slash is ignored) that sends token as
+// "Authorization: Bearer <token>" on every call. httpClient nil means
+// http.DefaultClient. Give the client no overall Timeout shorter than a
+// claim's long poll: deadlines come from each call's context.
+func NewClient(baseURL, token string, httpClient *http.Client) *Client {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: httpClient}
+}
+
+// APIError is a non-2xx answer from the coordinator. Code and Message come
+// from the protocol.Error body when it has one; otherwise Code is derived
+// from Status ("unauthorized", "not_found", "internal", …) and Message holds
+// the start of the body.
+type APIError struct {
+	Status  int    // HTTP status code, e.g. 401
+	Code    string // stable machine-readable name, e.g. "unauthorized"
+	Message string // human-readable detail
+}
+
+// Error implements error, e.g. "coordinator answered 409 conflict: lease is not active".
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("coordinator answered %d %s", e.Status, e.Code)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// Temporary reports whether the call may succeed if repeated unchanged:
+// 5xx answers, 408 Request Timeout and 429 Too Many Requests.
+func (e *APIError) Temporary() bool {
+	return e.Status >= 500 || e.Status == http.StatusRequestTimeout || e.Status == http.StatusTooManyRequests
+}
+
+// StatusOf returns the HTTP status of err when it is (or wraps) an
+// *APIError, and 0 otherwise (a network error, a cancelled context, …).
+func StatusOf(err error) int {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+// Register calls POST /v1/workers and returns the worker's identity and
+// settings.
+func (c *Client) Register(ctx context.Context, req RegisterRequest) (RegisterResponse, error) {
+	var resp RegisterResponse
+	err := c.call(ctx, "/"+APIVersion+"/workers", req, &resp)
+	return resp, err
+}
+
+// Heartbeat calls POST /v1/workers/{id}/heartbeat, reporting the fencing
+// tokens the worker holds; the answer may ask it to drain or to cancel
+// leases. A 404 means the coordinator does not know the worker.
+func (c *Client) Heartbeat(ctx context.Context, workerID string, req HeartbeatRequest) (HeartbeatResponse, error) {
+	var resp HeartbeatResponse
+	err := c.call(ctx, "/"+APIVersion+"/workers/"+url.PathEscape(workerID)+"/heartbeat", req, &resp)
+	return resp, err
+}
+
+// Claim calls POST /v1/workers/{id}/claim, a long poll that the server may
+// hold open for up to req.WaitMS milliseconds: give ctx a deadline longer
+// than that. A 404 means the coordinator does not know the worker.
+func (c *Client) Claim(ctx context.Context, workerID string, req ClaimRequest) (ClaimResponse, error) {
+	var resp ClaimResponse
+	err := c.call(ctx, "/"+APIVersion+"/workers/"+url.PathEscape(workerID)+"/claim", req, &resp)
+	return resp, err
+}
+
+// PostResult calls POST /v1/leases/{token}/result. A rejected result is not
+// an error: it is a ResultResponse with Decision "rejected" and a Reason.
+// Posting is idempotent by req.IdempotencyKey, so it is safe to repeat after
+// a network error.
+func (c *Client) PostResult(ctx context.Context, token int64, req ResultRequest) (ResultResponse, error) {
+	var resp ResultResponse
+	err := c.call(ctx, "/"+APIVersion+"/leases/"+strconv.FormatInt(token, 10)+"/result", req, &resp)
+	return resp, err
+}
+
+// call POSTs body as JSON to path and decodes a 2xx answer into out.
+func (c *Client) call(ctx context.Context, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encoding request to %s: %w", path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Drain a little so the connection can be reused, then close.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return fmt.Errorf("reading answer from %s: %w", path, err)
+	}
+	if len(data) > MaxResponseBytes {
+		return fmt.Errorf("answer from %s is larger than %d bytes", path, MaxResponseBytes)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return decodeAPIError(resp.StatusCode, data)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decoding answer from %s: %w", path, err)
+	}
+	return nil
+}
+
+// decodeAPIError builds the *APIError for a non-2xx answer.
+func decodeAPIError(status int, data []byte) *APIError {
+	var e Error
+	if err := json.Unmarshal(data, &e); err == nil && e.Code != "" {
+		return &APIError{Status: status, Code: e.Code, Message: e.Message}
+	}
+	msg := strings.TrimSpace(string(data))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return &APIError{Status: status, Code: codeForStatus(status), Message: msg}
+}
+
+// codeForStatus names a status the way protocol.Error codes do.
+func codeForStatus(status int) string {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return "unauthorized"
+	case status == http.StatusNotFound:
+		return "not_found"
+	case status == http.StatusConflict:
+		return "conflict"
+	case status >= 500:
+		return "internal"
+	default:
+		return "bad_request"
+	}
+}
