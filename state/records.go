@@ -49,3 +49,40 @@ const (
 	FailureClassLost    FailureClass = "lost"    // spends retry.max_lost
 	FailureClassRefused FailureClass = "refused" // fails the task at once
 )
+
+// Valid reports whether s is one of the worker statuses of DESIGN §2.
+func (s WorkerStatus) Valid() bool {
+	switch s {
+	case WorkerActive, WorkerDraining, WorkerStale, WorkerGone:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the task statuses of DESIGN §2.
+func (s TaskStatus) Valid() bool {
+	switch s {
+	case TaskPending, TaskQueued, TaskRunning, TaskSucceeded, TaskFailed, TaskCancelled:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the lease statuses of DESIGN §2.
+func (s LeaseStatus) Valid() bool {
+	switch s {
+	case LeaseActive, LeaseCompleted, LeaseExpired, LeaseReleased, LeaseRevoked:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether c is one of the failure classes of DESIGN §2.
+// The empty class (an attempt that has not ended, or succeeded) is not valid.
+func (c FailureClass) Valid() bool {
+	switch c {
+	case FailureClassFailure, FailureClassLost, FailureClassRefused:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,47 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Methods wrap them with context; test with errors.Is.
+var (
+	// ErrNotFound: a named task, worker, pool or lock does not exist.
+	ErrNotFound = errors.New("not found")
+
+	// ErrLeaseHeld: the task already has an active lease. GrantLease returns
+	// it when the database's unique index on active leases refuses a second one.
+	ErrLeaseHeld = errors.New("task already has an active lease")
+
+	// ErrTaskFinished: the task's status is final (succeeded, failed or
+	// cancelled), so no lease is granted for it.
+	ErrTaskFinished = errors.New("task is finished")
+
+	// ErrWorkerNotActive: a lease was asked for a worker whose status is not
+	// active (draining, stale and gone workers claim nothing).
+	ErrWorkerNotActive = errors.New("worker is not active")
+
+	// ErrNewerSchema: the state file was written by a newer wdc. The wrapping
+	// error reads "state file <path> was written by a newer wdc (schema version
+	// N; this wdc knows up to M); upgrade wdc".
+	ErrNewerSchema = errors.New("state file has a newer schema")
+
+	// ErrOutdatedSchema: a read-only open found a file whose schema this wdc
+	// would migrate; a read-only store cannot migrate it.
+	ErrOutdatedSchema = errors.New("state file has an older schema")
+
+	// ErrNotState: the file is an SQLite database but not a wdc state file, or
+	// its migration history is damaged.
+	ErrNotState = errors.New("not a wdc state file")
+
+	// ErrReadOnly: a write was attempted on a store opened with OpenReadOnly.
+	ErrReadOnly = errors.New("state opened read-only")
+
+	// ErrInvalid: an argument failed validation before reaching the database.
+	ErrInvalid = errors.New("invalid argument")
+)
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}

@@ -1,0 +1,57 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// AppendEvent appends e to the event log at time now (e.At and e.Seq are
+// ignored; the state assigns the next seq). Errors: ErrInvalid for an empty
+// Kind.
+func (s *Store) AppendEvent(ctx context.Context, e Event, now time.Time) error {
+	if e.Kind == "" {
+		return invalidf("event kind is empty")
+	}
+	return s.write(ctx, func(tx *sql.Tx) error { return appendEvent(ctx, tx, e, now) })
+}
+
+func appendEvent(ctx context.Context, tx *sql.Tx, e Event, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (at, kind, task, worker_id, token, message)
+		VALUES (?, ?, ?, ?, ?, ?)`, ms(now), e.Kind, e.Task, e.WorkerID, e.Token, e.Message)
+	if err != nil {
+		return fmt.Errorf("append %s event: %w", e.Kind, err)
+	}
+	return nil
+}
+
+// Events returns the events of the task (task "" = all events) in ascending
+// seq order.
+func (s *Store) Events(ctx context.Context, task string) ([]Event, error) {
+	out := []Event{}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		q := `SELECT seq, at, kind, task, worker_id, token, message FROM events`
+		var args []any
+		if task != "" {
+			q += ` WHERE task = ?`
+			args = append(args, task)
+		}
+		rows, err := tx.QueryContext(ctx, q+` ORDER BY seq`, args...)
+		if err != nil {
+			return fmt.Errorf("read events: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e Event
+			var at int64
+			if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Task, &e.WorkerID, &e.Token, &e.Message); err != nil {
+				return fmt.Errorf("read events: %w", err)
+			}
+			e.At = fromMS(at)
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

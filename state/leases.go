@@ -1,0 +1,220 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// GrantRequest asks for a lease of one task for one worker.
+type GrantRequest struct {
+	Task     string        // task address
+	WorkerID string        // an active worker
+	Timeout  time.Duration // the task's timeout, > 0
+	Grace    time.Duration // lease grace after the timeout, >= 0
+}
+
+// GrantLease grants a lease in one write transaction:
+//
+//   - the task's attempts counter goes up by one; that is the lease's attempt;
+//   - the fencing counter goes up by one; that is the lease's token;
+//   - hard_expires_at = now + Timeout + Grace and
+//     expires_at = min(now + worker ttl, hard_expires_at) (DESIGN §3);
+//   - the lease and the attempt row are inserted, the task becomes running
+//     and an EventLeased event is appended.
+//
+// Errors: ErrInvalid for Timeout <= 0 or Grace < 0; ErrNotFound for an
+// unknown task or worker; ErrTaskFinished when the task's status is final;
+// ErrWorkerNotActive when the worker is draining, stale or gone;
+// ErrLeaseHeld when the task already has an active lease (the database's
+// unique index refuses the second one). On error nothing changes.
+func (s *Store) GrantLease(ctx context.Context, req GrantRequest, now time.Time) (Lease, error) {
+	if req.Timeout <= 0 {
+		return Lease{}, invalidf("grant lease for %s: timeout must be positive, have %s", req.Task, req.Timeout)
+	}
+	if req.Grace < 0 {
+		return Lease{}, invalidf("grant lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
+	}
+	var l Lease
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var status, defHash string
+		err := tx.QueryRowContext(ctx, `SELECT status, def_hash FROM tasks WHERE address = ?`, req.Task).Scan(&status, &defHash)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("grant lease: task %s: %w", req.Task, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("grant lease for %s: %w", req.Task, err)
+		}
+		if TaskStatus(status).Finished() {
+			return fmt.Errorf("grant lease: task %s is %s: %w", req.Task, status, ErrTaskFinished)
+		}
+		var wstatus string
+		var ttlMS int64
+		err = tx.QueryRowContext(ctx, `SELECT status, ttl_ms FROM workers WHERE id = ?`, req.WorkerID).Scan(&wstatus, &ttlMS)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("grant lease for %s: worker %q: %w", req.Task, req.WorkerID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("grant lease for %s: %w", req.Task, err)
+		}
+		if WorkerStatus(wstatus) != WorkerActive {
+			return fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus, ErrWorkerNotActive)
+		}
+
+		var attempt int
+		if err := tx.QueryRowContext(ctx, `UPDATE tasks SET attempts = attempts + 1, status = 'running', updated_at = ?
+			WHERE address = ? RETURNING attempts`, ms(now), req.Task).Scan(&attempt); err != nil {
+			return fmt.Errorf("grant lease for %s: count attempt: %w", req.Task, err)
+		}
+		var token int64
+		if err := tx.QueryRowContext(ctx, `UPDATE fencing_counter SET last_token = last_token + 1
+			WHERE id = 1 RETURNING last_token`).Scan(&token); err != nil {
+			return fmt.Errorf("grant lease for %s: fencing token: %w", req.Task, err)
+		}
+		nowMS := ms(now)
+		hard := nowMS + durMS(req.Timeout) + durMS(req.Grace)
+		expires := min(nowMS+ttlMS, hard)
+		_, err = tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
+				granted_at, renewed_at, expires_at, hard_expires_at)
+			VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
+			token, req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard)
+		if isUniqueViolation(err, "leases.task") {
+			return fmt.Errorf("grant lease for %s: %w", req.Task, ErrLeaseHeld)
+		}
+		if err != nil {
+			return fmt.Errorf("grant lease for %s: %w", req.Task, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (task, number, worker_id, fencing_token, started_at)
+			VALUES (?, ?, ?, ?, ?)`, req.Task, attempt, req.WorkerID, token, nowMS); err != nil {
+			return fmt.Errorf("grant lease for %s: record attempt %d: %w", req.Task, attempt, err)
+		}
+		if err := appendEvent(ctx, tx, Event{Kind: EventLeased, Task: req.Task, WorkerID: req.WorkerID,
+			Token: token, Message: fmt.Sprintf("attempt %d", attempt)}, now); err != nil {
+			return err
+		}
+		l = Lease{
+			Token: token, Task: req.Task, DefHash: defHash, WorkerID: req.WorkerID, Attempt: attempt,
+			Status: LeaseActive, GrantedAt: fromMS(nowMS), RenewedAt: fromMS(nowMS),
+			ExpiresAt: fromMS(expires), HardExpiresAt: fromMS(hard),
+		}
+		return nil
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return l, nil
+}
+
+const leaseColumns = `token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at,
+	expires_at, hard_expires_at, ended_at`
+
+func scanLease(r scanner) (Lease, error) {
+	var l Lease
+	var status string
+	var granted, renewed, expires, hard int64
+	var ended sql.NullInt64
+	if err := r.Scan(&l.Token, &l.Task, &l.DefHash, &l.WorkerID, &l.Attempt, &status,
+		&granted, &renewed, &expires, &hard, &ended); err != nil {
+		return Lease{}, err
+	}
+	l.Status = LeaseStatus(status)
+	l.GrantedAt = fromMS(granted)
+	l.RenewedAt = fromMS(renewed)
+	l.ExpiresAt = fromMS(expires)
+	l.HardExpiresAt = fromMS(hard)
+	l.EndedAt = fromNullMS(ended)
+	return l, nil
+}
+
+func queryLeases(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]Lease, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+leaseColumns+` FROM leases `+where+` ORDER BY token`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read leases: %w", err)
+	}
+	defer rows.Close()
+	out := []Lease{}
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read leases: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// Leases returns every lease ever granted for the task (task "" = all
+// tasks), in ascending token order, whatever its status.
+func (s *Store) Leases(ctx context.Context, task string) ([]Lease, error) {
+	var out []Lease
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		if task == "" {
+			out, err = queryLeases(ctx, tx, ``)
+		} else {
+			out, err = queryLeases(ctx, tx, `WHERE task = ?`, task)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Lease returns the lease with the given fencing token. Errors: ErrNotFound.
+func (s *Store) Lease(ctx context.Context, token int64) (Lease, error) {
+	var l Lease
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		l, err = scanLease(tx.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, token))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("lease %d: %w", token, ErrNotFound)
+		}
+		return err
+	})
+	return l, err
+}
+
+// LastToken returns the last fencing token granted (0 before the first).
+func (s *Store) LastToken(ctx context.Context) (int64, error) {
+	var t int64
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT last_token FROM fencing_counter WHERE id = 1`).Scan(&t)
+	})
+	return t, err
+}
+
+// Attempts returns the attempts of the task in ascending number order
+// (empty, not an error, for an unknown task).
+func (s *Store) Attempts(ctx context.Context, task string) ([]Attempt, error) {
+	out := []Attempt{}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT task, number, worker_id, fencing_token, started_at, ended_at,
+				exit_code, signal, failure_class, error, stdout_path, stderr_path
+			FROM attempts WHERE task = ? ORDER BY number`, task)
+		if err != nil {
+			return fmt.Errorf("read attempts of %s: %w", task, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a Attempt
+			var started int64
+			var ended, exit sql.NullInt64
+			var class sql.NullString
+			if err := rows.Scan(&a.Task, &a.Number, &a.WorkerID, &a.Token, &started, &ended, &exit,
+				&a.Signal, &class, &a.Error, &a.StdoutPath, &a.StderrPath); err != nil {
+				return fmt.Errorf("read attempts of %s: %w", task, err)
+			}
+			a.StartedAt = fromMS(started)
+			a.EndedAt = fromNullMS(ended)
+			if exit.Valid {
+				c := int(exit.Int64)
+				a.ExitCode = &c
+			}
+			a.FailureClass = FailureClass(class.String)
+			out = append(out, a)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

@@ -1,0 +1,313 @@
+package state
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	mrand "math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// openRetryBudget bounds how long Open and OpenReadOnly retry a step that
+// fails with SQLITE_BUSY ("database is locked"), e.g. when several processes
+// create the same new file at once (FACTS: the switch to WAL can fail).
+const openRetryBudget = 10 * time.Second
+
+// Store is an open state file. Its methods are safe for concurrent use; write
+// transactions of one Store are serialized in Go before BEGIN IMMEDIATE, and
+// writers in other processes wait on SQLite's busy timeout (5 s).
+type Store struct {
+	path     string
+	db       *sql.DB
+	readOnly bool
+	wmu      chan struct{} // one writer at a time within this Store
+}
+
+// Open opens the state file at path for reading and writing, creating its
+// parent directories and the file when missing, and applies pending
+// migrations. Several processes may open the same new file at once: a step
+// that fails with SQLITE_BUSY is retried with backoff for up to ~10 s.
+//
+// Errors: ErrNewerSchema (wrapped, naming both versions) when the file was
+// written by a newer wdc; ErrNotState when the file is another database or
+// its migration history has a gap; file system and SQLite errors otherwise.
+func Open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	dsn := dsnFor(abs, false)
+	var s *Store
+	err = retryBusy(ctx, func() error {
+		db, err := openDB(dsn)
+		if err != nil {
+			return err
+		}
+		if err := migrate(ctx, db, path); err != nil {
+			db.Close()
+			return err
+		}
+		s = newStore(path, db, false)
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrNewerSchema) {
+			return nil, err // already names the file and both versions
+		}
+		return nil, fmt.Errorf("open state file %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// OpenReadOnly opens an existing state file read-only (SQLite mode=ro), as
+// `wdc plan` does: it never creates, migrates or writes the database file
+// (SQLite may create the -wal/-shm side files it needs to read a WAL file).
+// Write methods of the returned Store fail with ErrReadOnly.
+//
+// Errors: a missing file returns an error wrapping fs.ErrNotExist (callers
+// use EmptySnapshot then); ErrNewerSchema as for Open; ErrOutdatedSchema
+// when the file needs a migration this read-only open cannot apply;
+// ErrNotState when the file is not a wdc state file.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("state file %s: is a directory", path)
+	}
+	if fi.Size() == 0 {
+		return nil, fmt.Errorf("state file %s: %w (empty file)", path, ErrNotState)
+	}
+	dsn := dsnFor(abs, true)
+	var s *Store
+	err = retryBusy(ctx, func() error {
+		db, err := openDB(dsn)
+		if err != nil {
+			return err
+		}
+		if err := checkSchemaReadOnly(ctx, db, path); err != nil {
+			db.Close()
+			return err
+		}
+		s = newStore(path, db, true)
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNewerSchema) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("open state file %s read-only: %w", path, err)
+	}
+	return s, nil
+}
+
+func newStore(path string, db *sql.DB, readOnly bool) *Store {
+	return &Store{path: path, db: db, readOnly: readOnly, wmu: make(chan struct{}, 1)}
+}
+
+// Path returns the path the store was opened with.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. The Store must not be used afterwards.
+func (s *Store) Close() error { return s.db.Close() }
+
+// dsnFor builds the connection string for the glebarez driver. The path is
+// given as an SQLite URI (file:...) so that mode=ro reaches SQLite and odd
+// characters in the path are escaped. The driver runs busy_timeout(5000)
+// first, then the pragmas in order. _time_format is deliberately absent: it
+// silently disables _txlock (FACTS).
+func dsnFor(abs string, readOnly bool) string {
+	u := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
+	if readOnly {
+		return u + "?mode=ro&_pragma=foreign_keys(1)&_pragma=query_only(1)"
+	}
+	return u + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+}
+
+// openDB opens the database through GORM's SQLite dialector and returns the
+// underlying *sql.DB; all queries of this package are hand-written SQL on it.
+func openDB(dsn string) (*sql.DB, error) {
+	g, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	db, err := g.DB()
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(4)
+	return db, nil
+}
+
+// retryBusy runs step until it succeeds, fails with an error that is not
+// SQLITE_BUSY/SQLITE_LOCKED, or openRetryBudget has passed.
+func retryBusy(ctx context.Context, step func() error) error {
+	deadline := time.Now().Add(openRetryBudget)
+	backoff := 5 * time.Millisecond
+	for {
+		err := step()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		d := backoff/2 + mrand.N(backoff)
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(d):
+		}
+		backoff = min(backoff*2, 500*time.Millisecond)
+	}
+}
+
+// sqliteCode returns the (extended) SQLite result code of err, or 0.
+func sqliteCode(err error) int {
+	var ce interface{ Code() int }
+	if errors.As(err, &ce) {
+		return ce.Code()
+	}
+	return 0
+}
+
+const (
+	sqliteBusy             = 5
+	sqliteLocked           = 6
+	sqliteConstraint       = 19
+	sqliteConstraintUnique = 19 | 8<<8
+)
+
+func isBusy(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch sqliteCode(err) & 0xff {
+	case sqliteBusy, sqliteLocked:
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY")
+}
+
+// isUniqueViolation reports whether err is SQLite refusing a row because of
+// the UNIQUE index or constraint on target ("table.column").
+func isUniqueViolation(err error, target string) bool {
+	if err == nil {
+		return false
+	}
+	if c := sqliteCode(err); c != sqliteConstraintUnique && c != 0 {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") && strings.Contains(msg, target)
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction and bumps the serial in
+// the same transaction. Every write method goes through it. fn's error (or a
+// failed commit) rolls everything back, including the serial bump.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.readOnly {
+		return fmt.Errorf("state file %s: %w", s.path, ErrReadOnly)
+	}
+	select {
+	case s.wmu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.wmu }()
+
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
+	if err != nil {
+		return fmt.Errorf("begin write: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE state_info SET serial = serial + 1 WHERE id = 1`)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n != 1 {
+			err = fmt.Errorf("%w: state_info row missing", ErrNotState)
+		}
+	}
+	if err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("bump serial: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// read runs fn in one read transaction (a consistent WAL snapshot).
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // deferred BEGIN
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only; nothing to lose
+	return fn(tx)
+}
+
+// ms converts t to integer milliseconds since the Unix epoch; the zero time
+// is stored as NULL by nullMS.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// nullMS is ms(t), or NULL for the zero time.
+func nullMS(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+// fromMS converts stored milliseconds to a UTC time.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// fromNullMS is fromMS, or the zero time for NULL.
+func fromNullMS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMS(v.Int64)
+}
+
+// durMS converts a duration to whole milliseconds (rounding up, so a
+// positive duration never becomes 0).
+func durMS(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// randomHex returns n random bytes as 2n hex digits.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,128 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// UpsertTask inserts the task, or replaces the definition of the task with
+// the same address: name, index, def_hash, spec, budgets (max_attempts,
+// max_lost) and status are set from d; failures_used, lost_used, last_error
+// and finished_at are reset (a fresh budget, whether or not the def_hash
+// changed: DESIGN §1 retries a failed task with a fresh budget). attempts is
+// kept, so attempt numbers stay unique per task. finished_at is set to now
+// when d.Status is final. now is updated_at (and created_at for a new task).
+//
+// Errors: ErrInvalid for an empty address, name or def_hash, an index below
+// -1, an unknown status or TaskRunning (only GrantLease makes a task
+// running), MaxAttempts < 1, MaxLost < 0, or a spec that is not JSON;
+// ErrLeaseHeld when the task has an active lease (end it first).
+func (s *Store) UpsertTask(ctx context.Context, d TaskDef, now time.Time) error {
+	switch {
+	case d.Address == "" || d.Name == "":
+		return invalidf("task address and name must be set, have %q and %q", d.Address, d.Name)
+	case d.DefHash == "":
+		return invalidf("task %s: def_hash is empty", d.Address)
+	case d.Index < -1:
+		return invalidf("task %s: index must be -1 (not counted) or >= 0, have %d", d.Address, d.Index)
+	case !d.Status.Valid():
+		return invalidf("task %s: unknown status %q", d.Address, d.Status)
+	case d.Status == TaskRunning:
+		return invalidf("task %s: status running is set by GrantLease, not UpsertTask", d.Address)
+	case d.MaxAttempts < 1:
+		return invalidf("task %s: max_attempts must be at least 1, have %d", d.Address, d.MaxAttempts)
+	case d.MaxLost < 0:
+		return invalidf("task %s: max_lost must not be negative, have %d", d.Address, d.MaxLost)
+	case len(d.Spec) > 0 && !json.Valid(d.Spec):
+		return invalidf("task %s: spec is not valid JSON", d.Address)
+	}
+	finished := sql.NullInt64{}
+	if d.Status.Finished() {
+		finished = nullMS(now)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var token int64
+		err := tx.QueryRowContext(ctx, `SELECT token FROM leases WHERE task = ? AND status = 'active'`, d.Address).Scan(&token)
+		if err == nil {
+			return fmt.Errorf("upsert task %s: lease %d is active: %w", d.Address, token, ErrLeaseHeld)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("upsert task %s: %w", d.Address, err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO tasks (address, name, idx, def_hash, spec, status,
+				max_attempts, max_lost, created_at, updated_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (address) DO UPDATE SET name = excluded.name, idx = excluded.idx,
+				def_hash = excluded.def_hash, spec = excluded.spec, status = excluded.status,
+				max_attempts = excluded.max_attempts, max_lost = excluded.max_lost,
+				failures_used = 0, lost_used = 0, last_error = '',
+				updated_at = excluded.updated_at, finished_at = excluded.finished_at`,
+			d.Address, d.Name, d.Index, d.DefHash, string(d.Spec), string(d.Status),
+			d.MaxAttempts, d.MaxLost, ms(now), ms(now), finished)
+		if err != nil {
+			if sqliteCode(err)&0xff == sqliteConstraint {
+				return fmt.Errorf("upsert task %s: %w: %v", d.Address, ErrInvalid, err)
+			}
+			return fmt.Errorf("upsert task %s: %w", d.Address, err)
+		}
+		return nil
+	})
+}
+
+const taskColumns = `address, name, idx, def_hash, spec, status, attempts, failures_used, lost_used,
+	max_attempts, max_lost, last_error, created_at, updated_at, finished_at`
+
+func scanTask(r scanner) (Task, error) {
+	var t Task
+	var spec, status string
+	var created, updated int64
+	var finished sql.NullInt64
+	if err := r.Scan(&t.Address, &t.Name, &t.Index, &t.DefHash, &spec, &status, &t.Attempts,
+		&t.FailuresUsed, &t.LostUsed, &t.MaxAttempts, &t.MaxLost, &t.LastError,
+		&created, &updated, &finished); err != nil {
+		return Task{}, err
+	}
+	if spec != "" {
+		t.Spec = []byte(spec)
+	}
+	t.Status = TaskStatus(status)
+	t.CreatedAt = fromMS(created)
+	t.UpdatedAt = fromMS(updated)
+	t.FinishedAt = fromNullMS(finished)
+	return t, nil
+}
+
+func queryTasks(ctx context.Context, tx *sql.Tx) ([]Task, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks ORDER BY address`)
+	if err != nil {
+		return nil, fmt.Errorf("read tasks: %w", err)
+	}
+	defer rows.Close()
+	out := []Task{}
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Task returns one task. Errors: ErrNotFound.
+func (s *Store) Task(ctx context.Context, address string) (Task, error) {
+	var t Task
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		t, err = scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE address = ?`, address))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("task %s: %w", address, ErrNotFound)
+		}
+		return err
+	})
+	return t, err
+}
