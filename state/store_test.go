@@ -534,3 +534,5 @@ func TestValidation(t *testing.T) {
 		})
 	}
 }
+
+func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
