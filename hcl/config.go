@@ -119,7 +119,8 @@ type Task struct {
 	Retry      Retry
 	// DependsOn lists the addresses of the task instances this one waits
 	// for, sorted and without duplicates ([task.x] expands to every instance
-	// of a counted task x).
+	// of a counted task x); nil when there are none. The instances of one
+	// block share this slice: treat it as read-only.
 	DependsOn []string
 	DeclRange hcl.Range
 	// PlacementRange is the range of the placement attribute, or DeclRange

@@ -62,8 +62,14 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 		for k, t := range list {
 			addrs[k] = t.Address()
 		}
+		if len(addrs) == 0 {
+			addrs = nil
+		}
+		// Every instance of a block shares one slice (full slice
+		// expression: an append by a caller copies): a counted task that
+		// depends on a counted task would otherwise need count×count strings.
 		for _, t := range tb.instances {
-			t.DependsOn = append([]string(nil), addrs...)
+			t.DependsOn = addrs[:len(addrs):len(addrs)]
 		}
 		for j := range edges {
 			adj[i] = append(adj[i], j)
