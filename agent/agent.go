@@ -1,0 +1,661 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+)
+
+// Defaults for zero Options fields and for zero settings from the
+// coordinator.
+const (
+	DefaultDrainTimeout      = 60 * time.Second
+	DefaultClaimWait         = 10 * time.Second
+	DefaultKillGrace         = 5 * time.Second
+	DefaultRegisterTimeout   = time.Minute
+	DefaultHeartbeatInterval = 2 * time.Second
+	DefaultTTL               = 10 * time.Second
+)
+
+// Options configure an agent. ServerURL and WorkDir are required, and a
+// pool token must be given in Token or in the environment.
+type Options struct {
+	// ServerURL is the coordinator's base URL, e.g. "http://127.0.0.1:7420".
+	ServerURL string
+	// Pool, when set, is the pool the worker expects to join; registration
+	// fails if the token belongs to another pool.
+	Pool string
+	// Token is the pool's bearer token. Empty means the value of
+	// protocol.TokenEnv (WDC_WORKER_TOKEN) in Environ.
+	Token string
+	// WorkDir is the work folder: attempt logs go to
+	// logs/<task>/<attempt>/{stdout,stderr} and scratch folders to
+	// scratch/<task>/<attempt>/ under it. A relative path is made absolute.
+	WorkDir string
+	// DrainTimeout bounds how long a drain lets running attempts finish
+	// before it kills them (default DefaultDrainTimeout, 60 s).
+	DrainTimeout time.Duration
+	// Logger receives structured logs; nil means a text handler on stderr.
+	Logger *slog.Logger
+	// Version is reported at registration.
+	Version string
+	// Environ is the environment attempts inherit (minus the token
+	// variable); nil means os.Environ().
+	Environ []string
+	// HTTPClient makes the protocol calls; nil means a client with its own
+	// transport and no overall timeout (each call has a deadline).
+	HTTPClient *http.Client
+	// ClaimWait is the long-poll wait asked for in each claim (default 10 s).
+	ClaimWait time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL when the agent
+	// stops an attempt's process group (default 5 s).
+	KillGrace time.Duration
+	// RegisterTimeout bounds how long the agent keeps retrying its
+	// registration while the coordinator is unreachable (default 1 min).
+	RegisterTimeout time.Duration
+	// RetryBase and RetryMax shape the capped exponential backoff between
+	// retries of a failed call (defaults 200 ms and 5 s).
+	RetryBase, RetryMax time.Duration
+	// Hostname is reported at registration; empty means os.Hostname().
+	Hostname string
+}
+
+// Agent is one worker: it registers, heartbeats on its own timer, claims
+// assignments by long poll and runs up to its pool's capacity of attempts
+// at once. Create it with New and run it with Run; a zero Agent is not
+// usable.
+type Agent struct {
+	opts    Options
+	log     *slog.Logger
+	client  *protocol.Client
+	environ []string
+	retry   backoff
+	health  health
+
+	drainOnce sync.Once
+	drainCh   chan struct{} // closed by Drain
+
+	fatalOnce sync.Once
+	fatalCh   chan struct{} // closed when fatalErr is set
+	fatalErr  error
+	stopCalls context.CancelFunc // cancels every protocol call in flight
+
+	// Set by Run after registration.
+	reg      protocol.RegisterResponse
+	interval time.Duration
+	ttl      time.Duration
+
+	mu        sync.Mutex
+	attempts  map[int64]*attempt // leases held: from claim until the result is posted (or abandoned)
+	running   int                // attempts whose process has not ended
+	slotFreed chan struct{}      // signalled (buffer 1) when running decreases
+	abandoned []int64            // tokens whose result could not be delivered
+}
+
+// New checks opts, fills in defaults and returns an agent ready to Run.
+func New(opts Options) (*Agent, error) {
+	if opts.ServerURL == "" {
+		return nil, errors.New("agent: the coordinator URL is required (--server)")
+	}
+	if opts.WorkDir == "" {
+		return nil, errors.New("agent: the work folder is required (--work-dir)")
+	}
+	abs, err := filepath.Abs(opts.WorkDir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: work folder: %w", err)
+	}
+	opts.WorkDir = abs
+	environ := opts.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	if opts.Token == "" {
+		opts.Token = lookupEnv(environ, protocol.TokenEnv)
+	}
+	if opts.Token == "" {
+		return nil, fmt.Errorf("agent: no pool token: set %s", protocol.TokenEnv)
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	if opts.ClaimWait <= 0 {
+		opts.ClaimWait = DefaultClaimWait
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
+	}
+	if opts.RegisterTimeout <= 0 {
+		opts.RegisterTimeout = DefaultRegisterTimeout
+	}
+	if opts.RetryBase <= 0 {
+		opts.RetryBase = 200 * time.Millisecond
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = 5 * time.Second
+	}
+	if opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return &Agent{
+		opts:      opts,
+		log:       log,
+		client:    protocol.NewClient(opts.ServerURL, opts.Token, hc),
+		environ:   environ,
+		retry:     backoff{base: opts.RetryBase, max: opts.RetryMax},
+		drainCh:   make(chan struct{}),
+		fatalCh:   make(chan struct{}),
+		attempts:  map[int64]*attempt{},
+		slotFreed: make(chan struct{}, 1),
+	}, nil
+}
+
+// Run creates an agent from opts and runs it until it has drained (ctx
+// cancelled, or the coordinator asked) or failed. See (*Agent).Run.
+func Run(ctx context.Context, opts Options) error {
+	a, err := New(opts)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// Drain asks the agent to stop claiming, let its running attempts finish
+// within the drain timeout, kill those still running then, post every
+// result and return. It is safe to call at any time, more than once, from
+// any goroutine. Cancelling Run's context does the same.
+func (a *Agent) Drain() {
+	a.drainOnce.Do(func() { close(a.drainCh) })
+}
+
+// WorkerID returns the id the coordinator assigned, or "" before
+// registration.
+func (a *Agent) WorkerID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reg.WorkerID
+}
+
+// Run registers the worker and works until it drains or fails.
+//
+// It returns nil after a drain: ctx was cancelled, Drain was called, or the
+// coordinator asked for it. It returns an error when registration fails,
+// when the coordinator answers 401 (the token is not valid) or 404 for the
+// worker (it does not know the worker), or when every call has failed for
+// longer than the worker's ttl; in those cases it kills its running
+// attempts first. Run may be called once.
+func (a *Agent) Run(ctx context.Context) error {
+	// Protocol calls must outlive ctx: a drain still posts results.
+	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCalls()
+	a.stopCalls = stopCalls
+	stopAfter := context.AfterFunc(ctx, a.Drain)
+	defer stopAfter()
+
+	if err := a.register(ctx); err != nil {
+		return err
+	}
+	a.log.Info("registered", "worker", a.reg.WorkerID, "pool", a.reg.Pool, "labels", a.reg.Labels,
+		"capacity", a.reg.Capacity, "heartbeat_interval", a.interval, "ttl", a.ttl)
+
+	hbCtx, stopHeartbeats := context.WithCancel(callCtx)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		a.heartbeatLoop(hbCtx)
+	}()
+
+	var wg sync.WaitGroup
+	a.claimLoop(callCtx, &wg)
+
+	// Drain (or fatal): no more claims. Let attempts finish, bounded.
+	select {
+	case <-a.fatalCh:
+		a.stopAll("stopped: the agent is shutting down: " + a.fatalErr.Error())
+	default:
+		if n := a.runningCount(); n > 0 {
+			a.log.Info("draining: waiting for running attempts", "running", n, "drain_timeout", a.opts.DrainTimeout)
+		}
+		if !a.waitIdle(a.opts.DrainTimeout) {
+			select {
+			case <-a.fatalCh:
+				a.stopAll("stopped: the agent is shutting down: " + a.fatalErr.Error())
+			default:
+				a.log.Warn("drain timeout passed: stopping running attempts", "running", a.runningCount(), "drain_timeout", a.opts.DrainTimeout)
+				a.stopAll("stopped: the worker's drain timeout of " + a.opts.DrainTimeout.String() + " passed")
+			}
+		}
+	}
+	wg.Wait() // every attempt has ended and its result was posted or abandoned
+	stopHeartbeats()
+	<-hbDone
+
+	a.mu.Lock()
+	abandoned := slices.Clone(a.abandoned)
+	a.mu.Unlock()
+	if len(abandoned) > 0 {
+		a.log.Warn("agent stopped: abandoned leases whose results were not delivered", "worker", a.reg.WorkerID, "leases", abandoned)
+	} else {
+		a.log.Info("agent stopped: no lease abandoned", "worker", a.reg.WorkerID)
+	}
+	select {
+	case <-a.fatalCh:
+		return a.fatalErr
+	default:
+		return nil
+	}
+}
+
+// fatal records the first fatal error, stops claiming, and cancels every
+// call in flight.
+func (a *Agent) fatal(err error) {
+	a.fatalOnce.Do(func() {
+		a.fatalErr = err
+		a.log.Error("fatal", "err", err)
+		close(a.fatalCh)
+		if a.stopCalls != nil {
+			a.stopCalls()
+		}
+	})
+}
+
+// callTimeout is the deadline of one heartbeat or result call: half the
+// ttl, at least 100 ms and at most 30 s.
+func (a *Agent) callTimeout() time.Duration {
+	return min(max(a.ttl/2, 100*time.Millisecond), 30*time.Second)
+}
+
+// register calls POST /v1/workers, retrying unreachable-coordinator errors
+// for up to RegisterTimeout. Cancelling ctx gives up quietly.
+func (a *Agent) register(ctx context.Context) error {
+	req := protocol.RegisterRequest{Host: a.opts.Hostname, PID: os.Getpid(), Version: a.opts.Version}
+	deadline := time.Now().Add(a.opts.RegisterTimeout)
+	for n := 0; ; n++ {
+		cctx, cancel := context.WithTimeout(ctx, min(10*time.Second, a.opts.RegisterTimeout))
+		reg, err := a.client.Register(cctx, req)
+		cancel()
+		if err == nil {
+			if a.opts.Pool != "" && reg.Pool != a.opts.Pool {
+				return fmt.Errorf("agent: the pool token belongs to pool %q, not %q", reg.Pool, a.opts.Pool)
+			}
+			if reg.WorkerID == "" {
+				return errors.New("agent: the coordinator registered the worker without an id")
+			}
+			if reg.Capacity < 1 {
+				reg.Capacity = 1
+			}
+			a.mu.Lock()
+			a.reg = reg
+			a.mu.Unlock()
+			a.interval = time.Duration(reg.HeartbeatIntervalMS) * time.Millisecond
+			if a.interval <= 0 {
+				a.interval = DefaultHeartbeatInterval
+			}
+			a.ttl = time.Duration(reg.TTLMS) * time.Millisecond
+			if a.ttl <= 0 {
+				a.ttl = DefaultTTL
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			a.log.Info("stopped before registering")
+			return nil
+		}
+		if protocol.StatusOf(err) == http.StatusUnauthorized {
+			return fmt.Errorf("agent: the coordinator refused the pool token: %w", err)
+		}
+		if !reachFailure(err) {
+			return fmt.Errorf("agent: registering: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("agent: could not register with %s for %s: %w", a.opts.ServerURL, a.opts.RegisterTimeout, err)
+		}
+		d := a.retry.delay(n)
+		a.log.Warn("registering failed; retrying", "err", err, "in", d)
+		if !sleep(ctx, d) {
+			a.log.Info("stopped before registering")
+			return nil
+		}
+	}
+}
+
+// fatalAnswer turns a 401, or a 404 on a worker route, into a fatal error
+// and reports whether it did.
+func (a *Agent) fatalAnswer(err error, workerRoute bool) bool {
+	switch status := protocol.StatusOf(err); {
+	case status == http.StatusUnauthorized:
+		a.fatal(fmt.Errorf("agent: the coordinator refused the pool token: %w", err))
+		return true
+	case status == http.StatusNotFound && workerRoute:
+		a.fatal(fmt.Errorf("agent: the coordinator does not know worker %s: %w", a.reg.WorkerID, err))
+		return true
+	}
+	return false
+}
+
+// note records a call's outcome in the health tracker.
+func (a *Agent) note(err error) {
+	switch {
+	case err == nil:
+		a.health.ok()
+	case reachFailure(err):
+		a.health.fail(time.Now(), err)
+	case errors.Is(err, context.Canceled):
+	default:
+		a.health.ok() // the coordinator answered, if only with an error
+	}
+}
+
+// heartbeatLoop sends a heartbeat every interval on its own timer until
+// ctx is done, acts on the answers, and decides when the coordinator has
+// been unreachable for longer than the ttl.
+func (a *Agent) heartbeatLoop(ctx context.Context) {
+	timer := time.NewTimer(a.interval)
+	defer timer.Stop()
+	lastEnd := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		now := time.Now()
+		if gap := now.Sub(lastEnd); gap > 3*a.interval {
+			// The process did not run for a while (SIGSTOP, suspend):
+			// that time does not count as failing to reach the
+			// coordinator. Try again before deciding anything.
+			a.log.Warn("heartbeat timer fired late: the process was paused", "late_by", gap-a.interval)
+			a.health.paused(now, gap-a.interval)
+		}
+		a.heartbeat(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if d, err := a.health.failingFor(time.Now()); d > a.ttl {
+			a.fatal(fmt.Errorf("agent: could not reach the coordinator at %s for %s, longer than the worker's ttl of %s: %w",
+				a.opts.ServerURL, d.Round(time.Millisecond), a.ttl, err))
+			return
+		}
+		lastEnd = time.Now()
+		timer.Reset(a.interval)
+	}
+}
+
+// heartbeat sends one heartbeat and acts on its answer.
+func (a *Agent) heartbeat(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, a.callTimeout())
+	defer cancel()
+	tokens := a.heldTokens()
+	resp, err := a.client.Heartbeat(cctx, a.reg.WorkerID, protocol.HeartbeatRequest{Leases: tokens})
+	a.note(err)
+	if err != nil {
+		if !a.fatalAnswer(err, true) && ctx.Err() == nil {
+			a.log.Warn("heartbeat failed", "err", err)
+		}
+		return
+	}
+	for _, tok := range resp.CancelLeases {
+		a.mu.Lock()
+		at := a.attempts[tok]
+		a.mu.Unlock()
+		if at == nil {
+			continue
+		}
+		a.log.Warn("coordinator cancelled a lease: stopping its attempt", "task", at.asg.Task, "attempt", at.asg.Attempt, "token", tok)
+		at.stop("stopped: the coordinator cancelled the lease (it is no longer active)")
+	}
+	if resp.Drain {
+		a.startDrain("the coordinator asked the worker to drain")
+	}
+}
+
+// startDrain logs why and drains.
+func (a *Agent) startDrain(why string) {
+	select {
+	case <-a.drainCh:
+	default:
+		a.log.Info("draining", "why", why)
+		a.Drain()
+	}
+}
+
+// claimLoop long-polls for assignments while the agent has free slots,
+// until it drains or fails. Each assignment runs on its own goroutine,
+// counted in wg.
+func (a *Agent) claimLoop(callCtx context.Context, wg *sync.WaitGroup) {
+	// A claim in flight is abandoned when the agent drains.
+	ctx, cancel := context.WithCancel(callCtx)
+	defer cancel()
+	go func() {
+		select {
+		case <-a.drainCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	failures := 0
+	for {
+		if a.done() {
+			return
+		}
+		free := a.reg.Capacity - a.runningCount()
+		if free <= 0 {
+			select {
+			case <-a.slotFreed:
+			case <-a.drainCh:
+			case <-a.fatalCh:
+			}
+			continue
+		}
+		cctx, ccancel := context.WithTimeout(ctx, a.opts.ClaimWait+a.callTimeout())
+		resp, err := a.client.Claim(cctx, a.reg.WorkerID, protocol.ClaimRequest{Max: free, WaitMS: a.opts.ClaimWait.Milliseconds()})
+		ccancel()
+		a.note(err)
+		if err != nil {
+			if a.done() || a.fatalAnswer(err, true) {
+				return
+			}
+			d := a.retry.delay(failures)
+			failures++
+			a.log.Warn("claim failed; retrying", "err", err, "in", d)
+			sleep(ctx, d)
+			continue
+		}
+		failures = 0
+		for i, asg := range resp.Assignments {
+			// Count the attempt before its goroutine starts, so that a
+			// drain or a fatal error that follows sees it.
+			at := a.hold(asg, i < free)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.runAssignment(callCtx, at, i < free)
+			}()
+		}
+		if resp.Drain {
+			a.startDrain("the coordinator asked the worker to drain")
+		}
+	}
+}
+
+// done reports whether the agent is draining or failed.
+func (a *Agent) done() bool {
+	select {
+	case <-a.drainCh:
+		return true
+	case <-a.fatalCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// runAssignment runs one granted assignment and posts its result. An
+// assignment beyond the worker's free slots (a coordinator that ignored
+// max) is not run: its result says "lost" so the task is retried.
+func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
+	asg := at.asg
+	paths := pathsFor(a.opts.WorkDir, asg)
+	log := a.log.With("task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
+	defer func() {
+		a.mu.Lock()
+		delete(a.attempts, asg.FencingToken)
+		a.mu.Unlock()
+	}()
+
+	var ex execution
+	if !fits {
+		now := time.Now().UTC()
+		ex = execution{started: now, ended: now, class: ClassLost,
+			err: "not run: the coordinator granted more assignments than the worker's free slots (" + strconv.Itoa(a.reg.Capacity) + ")"}
+		log.Warn("assignment beyond capacity: not running it")
+	} else {
+		log.Info("attempt started", "command", asg.Definition.Command, "dir", asg.WorkDir)
+		ex = runAttempt(at, paths, taskEnv(a.environ, asg, a.reg.WorkerID, paths.scratch), a.opts.KillGrace)
+		a.mu.Lock()
+		a.running--
+		a.mu.Unlock()
+		select {
+		case a.slotFreed <- struct{}{}:
+		default:
+		}
+		log.Info("attempt ended", "class", ex.class, "error", ex.err, "exit_code", ex.exitCode, "signal", ex.signal,
+			"duration", ex.ended.Sub(ex.started).Round(time.Millisecond))
+	}
+
+	req := protocol.ResultRequest{
+		WorkerID:       a.reg.WorkerID,
+		Task:           asg.Task,
+		Attempt:        asg.Attempt,
+		IdempotencyKey: a.reg.WorkerID + "-" + strconv.FormatInt(asg.FencingToken, 10),
+		ExitCode:       ex.exitCode,
+		Signal:         ex.signal,
+		FailureClass:   ex.class,
+		Error:          ex.err,
+		StartedAt:      ex.started,
+		EndedAt:        ex.ended,
+	}
+	if fits && ex.class != ClassRefused {
+		req.StdoutPath, req.StderrPath = paths.stdout, paths.stderr
+	}
+	a.postResult(callCtx, log, asg.FencingToken, req)
+}
+
+// hold records a granted lease (and, when it fits, a running attempt)
+// and returns its attempt. If the agent has already failed, the attempt is
+// stopped before it starts.
+func (a *Agent) hold(asg protocol.Assignment, fits bool) *attempt {
+	at := newAttempt(asg)
+	a.mu.Lock()
+	a.attempts[asg.FencingToken] = at
+	if fits {
+		a.running++
+	}
+	a.mu.Unlock()
+	select {
+	case <-a.fatalCh:
+		at.stop("stopped: the agent is shutting down: " + a.fatalErr.Error())
+	default:
+	}
+	return at
+}
+
+// postResult posts a result, retrying while the coordinator is unreachable
+// until it answers or the agent gives up (callCtx cancelled on a fatal
+// error). A lease the agent was told is gone is posted all the same: the
+// coordinator decides.
+func (a *Agent) postResult(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest) {
+	for n := 0; ; n++ {
+		cctx, cancel := context.WithTimeout(callCtx, a.callTimeout())
+		resp, err := a.client.PostResult(cctx, token, req)
+		cancel()
+		a.note(err)
+		if err == nil {
+			if resp.Decision == protocol.DecisionAccepted {
+				log.Info("result accepted", "duplicate", resp.Duplicate)
+			} else {
+				log.Warn("result rejected", "decision", resp.Decision, "reason", resp.Reason, "duplicate", resp.Duplicate)
+			}
+			return
+		}
+		if !reachFailure(err) || callCtx.Err() != nil {
+			switch {
+			case a.fatalAnswer(err, false):
+			case callCtx.Err() != nil:
+				log.Error("result not delivered: abandoning the lease", "err", err)
+			default:
+				log.Error("the coordinator refused the result: abandoning the lease", "err", err)
+			}
+			a.mu.Lock()
+			a.abandoned = append(a.abandoned, token)
+			a.mu.Unlock()
+			return
+		}
+		d := a.retry.delay(n)
+		log.Warn("posting the result failed; retrying", "err", err, "in", d)
+		sleep(callCtx, d)
+	}
+}
+
+// heldTokens returns the fencing tokens of the leases the worker holds,
+// sorted.
+func (a *Agent) heldTokens() []int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tokens := make([]int64, 0, len(a.attempts))
+	for tok := range a.attempts {
+		tokens = append(tokens, tok)
+	}
+	slices.Sort(tokens)
+	return tokens
+}
+
+func (a *Agent) runningCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running
+}
+
+// stopAll asks every attempt to stop.
+func (a *Agent) stopAll(why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, at := range a.attempts {
+		at.stop(why)
+	}
+}
+
+// waitIdle waits until no attempt is running, or d passes, or the agent
+// fails; it reports whether the agent became idle.
+func (a *Agent) waitIdle(d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for a.runningCount() > 0 {
+		select {
+		case <-a.slotFreed:
+		case <-deadline.C:
+			return false
+		case <-a.fatalCh:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,563 @@
+package agent
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+)
+
+func TestHeartbeatsArriveWhileATaskRuns(t *testing.T) {
+	t.Parallel()
+	const interval = 100 * time.Millisecond
+	f := newFakeCoord(1, interval, 3*time.Second)
+	s := startFake(t, f)
+	startAgent(t, s.URL(), nil)
+	// The task lasts well over three heartbeat intervals.
+	asg := f.add(assignment(t, "task.long", "sleep", "1"))[0]
+
+	var res resultRec
+	waitFor(t, 20*time.Second, "the result", func() (ok bool) { res, ok = f.result(asg.FencingToken); return })
+	if res.req.FailureClass != "" || res.req.ExitCode == nil || *res.req.ExitCode != 0 {
+		t.Fatalf("result = %+v, want success", res.req)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	during := 0
+	for _, hb := range f.heartbeats {
+		if slices.Contains(hb.leases, asg.FencingToken) && hb.at.Before(res.at) {
+			during++
+		}
+	}
+	if during < 3 {
+		t.Errorf("%d heartbeats listed the lease while its 1 s task ran (interval %s), want at least 3", during, interval)
+	}
+}
+
+func TestCapacityIsRespected(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		ignoreMax bool // the coordinator grants more than max
+	}{
+		{"coordinator honours max", false},
+		{"coordinator ignores max", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeCoord(2, 100*time.Millisecond, 3*time.Second)
+			f.ignoreMax = tt.ignoreMax
+			s := startFake(t, f)
+			var asgs []protocol.Assignment
+			for _, name := range []string{"task.a", "task.b", "task.c", "task.d"} {
+				asgs = append(asgs, assignment(t, name, "sleep", "0.3"))
+			}
+			f.add(asgs...)
+			startAgent(t, s.URL(), nil)
+			waitFor(t, 20*time.Second, "4 results", func() bool { return len(f.resultsCopy()) >= 4 })
+
+			// Intervals during which commands ran, as the agent measured them.
+			type event struct {
+				at    time.Time
+				delta int
+			}
+			var events []event
+			ran, lost := 0, 0
+			for _, r := range f.resultsCopy() {
+				switch r.req.FailureClass {
+				case "":
+					ran++
+					events = append(events, event{r.req.StartedAt, +1}, event{r.req.EndedAt, -1})
+				case ClassLost:
+					lost++
+					if !strings.Contains(r.req.Error, "free slots") {
+						t.Errorf("lost result error = %q", r.req.Error)
+					}
+				default:
+					t.Errorf("unexpected result %+v", r.req)
+				}
+			}
+			sort.Slice(events, func(i, j int) bool {
+				if events[i].at.Equal(events[j].at) {
+					return events[i].delta < events[j].delta // an end before a start at the same instant
+				}
+				return events[i].at.Before(events[j].at)
+			})
+			cur, peak := 0, 0
+			for _, e := range events {
+				cur += e.delta
+				peak = max(peak, cur)
+			}
+			if peak > 2 {
+				t.Errorf("%d attempts ran at once, capacity is 2", peak)
+			}
+			if tt.ignoreMax {
+				if ran != 2 || lost != 2 {
+					t.Errorf("ran %d, lost %d; want 2 run and 2 returned as lost", ran, lost)
+				}
+			} else if ran != 4 {
+				t.Errorf("ran %d attempts, want 4", ran)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			for _, c := range f.claims {
+				if c.req.Max < 1 || c.req.Max > 2 {
+					t.Errorf("claim asked for max %d, want 1..2", c.req.Max)
+				}
+			}
+		})
+	}
+}
+
+func TestAttemptEnvironmentAndLogs(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	a := startAgent(t, s.URL(), nil)
+	asg := assignment(t, "task.env[2]", "sh", "-c", `env; echo "pwd=$(pwd)"; ls -A "$WDC_ATTEMPT_DIR" | wc -l | sed 's/ //g;s/^/scratch_entries=/'; echo to-stderr >&2`)
+	asg.Definition.Env = map[string]string{"FOO": "bar", "WDC_TASK": "spoofed"}
+	asg.Attempt = 3
+	asg = f.add(asg)[0]
+
+	var res resultRec
+	waitFor(t, 20*time.Second, "the result", func() (ok bool) { res, ok = f.result(asg.FencingToken); return })
+	if res.req.FailureClass != "" {
+		t.Fatalf("result = %+v", res.req)
+	}
+	wantLogDir := filepath.Join(a.opts.WorkDir, "logs", "task.env[2]", "3")
+	if res.req.StdoutPath != filepath.Join(wantLogDir, "stdout") || res.req.StderrPath != filepath.Join(wantLogDir, "stderr") {
+		t.Errorf("log paths = %q, %q; want them in %s", res.req.StdoutPath, res.req.StderrPath, wantLogDir)
+	}
+	if res.req.WorkerID != "w-1" || res.req.Task != "task.env[2]" || res.req.Attempt != 3 || res.req.IdempotencyKey != "w-1-101" {
+		t.Errorf("result identity = %+v", res.req)
+	}
+	if !res.req.EndedAt.After(res.req.StartedAt) {
+		t.Errorf("ended %v not after started %v", res.req.EndedAt, res.req.StartedAt)
+	}
+	out, err := os.ReadFile(res.req.StdoutPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := string(out)
+	scratch := filepath.Join(a.opts.WorkDir, "scratch", "task.env[2]", "3")
+	for _, want := range []string{
+		"\nWDC_TASK=task.env[2]\n",
+		"\nWDC_ATTEMPT=3\n",
+		"\nWDC_WORKER_ID=w-1\n",
+		"\nWDC_FENCING_TOKEN=101\n",
+		"\nWDC_ATTEMPT_DIR=" + scratch + "\n",
+		"\nFOO=bar\n",
+		"\nBASE_VAR=from-agent\n",
+		"\npwd=" + asg.WorkDir + "\n",
+		"\nscratch_entries=0\n",
+	} {
+		if !strings.Contains("\n"+stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", strings.TrimSpace(want), stdout)
+		}
+	}
+	if strings.Contains(stdout, protocol.TokenEnv) || strings.Contains(stdout, "=tok\n") {
+		t.Errorf("the pool token leaked into the task's environment:\n%s", stdout)
+	}
+	if strings.Contains(stdout, "spoofed") {
+		t.Errorf("the task's env overrode WDC_TASK:\n%s", stdout)
+	}
+	if fi, err := os.Stat(scratch); err != nil || !fi.IsDir() {
+		t.Errorf("scratch folder: %v", err)
+	}
+	errOut, _ := os.ReadFile(res.req.StderrPath)
+	if string(errOut) != "to-stderr\n" {
+		t.Errorf("stderr log = %q", errOut)
+	}
+}
+
+func TestAttemptOutcomes(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(8, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	startAgent(t, s.URL(), nil)
+	notADir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notADir, nil, 0o644)
+	tests := []struct {
+		name      string
+		asg       protocol.Assignment
+		class     string
+		errPrefix string
+		exitCode  int // -1: no exit code
+		signal    string
+	}{
+		{"success", assignment(t, "task.ok", "true"), "", "", 0, ""},
+		{"non-zero exit", assignment(t, "task.exit3", "sh", "-c", "exit 3"), ClassFailure, "exit status 3", 3, ""},
+		{"killed by a signal it caused", assignment(t, "task.sig", "sh", "-c", "kill -KILL $$"), ClassFailure, "killed by signal SIGKILL", -1, "SIGKILL"},
+		{"command not found", assignment(t, "task.nf", "wdc-no-such-command-xyz"), ClassRefused, "refused: command:", -1, ""},
+		{"empty command", assignment(t, "task.empty"), ClassRefused, "refused: the task has no command", -1, ""},
+		{"missing directory", func() protocol.Assignment {
+			a := assignment(t, "task.nodir", "true")
+			a.WorkDir = filepath.Join(a.WorkDir, "missing")
+			return a
+		}(), ClassRefused, "refused: working directory", -1, ""},
+		{"directory is a file", func() protocol.Assignment {
+			a := assignment(t, "task.filedir", "true")
+			a.WorkDir = notADir
+			return a
+		}(), ClassRefused, "refused: working directory", -1, ""},
+		{"relative command path resolves against the work dir", func() protocol.Assignment {
+			a := assignment(t, "task.rel", "./run.sh")
+			os.WriteFile(filepath.Join(a.WorkDir, "run.sh"), []byte("#!/bin/sh\nexit 4\n"), 0o755)
+			return a
+		}(), ClassFailure, "exit status 4", 4, ""},
+	}
+	for i := range tests {
+		tests[i].asg = f.add(tests[i].asg)[0]
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var res resultRec
+			waitFor(t, 20*time.Second, "the result", func() (ok bool) { res, ok = f.result(tt.asg.FencingToken); return })
+			r := res.req
+			if r.FailureClass != tt.class || !strings.HasPrefix(r.Error, tt.errPrefix) || r.Signal != tt.signal {
+				t.Errorf("result = class %q error %q signal %q; want %q, %q…, %q", r.FailureClass, r.Error, r.Signal, tt.class, tt.errPrefix, tt.signal)
+			}
+			switch {
+			case tt.exitCode < 0 && r.ExitCode != nil:
+				t.Errorf("exit code = %d, want none", *r.ExitCode)
+			case tt.exitCode >= 0 && (r.ExitCode == nil || *r.ExitCode != tt.exitCode):
+				t.Errorf("exit code = %v, want %d", r.ExitCode, tt.exitCode)
+			}
+		})
+	}
+}
+
+func TestTimeoutKillsTheProcessGroup(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		script string
+	}{
+		{"group obeys SIGTERM", `sleep 60 & echo $! > "$WDC_ATTEMPT_DIR/child.pid"; wait`},
+		{"group ignores SIGTERM", `trap "" TERM; sleep 60 & echo $! > "$WDC_ATTEMPT_DIR/child.pid"; wait; wait`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+			s := startFake(t, f)
+			a := startAgent(t, s.URL(), nil)
+			asg := assignment(t, "task.slow", "sh", "-c", tt.script)
+			asg.TimeoutMS = 500
+			asg = f.add(asg)[0]
+			child := readPID(t, filepath.Join(a.opts.WorkDir, "scratch", "task.slow", "1", "child.pid"))
+
+			var res resultRec
+			waitFor(t, 20*time.Second, "the result", func() (ok bool) { res, ok = f.result(asg.FencingToken); return })
+			if res.req.FailureClass != ClassFailure || res.req.Error != "timed out after 500ms" {
+				t.Errorf("result = class %q error %q, want failure, timed out after 500ms", res.req.FailureClass, res.req.Error)
+			}
+			waitFor(t, 5*time.Second, "the grandchild sleep to be gone", func() bool { return processGone(child) })
+		})
+	}
+}
+
+func TestResultIsRetriedUntilDelivered(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 10*time.Second)
+	s := startFake(t, f)
+	var refusedResultPosts atomic.Int32
+	// The first post is answered 503 and the server goes down; the next
+	// one is refused; once the agent has seen that, the server comes back.
+	f.resultHook = func(n int, r *http.Request) int {
+		if n == 1 {
+			s.down()
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	}
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		if err != nil && strings.HasSuffix(r.URL.Path, "/result") && errors.Is(err, syscall.ECONNREFUSED) {
+			refusedResultPosts.Add(1)
+			s.up(t)
+		}
+		return resp, err
+	})}
+	startAgent(t, s.URL(), func(o *Options) { o.HTTPClient = hc })
+	asg := f.add(assignment(t, "task.r", "true"))[0]
+
+	waitFor(t, 20*time.Second, "two result posts", func() bool { return len(f.resultsCopy()) >= 2 })
+	results := f.resultsCopy()
+	if refusedResultPosts.Load() < 1 {
+		t.Errorf("no result post was refused a connection; the test did not test what it means to")
+	}
+	for _, r := range results {
+		if r.token != asg.FencingToken || r.req.IdempotencyKey != "w-1-101" {
+			t.Errorf("post for token %d with key %q, want token %d and key w-1-101", r.token, r.req.IdempotencyKey, asg.FencingToken)
+		}
+	}
+	if results[0].req.StartedAt != results[1].req.StartedAt {
+		t.Errorf("retried post differs from the first: %+v vs %+v", results[0].req, results[1].req)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestCancelLeasesStopsTheAttemptAndStillPostsItsResult(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	startAgent(t, s.URL(), nil)
+	asg := f.add(assignment(t, "task.c", "sleep", "60"))[0]
+	waitFor(t, 10*time.Second, "a heartbeat listing the lease", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.heartbeats) > 0 && slices.Contains(f.heartbeats[len(f.heartbeats)-1].leases, asg.FencingToken)
+	})
+	f.set(func(f *fakeCoord) { f.cancelLeases = []int64{asg.FencingToken, 999} })
+
+	var res resultRec
+	waitFor(t, 10*time.Second, "the result", func() (ok bool) { res, ok = f.result(asg.FencingToken); return })
+	if res.req.FailureClass != ClassLost || !strings.Contains(res.req.Error, "cancelled the lease") || res.req.Signal != "SIGTERM" {
+		t.Errorf("result = class %q error %q signal %q; want lost, cancelled, SIGTERM", res.req.FailureClass, res.req.Error, res.req.Signal)
+	}
+	// The worker stops listing the lease once its result is posted.
+	waitFor(t, 10*time.Second, "a heartbeat without the lease", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		hb := f.heartbeats[len(f.heartbeats)-1]
+		return hb.at.After(res.at) && !slices.Contains(hb.leases, asg.FencingToken)
+	})
+}
+
+func TestDrainOnContextCancel(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		command      []string
+		drainTimeout time.Duration
+		class        string
+		errContains  string
+	}{
+		{"attempt finishes within the drain timeout", []string{"sleep", "0.5"}, 30 * time.Second, "", ""},
+		{"attempt outlives the drain timeout", []string{"sleep", "60"}, 300 * time.Millisecond, ClassLost, "drain timeout of 300ms passed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+			s := startFake(t, f)
+			a := startAgent(t, s.URL(), func(o *Options) { o.DrainTimeout = tt.drainTimeout })
+			asg := assignment(t, "task.d", tt.command[0])
+			asg.Definition.Command = tt.command
+			asg = f.add(asg)[0]
+			waitFor(t, 10*time.Second, "the attempt to start", func() bool {
+				_, err := os.Stat(filepath.Join(a.opts.WorkDir, "logs", "task.d", "1", "stdout"))
+				return err == nil
+			})
+			cancelled := time.Now()
+			a.cancel()
+			if err := a.wait(t, 20*time.Second); err != nil {
+				t.Fatalf("Run = %v, want nil after a drain", err)
+			}
+			res, ok := f.result(asg.FencingToken)
+			if !ok {
+				t.Fatal("Run returned before posting the result")
+			}
+			if res.req.FailureClass != tt.class || !strings.Contains(res.req.Error, tt.errContains) {
+				t.Errorf("result = class %q error %q; want %q containing %q", res.req.FailureClass, res.req.Error, tt.class, tt.errContains)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			for _, c := range f.claims {
+				if c.at.After(cancelled.Add(100 * time.Millisecond)) {
+					t.Errorf("claim at +%s after the drain began", c.at.Sub(cancelled))
+				}
+			}
+		})
+	}
+}
+
+func TestCoordinatorAsksToDrain(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 50*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	a := startAgent(t, s.URL(), nil)
+	asg := f.add(assignment(t, "task.x", "sleep", "0.3"))[0]
+	waitFor(t, 10*time.Second, "a heartbeat listing the lease", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.heartbeats) > 0 && slices.Contains(f.heartbeats[len(f.heartbeats)-1].leases, asg.FencingToken)
+	})
+	f.set(func(f *fakeCoord) { f.drain = true })
+	if err := a.wait(t, 20*time.Second); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if res, ok := f.result(asg.FencingToken); !ok || res.req.FailureClass != "" {
+		t.Errorf("result = %+v, %v; want the attempt to finish and succeed", res.req, ok)
+	}
+}
+
+func TestUnreachableCoordinatorStopsTheAgent(t *testing.T) {
+	t.Parallel()
+	const ttl = 600 * time.Millisecond
+	f := newFakeCoord(1, 100*time.Millisecond, ttl)
+	s := startFake(t, f)
+	a := startAgent(t, s.URL(), nil)
+	f.add(assignment(t, "task.u", "sh", "-c", `echo $$ > "$WDC_ATTEMPT_DIR/pid"; exec sleep 60`))
+	pid := readPID(t, filepath.Join(a.opts.WorkDir, "scratch", "task.u", "1", "pid"))
+
+	s.down()
+	downAt := time.Now()
+	err := a.wait(t, 20*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "longer than the worker's ttl") {
+		t.Fatalf("Run = %v, want an unreachable-coordinator error", err)
+	}
+	if took := time.Since(downAt); took < ttl {
+		t.Errorf("gave up after %s, before the ttl of %s", took, ttl)
+	}
+	if !processGone(pid) {
+		t.Errorf("attempt process %d still runs after the agent exited", pid)
+	}
+	if !strings.Contains(a.logs.String(), "abandoned leases") {
+		t.Errorf("logs do not report the abandoned lease:\n%s", a.logs.String())
+	}
+}
+
+func TestFatalAnswers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		set     func(f *fakeCoord)
+		opts    func(o *Options)
+		wantErr string
+	}{
+		{"401 at registration", func(f *fakeCoord) { f.registerError = 401 }, nil, "refused the pool token"},
+		{"wrong token", nil, func(o *Options) { o.Environ = []string{protocol.TokenEnv + "=wrong"} }, "refused the pool token"},
+		{"token of another pool", nil, func(o *Options) { o.Pool = "other" }, `belongs to pool "builders", not "other"`},
+		{"401 on heartbeat and claim", func(f *fakeCoord) { f.workerError = 401 }, nil, "refused the pool token"},
+		{"404 unknown worker", func(f *fakeCoord) { f.workerError = 404 }, nil, "does not know worker w-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeCoord(1, 50*time.Millisecond, 3*time.Second)
+			if tt.set != nil {
+				tt.set(f)
+			}
+			s := startFake(t, f)
+			a := startAgent(t, s.URL(), tt.opts)
+			err := a.wait(t, 10*time.Second)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Run = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestNewRejectsIncompleteOptions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
+		{"no server", Options{WorkDir: "/tmp", Token: "t"}, "coordinator URL is required"},
+		{"no work dir", Options{ServerURL: "http://x", Token: "t"}, "work folder is required"},
+		{"no token", Options{ServerURL: "http://x", WorkDir: "/tmp", Environ: []string{}}, "no pool token: set " + protocol.TokenEnv},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("New = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestHealthDiscountsPauses(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var h health
+	if d, _ := h.failingFor(t0); d != 0 {
+		t.Fatalf("fresh tracker failing for %s", d)
+	}
+	h.fail(t0, errors.New("refused"))
+	h.fail(t0.Add(2*time.Second), errors.New("refused again"))
+	if d, err := h.failingFor(t0.Add(3 * time.Second)); d != 3*time.Second || err.Error() != "refused again" {
+		t.Errorf("failing for %s (%v), want 3s since the first failure", d, err)
+	}
+	// Paused for 60 s, resumed at t0+64s: only 4 s of running time failed.
+	h.paused(t0.Add(64*time.Second), 60*time.Second)
+	if d, _ := h.failingFor(t0.Add(64 * time.Second)); d != 4*time.Second {
+		t.Errorf("after a pause: failing for %s, want 4s", d)
+	}
+	// A pause longer than the failing period cannot move its start past now.
+	h.paused(t0.Add(65*time.Second), time.Hour)
+	if d, _ := h.failingFor(t0.Add(65 * time.Second)); d != 0 {
+		t.Errorf("failing for %s, want 0", d)
+	}
+	h.ok()
+	h.paused(t0.Add(70*time.Second), time.Second)
+	if d, _ := h.failingFor(t0.Add(70 * time.Second)); d != 0 {
+		t.Errorf("after success: failing for %s", d)
+	}
+}
+
+func TestBackoffIsCappedAndGrows(t *testing.T) {
+	t.Parallel()
+	b := backoff{base: 100 * time.Millisecond, max: time.Second}
+	for n, want := range []time.Duration{100, 200, 400, 800, 1000, 1000, 1000} {
+		want *= time.Millisecond
+		for range 20 {
+			if d := b.delay(n); d < want*8/10 || d > want*12/10 {
+				t.Fatalf("delay(%d) = %s, want %s ± 20%%", n, d, want)
+			}
+		}
+	}
+}
+
+func TestSanitizeTask(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"task.x[2]":     "task.x[2]",
+		"task.a/b":      "task.a_b",
+		"task.../../x":  "task..._.._x",
+		"":              "_",
+		".":             "_.",
+		"..":            "_..",
+		"task.\x00null": "task._null",
+	} {
+		if got := SanitizeTask(in); got != want {
+			t.Errorf("SanitizeTask(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLookPathUsesTheTaskPath(t *testing.T) {
+	t.Parallel()
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "mytool"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(bin, "notexec"), []byte("x"), 0o644)
+	if p, err := lookPath("mytool", "/", "relative:"+bin); err != nil || p != filepath.Join(bin, "mytool") {
+		t.Errorf("lookPath = %q, %v", p, err)
+	}
+	if _, err := lookPath("notexec", "/", bin); err == nil {
+		t.Error("found a file that is not executable")
+	}
+	if _, err := lookPath("mytool", "/", "relative"); err == nil {
+		t.Error("searched a relative PATH entry")
+	}
+	if p, err := lookPath("./mytool", bin, ""); err != nil || p != filepath.Join(bin, "mytool") {
+		t.Errorf("relative path: %q, %v", p, err)
+	}
+}

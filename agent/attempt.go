@@ -1,0 +1,337 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wdc-dev/wdc/protocol"
+)
+
+// Environment variables the agent gives every attempt.
+const (
+	EnvTask         = "WDC_TASK"          // the task address, e.g. task.test[2]
+	EnvAttempt      = "WDC_ATTEMPT"       // the attempt number, 1, 2, 3 …
+	EnvWorkerID     = "WDC_WORKER_ID"     // the worker id the coordinator assigned
+	EnvFencingToken = "WDC_FENCING_TOKEN" // the lease's fencing token, decimal
+	EnvAttemptDir   = "WDC_ATTEMPT_DIR"   // a fresh, empty scratch folder for this attempt
+)
+
+// Failure classes the agent reports (DESIGN §2).
+const (
+	ClassFailure = "failure" // non-zero exit, a signal the command caused, a timeout
+	ClassLost    = "lost"    // the agent stopped the attempt: cancelled lease, drain timeout, shutdown, local I/O error
+	ClassRefused = "refused" // the command cannot start: empty argv, not found, bad directory
+)
+
+// attempt is one running (or finishing) try of a task on this worker.
+type attempt struct {
+	asg protocol.Assignment
+
+	stopOnce sync.Once
+	stopCh   chan struct{} // closed when the agent asks the attempt to stop
+	stopWhy  string        // why, set before stopCh closes
+}
+
+func newAttempt(asg protocol.Assignment) *attempt {
+	return &attempt{asg: asg, stopCh: make(chan struct{})}
+}
+
+// stop asks the attempt's process group to terminate; the result is then
+// reported with class "lost" and why as its error. Only the first call
+// counts.
+func (at *attempt) stop(why string) {
+	at.stopOnce.Do(func() {
+		at.stopWhy = why
+		close(at.stopCh)
+	})
+}
+
+// stopped reports whether stop was called, and why.
+func (at *attempt) stopped() (bool, string) {
+	select {
+	case <-at.stopCh:
+		return true, at.stopWhy
+	default:
+		return false, ""
+	}
+}
+
+// attemptPaths are where an attempt's files live inside the work folder.
+type attemptPaths struct {
+	logDir, stdout, stderr, scratch string
+}
+
+// pathsFor returns the log and scratch locations of an assignment:
+// <workDir>/logs/<task>/<attempt>/{stdout,stderr} and
+// <workDir>/scratch/<task>/<attempt>/.
+func pathsFor(workDir string, asg protocol.Assignment) attemptPaths {
+	name := SanitizeTask(asg.Task)
+	n := strconv.Itoa(asg.Attempt)
+	logDir := filepath.Join(workDir, "logs", name, n)
+	return attemptPaths{
+		logDir:  logDir,
+		stdout:  filepath.Join(logDir, "stdout"),
+		stderr:  filepath.Join(logDir, "stderr"),
+		scratch: filepath.Join(workDir, "scratch", name, n),
+	}
+}
+
+// SanitizeTask turns a task address into a single file-name component:
+// "/" and NUL become "_", and "", "." and ".." become "_", "_." and "_..".
+// Other characters, brackets included, are kept: task.x[2] stays task.x[2].
+func SanitizeTask(addr string) string {
+	s := strings.Map(func(r rune) rune {
+		if r == '/' || r == 0 {
+			return '_'
+		}
+		return r
+	}, addr)
+	switch s {
+	case "", ".", "..":
+		s = "_" + s
+	}
+	return s
+}
+
+// taskEnv builds an attempt's environment: base minus the pool token
+// variable, then the task's own variables (sorted, so the order is stable),
+// then the WDC_* variables, which win over anything before them.
+func taskEnv(base []string, asg protocol.Assignment, workerID, scratch string) []string {
+	env := make([]string, 0, len(base)+len(asg.Definition.Env)+5)
+	for _, kv := range base {
+		if strings.HasPrefix(kv, protocol.TokenEnv+"=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	keys := make([]string, 0, len(asg.Definition.Env))
+	for k := range asg.Definition.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+asg.Definition.Env[k])
+	}
+	return append(env,
+		EnvTask+"="+asg.Task,
+		EnvAttempt+"="+strconv.Itoa(asg.Attempt),
+		EnvWorkerID+"="+workerID,
+		EnvFencingToken+"="+strconv.FormatInt(asg.FencingToken, 10),
+		EnvAttemptDir+"="+scratch,
+	)
+}
+
+// lookupEnv returns the last value of key in env.
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds the executable for argv0 the way a shell would, but in the
+// attempt's own PATH: a name with a slash is taken as is (relative to dir),
+// any other name is searched in the absolute directories of path.
+func lookPath(argv0, dir, path string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		p := argv0
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := isExecutable(p); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue // like os/exec, never run something found through a relative PATH entry
+		}
+		p := filepath.Join(d, argv0)
+		if isExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in PATH", argv0)
+}
+
+func isExecutable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return &fs.PathError{Op: "exec", Path: p, Err: fs.ErrPermission}
+	}
+	return nil
+}
+
+// execution is how one attempt's process ended.
+type execution struct {
+	started, ended time.Time
+	exitCode       *int
+	signal         string
+	timedOut       bool
+	class, err     string // failure class and error; both "" on success
+}
+
+// runAttempt runs an assignment's command to completion and reports how it
+// ended. The command is a direct child of the agent in its own process
+// group, with stdin /dev/null and stdout/stderr in files under paths.logDir.
+// It returns when the process has exited; the whole process group is
+// signalled on timeout or stop, and swept with SIGKILL when the command
+// ends, so nothing it started outlives the attempt (except processes that
+// made their own session or group).
+func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration) execution {
+	asg := at.asg
+	ex := execution{started: time.Now().UTC()}
+	finish := func(class, msg string) execution {
+		ex.class, ex.err = class, msg
+		if ex.ended.IsZero() {
+			ex.ended = time.Now().UTC()
+		}
+		return ex
+	}
+
+	// Refusals: the spec cannot run here.
+	if len(asg.Definition.Command) == 0 || asg.Definition.Command[0] == "" {
+		return finish(ClassRefused, "refused: the task has no command")
+	}
+	if fi, err := os.Stat(asg.WorkDir); err != nil {
+		return finish(ClassRefused, fmt.Sprintf("refused: working directory: %v", err))
+	} else if !fi.IsDir() {
+		return finish(ClassRefused, fmt.Sprintf("refused: working directory %s is not a directory", asg.WorkDir))
+	}
+	path, err := lookPath(asg.Definition.Command[0], asg.WorkDir, lookupEnv(env, "PATH"))
+	if err != nil {
+		return finish(ClassRefused, fmt.Sprintf("refused: command: %v", err))
+	}
+
+	// Local I/O problems are the worker's, not the task's: "lost" lets the
+	// coordinator retry the attempt elsewhere.
+	if err := os.MkdirAll(paths.logDir, 0o755); err != nil {
+		return finish(ClassLost, fmt.Sprintf("creating the log folder: %v", err))
+	}
+	if err := os.RemoveAll(paths.scratch); err != nil {
+		return finish(ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err))
+	}
+	if err := os.MkdirAll(paths.scratch, 0o755); err != nil {
+		return finish(ClassLost, fmt.Sprintf("creating the scratch folder: %v", err))
+	}
+	stdout, err := os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return finish(ClassLost, fmt.Sprintf("creating the stdout log: %v", err))
+	}
+	defer stdout.Close()
+	stderr, err := os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return finish(ClassLost, fmt.Sprintf("creating the stderr log: %v", err))
+	}
+	defer stderr.Close()
+
+	if stopped, why := at.stopped(); stopped {
+		return finish(ClassLost, why)
+	}
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   asg.Definition.Command,
+		Dir:    asg.WorkDir,
+		Env:    env,
+		Stdout: stdout, // *os.File: no copying goroutine, Wait cannot hang on grandchildren
+		Stderr: stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid: true,
+			// If the agent itself dies (SIGKILL, OOM), take the command
+			// with it rather than leave an orphan that runs beside the
+			// retry. Go keeps the OS thread that started it alive unless
+			// a locked goroutine exits, which the agent never does.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	ex.started = time.Now().UTC()
+	if err := cmd.Start(); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) || errors.Is(err, exec.ErrNotFound) {
+			return finish(ClassRefused, fmt.Sprintf("refused: starting the command: %v", err))
+		}
+		return finish(ClassLost, fmt.Sprintf("starting the command: %v", err))
+	}
+	pgid := cmd.Process.Pid
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // the exit status is read from cmd.ProcessState below
+		close(done)
+	}()
+
+	var timeout <-chan time.Time
+	if asg.TimeoutMS > 0 {
+		t := time.NewTimer(time.Duration(asg.TimeoutMS) * time.Millisecond)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-done:
+	case <-timeout:
+		ex.timedOut = true
+		killGroup(pgid, done, killGrace)
+	case <-at.stopCh:
+		killGroup(pgid, done, killGrace)
+	}
+	<-done
+	ex.ended = time.Now().UTC()
+	// Sweep what is left of the group (background children of a command
+	// that exited, or children that ignored SIGTERM).
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+
+	st := cmd.ProcessState
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		ex.signal = unix.SignalName(ws.Signal())
+		if ex.signal == "" {
+			ex.signal = "signal " + strconv.Itoa(int(ws.Signal()))
+		}
+	} else {
+		code := st.ExitCode()
+		ex.exitCode = &code
+	}
+
+	if stopped, why := at.stopped(); stopped {
+		return finish(ClassLost, why)
+	}
+	if ex.timedOut {
+		return finish(ClassFailure, "timed out after "+(time.Duration(asg.TimeoutMS)*time.Millisecond).String())
+	}
+	switch {
+	case ex.signal != "":
+		return finish(ClassFailure, "killed by signal "+ex.signal)
+	case *ex.exitCode != 0:
+		return finish(ClassFailure, "exit status "+strconv.Itoa(*ex.exitCode))
+	}
+	return finish("", "")
+}
+
+// killGroup sends SIGTERM to the process group pgid, waits up to grace for
+// its leader to exit (done closes), then sends SIGKILL to the group.
+func killGroup(pgid int, done <-chan struct{}, grace time.Duration) {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}

@@ -1,0 +1,41 @@
+// Package agent is the worker runtime behind `wdc agent --server URL --pool
+// NAME`: one process that registers with a coordinator, heartbeats, claims
+// assignments and runs them as child processes. It speaks only worker
+// protocol v1 through protocol.Client (docs/protocol.md) and never opens the
+// state; the coordinator (package engine) decides everything about leases.
+//
+// A running agent has three kinds of goroutines:
+//
+//   - the heartbeat loop, on its own timer (never in the task loop),
+//     reports the fencing tokens the worker holds, acts on "drain" and
+//     "cancel_leases", and decides when the coordinator has been
+//     unreachable for longer than the worker's ttl;
+//   - the claim loop long-polls for up to (capacity − running) assignments;
+//   - one goroutine per attempt runs the command and posts its result.
+//
+// Each attempt's command is a direct child of the agent in its own process
+// group, with stdin /dev/null, stdout and stderr in
+// <work>/logs/<task>/<attempt>/{stdout,stderr}, a fresh scratch folder
+// <work>/scratch/<task>/<attempt>/, and the agent's environment minus the
+// pool token plus the task's env and WDC_TASK, WDC_ATTEMPT, WDC_WORKER_ID,
+// WDC_FENCING_TOKEN and WDC_ATTEMPT_DIR. On timeout, cancellation or drain
+// timeout the whole group gets SIGTERM, then SIGKILL after a grace period;
+// when the command ends, whatever is left of its group gets SIGKILL.
+//
+// How an attempt ended maps to a failure class: exit 0 is success; a
+// non-zero exit, a signal the command caused, or a timeout ("timed out after
+// 1m0s") is "failure"; a command that cannot start (no command, not found,
+// bad directory) is "refused"; an attempt the agent itself stopped (lease
+// cancelled, drain timeout, agent shutting down) or could not set up (log or
+// scratch folder) is "lost". The result is always posted, with an
+// idempotency key "<worker>-<token>" and retries on network errors and 5xx
+// answers, even for a lease the coordinator said is gone: it decides.
+//
+// The agent stops on a drain (Run's context cancelled, Drain called, or the
+// coordinator asked): it stops claiming, gives running attempts up to the
+// drain timeout, kills the rest, posts every result and returns nil. It
+// fails — kills its attempts and returns an error — on a 401 (bad token), a
+// 404 for its worker id, or when every call has failed for longer than the
+// ttl, counted from the first failed call after the last success and not
+// counting time the process was paused (SIGSTOP).
+package agent
