@@ -374,7 +374,7 @@ func TestSerialBumpsOnEveryWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
-	var worker string
+	var worker, lockID string
 	steps := []struct {
 		name string
 		do   func() error
@@ -399,6 +399,13 @@ func TestSerialBumpsOnEveryWrite(t *testing.T) {
 		}},
 		{"Heartbeat", func() error { _, err := s.Heartbeat(ctx, worker, t0.Add(time.Second)); return err }},
 		{"AppendEvent", func() error { return s.AppendEvent(ctx, Event{Kind: "note"}, t0) }},
+		{"AcquireLock", func() error {
+			l, _, err := s.AcquireLock(ctx, LockRequest{Holder: "me", TTL: time.Minute}, t0)
+			lockID = l.ID
+			return err
+		}},
+		{"RenewLock", func() error { _, err := s.RenewLock(ctx, lockID, time.Minute, t0); return err }},
+		{"ReleaseLock", func() error { return s.ReleaseLock(ctx, lockID, t0) }},
 	}
 	want := serial(t, s)
 	for _, st := range steps {

@@ -1,0 +1,172 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Lock errors.
+var (
+	// ErrLocked: another apply holds the lock and it has not expired. The
+	// error is a *LockedError naming the holder.
+	ErrLocked = errors.New("state is locked")
+
+	// ErrLockLost: the lock named by a renew or release is no longer held
+	// under that ID (it was released, forced or taken over).
+	ErrLockLost = errors.New("apply lock lost")
+)
+
+// LockedError is returned (wrapping ErrLocked) by AcquireLock when the lock
+// is held.
+type LockedError struct {
+	Path string // the state file
+	Lock Lock   // the current holder
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("state file %s is locked by %s (host %s, pid %d) since %s, until %s; lock ID %s",
+		e.Path, e.Lock.Holder, e.Lock.Host, e.Lock.PID,
+		e.Lock.StartedAt.Format(time.RFC3339), e.Lock.ExpiresAt.Format(time.RFC3339), e.Lock.ID)
+}
+
+// Unwrap returns ErrLocked.
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// LockRequest asks for the apply lock.
+type LockRequest struct {
+	Holder string        // who asks, e.g. "user@host"
+	Host   string        // host name of this process
+	PID    int           // pid of this process, >= 0
+	TTL    time.Duration // the lock expires at now + TTL unless renewed; > 0
+
+	// TakeOver names the ID of a lock the caller has found dead (e.g. its
+	// pid is gone on this host). If the current lock has this ID it is taken
+	// over even before it expires; a lock with another ID is not.
+	TakeOver string
+}
+
+// Event kinds written by the lock methods.
+const (
+	EventLockAcquired  = "lock_acquired"   // Message: holder
+	EventLockTakenOver = "lock_taken_over" // Message: the previous lock's ID and holder
+	EventLockReleased  = "lock_released"
+	EventLockForced    = "lock_forced" // ForceUnlock; Message: the removed lock's holder
+)
+
+// AcquireLock takes the apply lock at now, with a new random ID, until
+// now + TTL. When a lock exists it is taken over if it has expired
+// (expires_at <= now) or its ID equals req.TakeOver; previous then returns
+// the lock that was replaced, so the caller can revoke the leases of its
+// workers (DESIGN §3 invariant 9). Otherwise nothing changes and the error
+// is a *LockedError (wrapping ErrLocked). Errors: ErrInvalid for TTL <= 0
+// or PID < 0.
+func (s *Store) AcquireLock(ctx context.Context, req LockRequest, now time.Time) (lock Lock, previous *Lock, err error) {
+	if req.TTL <= 0 {
+		return Lock{}, nil, invalidf("lock ttl must be positive, have %s", req.TTL)
+	}
+	if req.PID < 0 {
+		return Lock{}, nil, invalidf("lock pid must not be negative, have %d", req.PID)
+	}
+	lock = Lock{
+		ID: randomHex(16), Holder: req.Holder, Host: req.Host, PID: req.PID,
+		StartedAt: fromMS(ms(now)), ExpiresAt: fromMS(ms(now) + durMS(req.TTL)),
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		cur, err := queryLock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if cur != nil {
+			if cur.ExpiresAt.After(now) && (req.TakeOver == "" || req.TakeOver != cur.ID) {
+				return &LockedError{Path: s.path, Lock: *cur}
+			}
+			previous = cur
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO apply_lock (id, lock_id, holder, host, pid, started_at, expires_at)
+			VALUES (1, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET lock_id = excluded.lock_id, holder = excluded.holder, host = excluded.host,
+				pid = excluded.pid, started_at = excluded.started_at, expires_at = excluded.expires_at`,
+			lock.ID, lock.Holder, lock.Host, lock.PID, ms(lock.StartedAt), ms(lock.ExpiresAt)); err != nil {
+			return fmt.Errorf("acquire lock: %w", err)
+		}
+		ev := Event{Kind: EventLockAcquired, Message: lock.Holder}
+		if previous != nil {
+			ev = Event{Kind: EventLockTakenOver, Message: fmt.Sprintf("lock %s of %s (host %s, pid %d)",
+				previous.ID, previous.Holder, previous.Host, previous.PID)}
+		}
+		return appendEvent(ctx, tx, ev, now)
+	})
+	if err != nil {
+		return Lock{}, nil, err
+	}
+	return lock, previous, nil
+}
+
+// RenewLock moves the expiry of the lock with the given ID to now + ttl and
+// returns the lock. Errors: ErrInvalid for ttl <= 0; ErrLockLost when the
+// lock is no longer held under that ID.
+func (s *Store) RenewLock(ctx context.Context, lockID string, ttl time.Duration, now time.Time) (Lock, error) {
+	if ttl <= 0 {
+		return Lock{}, invalidf("lock ttl must be positive, have %s", ttl)
+	}
+	var l *Lock
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE apply_lock SET expires_at = max(started_at, ?) WHERE id = 1 AND lock_id = ?`,
+			ms(now)+durMS(ttl), lockID)
+		if err != nil {
+			return fmt.Errorf("renew lock: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(fmt.Errorf("renew lock %s: %w", lockID, ErrLockLost), err)
+		}
+		l, err = queryLock(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return Lock{}, err
+	}
+	return *l, nil
+}
+
+// ReleaseLock removes the lock with the given ID. Errors: ErrLockLost when
+// the lock is no longer held under that ID.
+func (s *Store) ReleaseLock(ctx context.Context, lockID string, now time.Time) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID)
+		if err != nil {
+			return fmt.Errorf("release lock: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(fmt.Errorf("release lock %s: %w", lockID, ErrLockLost), err)
+		}
+		return appendEvent(ctx, tx, Event{Kind: EventLockReleased}, now)
+	})
+}
+
+// ForceUnlock removes the lock with the given ID whoever holds it (an
+// operator's `force-unlock LOCK_ID`, as in Terraform), and returns the
+// removed lock. Errors: ErrNotFound when no lock has that ID.
+func (s *Store) ForceUnlock(ctx context.Context, lockID string, now time.Time) (Lock, error) {
+	var l *Lock
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if l, err = queryLock(ctx, tx); err != nil {
+			return err
+		}
+		if l == nil || l.ID != lockID {
+			return fmt.Errorf("force unlock: lock %s: %w", lockID, ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID); err != nil {
+			return fmt.Errorf("force unlock: %w", err)
+		}
+		return appendEvent(ctx, tx, Event{Kind: EventLockForced, Message: fmt.Sprintf("lock %s of %s (host %s, pid %d)",
+			l.ID, l.Holder, l.Host, l.PID)}, now)
+	})
+	if err != nil {
+		return Lock{}, err
+	}
+	return *l, nil
+}
