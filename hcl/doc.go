@@ -1,0 +1,30 @@
+// Package hcl is wdc's configuration language: it loads a directory of
+// *.wdc.hcl files into typed values (Config, Pool, Task, …).
+//
+// What it owns:
+//
+//   - parsing every *.wdc.hcl file of one directory (sorted, not recursive)
+//     and the --var-file files, keeping them in Config.Files so callers can
+//     print diagnostics with source snippets
+//     (hcl.NewDiagnosticTextWriter(w, cfg.Files, width, color));
+//   - input variables (type constraints, defaults, WDC_VAR_NAME, --var-file,
+//     --var, in that increasing precedence), locals evaluated in dependency
+//     order, path.root, count and count.index, and the function library;
+//   - decoding the wdc, variable, locals, pool and task blocks, applying
+//     the defaults of the language (see the Default… constants);
+//   - language-level validation: unknown blocks and arguments, types,
+//     ranges (min ≤ max, counts, durations), duplicate names, provider
+//     names and provider blocks, task addresses in depends_on, dependency
+//     cycles. Every error is an hcl.Diagnostic with a source range, and the
+//     decoded values keep their ranges (DeclRange, PlacementRange, …) so
+//     later stages can point at the configuration too.
+//
+// What it does not do: it knows nothing of SQLite or the state file (the
+// Settings it returns are only what the wdc block says; the caller applies
+// flag > environment > block > default), it does not plan or compute
+// definition hashes, and it does not match placement against pool labels
+// (engine does that, using Task.PlacementRange for its errors). Providers
+// other than "local" are rejected here until they are built.
+//
+// Load never panics; on errors it still returns a Config, possibly partial.
+package hcl
