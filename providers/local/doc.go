@@ -1,0 +1,22 @@
+// Package local is the "local" provider: it runs each worker as a process
+// on this machine,
+//
+//	<wdc> agent --server URL --pool NAME --work-dir DIR [--drain-timeout D]
+//
+// with the pool token only in its environment (WDC_WORKER_TOKEN), in its
+// own process group, stdin /dev/null, and stdout and stderr appended to the
+// worker's log file — never the caller's terminal or pipes, so neither a
+// test harness nor a terminal hangs on a worker and Ctrl-C in the caller's
+// terminal does not reach workers (apply stops them itself). The provider
+// reaps the processes it launched, so Status reports their exit codes.
+//
+// Stop without Kill sends SIGTERM to the agent, which drains: it stops
+// claiming, gives its attempts up to its drain timeout, posts their results
+// and exits 0. Stop with Kill sends SIGKILL to the agent's process group;
+// the agent's attempts, each in its own process group, are direct children
+// of the agent that get SIGKILL when it dies (Linux parent-death signal).
+//
+// IDs are "pid:<pid>". A provider instance that did not launch a worker
+// (a later apply) can still Stop it and ask its Status by pid, but cannot
+// know its exit code, and a reused pid can fool it.
+package local

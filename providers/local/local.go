@@ -1,0 +1,229 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/providers"
+)
+
+// Name is the local provider's name.
+const Name = "local"
+
+func init() {
+	providers.Register(Name, func() providers.Provider { return New() })
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// Provider runs workers as processes on this machine. It reaps the workers
+// it launched, so Status knows their exit codes; workers launched by
+// another instance (another apply) are found by pid. The zero value is not
+// usable: call New.
+type Provider struct {
+	// Environ is the environment workers inherit (minus protocol.TokenEnv,
+	// plus the request's Env and the token); nil means os.Environ().
+	Environ []string
+
+	mu    sync.Mutex
+	procs map[int]*proc
+}
+
+// proc is a worker this instance launched.
+type proc struct {
+	done  chan struct{} // closed once the process is reaped
+	state *os.ProcessState
+}
+
+// New returns a local provider.
+func New() *Provider {
+	return &Provider{procs: map[int]*proc{}}
+}
+
+// Name returns "local".
+func (p *Provider) Name() string { return Name }
+
+// Launch starts `<Executable> agent …` (providers.Render) as a child in its
+// own process group, with stdin /dev/null and stdout and stderr appended to
+// req.LogPath (its folder is created), and the token only in the
+// environment. A goroutine reaps it. The returned ID is "pid:<pid>".
+func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (providers.LaunchResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return providers.LaunchResponse{}, err
+	}
+	switch {
+	case req.Executable == "":
+		return providers.LaunchResponse{}, errors.New("local: no executable to launch")
+	case req.LogPath == "":
+		return providers.LaunchResponse{}, errors.New("local: no log path for the worker")
+	case req.Token == "":
+		return providers.LaunchResponse{}, errors.New("local: no pool token for the worker")
+	}
+	if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err != nil {
+		return providers.LaunchResponse{}, fmt.Errorf("local: creating the log folder: %w", err)
+	}
+	logf, err := os.OpenFile(req.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return providers.LaunchResponse{}, fmt.Errorf("local: opening the worker log: %w", err)
+	}
+	argv := providers.Render(req)
+	cmd := &exec.Cmd{
+		Path: req.Executable,
+		Args: argv,
+		Env:  p.environ(req),
+		// Stdin nil is /dev/null; *os.File outputs mean the worker never
+		// holds the caller's terminal or pipes, and no copying goroutine.
+		Stdout:      logf,
+		Stderr:      logf,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return providers.LaunchResponse{}, fmt.Errorf("local: starting %s: %w", req.Executable, err)
+	}
+	logf.Close() // the child has its own copy
+	pid := cmd.Process.Pid
+	pr := &proc{done: make(chan struct{})}
+	p.mu.Lock()
+	if p.procs == nil {
+		p.procs = map[int]*proc{}
+	}
+	p.procs[pid] = pr
+	p.mu.Unlock()
+	go func() {
+		_ = cmd.Wait() // the state is in cmd.ProcessState
+		pr.state = cmd.ProcessState
+		close(pr.done)
+	}()
+	return providers.LaunchResponse{ID: "pid:" + strconv.Itoa(pid), PID: pid, Argv: argv}, nil
+}
+
+// environ builds a worker's environment: the base minus the token
+// variable, the request's Env (sorted), then the token.
+func (p *Provider) environ(req providers.LaunchRequest) []string {
+	base := p.Environ
+	if base == nil {
+		base = os.Environ()
+	}
+	env := make([]string, 0, len(base)+len(req.Env)+1)
+	for _, kv := range base {
+		if !strings.HasPrefix(kv, protocol.TokenEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	keys := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+req.Env[k])
+	}
+	return append(env, protocol.TokenEnv+"="+req.Token)
+}
+
+// parseID turns "pid:1234" into 1234.
+func parseID(id string) (int, error) {
+	s, ok := strings.CutPrefix(id, "pid:")
+	pid, err := strconv.Atoi(s)
+	if !ok || err != nil || pid <= 0 {
+		return 0, fmt.Errorf("local: invalid worker id %q, want pid:<number>", id)
+	}
+	return pid, nil
+}
+
+func (p *Provider) lookup(pid int) *proc {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.procs[pid]
+}
+
+// Stop sends SIGTERM to the worker (it drains), or with Kill SIGKILL to
+// its process group and waits until it is gone or ctx is done. A worker
+// that already exited is not an error.
+func (p *Provider) Stop(ctx context.Context, req providers.StopRequest) error {
+	pid, err := parseID(req.ID)
+	if err != nil {
+		return err
+	}
+	pr := p.lookup(pid)
+	if pr != nil {
+		select {
+		case <-pr.done:
+			return nil
+		default:
+		}
+	}
+	if !req.Kill {
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("local: stopping worker %d: %w", pid, err)
+		}
+		return nil
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("local: killing worker %d: %w", pid, err)
+	}
+	if pr == nil {
+		return nil // not our child: its parent reaps it
+	}
+	select {
+	case <-pr.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("local: waiting for worker %d to exit: %w", pid, ctx.Err())
+	}
+}
+
+// Status reports whether the worker runs. For a worker this instance
+// launched it is exact and gives the exit code or signal; for another
+// process it checks that the pid exists and is not a zombie, which a
+// reused pid can fool.
+func (p *Provider) Status(ctx context.Context, req providers.StatusRequest) (providers.StatusResponse, error) {
+	pid, err := parseID(req.ID)
+	if err != nil {
+		return providers.StatusResponse{}, err
+	}
+	if pr := p.lookup(pid); pr != nil {
+		select {
+		case <-pr.done:
+		default:
+			return providers.StatusResponse{Running: true}, nil
+		}
+		var resp providers.StatusResponse
+		if ws, ok := pr.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			resp.Signal = unix.SignalName(ws.Signal())
+		} else {
+			code := pr.state.ExitCode()
+			resp.ExitCode = &code
+		}
+		return resp, nil
+	}
+	return providers.StatusResponse{Running: alive(pid)}, nil
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// "pid (comm) S …": the state follows the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+}

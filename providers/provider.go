@@ -1,0 +1,174 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Provider launches, watches and stops workers (`wdc agent` processes) on
+// one kind of launch target. Calls take a request struct and return a
+// response struct, so fields can be added without breaking providers.
+// Implementations must be safe for concurrent use.
+type Provider interface {
+	// Name is the provider's name as pools write it: "local", "ray", …
+	Name() string
+	// Launch starts one worker and returns once the target has accepted it
+	// (for local: the process has started). It returns an error, and
+	// nothing is running, if it could not.
+	Launch(ctx context.Context, req LaunchRequest) (LaunchResponse, error)
+	// Stop asks a worker to stop. Without Kill it is a drain: the agent
+	// gets SIGTERM (or the target's equivalent), stops claiming, finishes
+	// or kills its attempts within its drain timeout, posts their results
+	// and exits; Stop returns once the request is delivered. With Kill the
+	// worker is killed at once and Stop returns once it is gone (or ctx is
+	// done). Stopping a worker that already exited is not an error.
+	Stop(ctx context.Context, req StopRequest) error
+	// Status reports whether a worker is still running and, once it has
+	// exited and the provider knows, its exit code.
+	Status(ctx context.Context, req StatusRequest) (StatusResponse, error)
+}
+
+// LaunchRequest describes one worker to launch.
+type LaunchRequest struct {
+	// Pool is the name of the worker's pool.
+	Pool string
+	// Index is the worker's number within its pool in this apply (0, 1, …);
+	// providers use it to name things.
+	Index int
+	// ServerURL is the coordinator's base URL the agent connects to.
+	ServerURL string
+	// Token is the pool's bearer token. Providers pass it only through the
+	// environment (protocol.TokenEnv), never on a command line.
+	Token string
+	// WorkDir is the agent's work folder (attempt logs and scratch).
+	WorkDir string
+	// LogPath is the file that receives the agent's own stdout and stderr.
+	LogPath string
+	// Env holds extra environment variables for the agent.
+	Env map[string]string
+	// Executable is the path of the wdc binary to run.
+	Executable string
+	// DrainTimeout is passed to the agent's --drain-timeout; 0 leaves the
+	// agent's default (60 s).
+	DrainTimeout time.Duration
+}
+
+// LaunchResponse describes a launched worker.
+type LaunchResponse struct {
+	// ID is the provider's handle for the worker, as Stop and Status take
+	// it, e.g. "pid:1234" for local. It is meant to be stored.
+	ID string
+	// PID is the agent's process id when the provider knows it, else 0.
+	PID int
+	// Argv is the command line the worker runs (without the token).
+	Argv []string
+}
+
+// StopRequest asks a worker to stop.
+type StopRequest struct {
+	// ID is a LaunchResponse.ID.
+	ID string
+	// Kill stops the worker at once (SIGKILL) instead of draining it.
+	Kill bool
+}
+
+// StatusRequest asks about a worker.
+type StatusRequest struct {
+	// ID is a LaunchResponse.ID.
+	ID string
+}
+
+// StatusResponse describes a worker's state.
+type StatusResponse struct {
+	// Running is true while the worker's process (or job) is alive.
+	Running bool
+	// ExitCode is the worker's exit code once it has exited, when the
+	// provider knows it (nil while running, when killed by a signal, or
+	// for a worker this provider instance did not launch).
+	ExitCode *int
+	// Signal names the signal that ended the worker ("SIGKILL"), or "".
+	Signal string
+}
+
+// Render returns the argv that launches the worker req describes:
+//
+//	<Executable> agent --server URL --pool NAME --work-dir DIR [--drain-timeout D]
+//
+// Every provider runs this command (as a process, a Ray entrypoint or a
+// container command), and `wdc plan` shows it. The token is not in it.
+func Render(req LaunchRequest) []string {
+	argv := []string{req.Executable, "agent", "--server", req.ServerURL, "--pool", req.Pool, "--work-dir", req.WorkDir}
+	if req.DrainTimeout > 0 {
+		argv = append(argv, "--drain-timeout", req.DrainTimeout.String())
+	}
+	return argv
+}
+
+// Errors from Lookup.
+var (
+	// ErrUnknown means no provider has the name.
+	ErrUnknown = errors.New("unknown provider")
+	// ErrNotBuilt means the provider is planned (ray, kubernetes) but not
+	// built into this wdc yet.
+	ErrNotBuilt = errors.New("provider not built yet")
+)
+
+// planned are providers the design names that are not built yet.
+var planned = map[string]bool{"ray": true, "kubernetes": true}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]func() Provider{}
+)
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// Register makes a provider available to Lookup under name. Provider
+// packages call it from init (providers/local registers "local"), so a
+// program that imports a provider package can look it up. It panics on an
+// invalid or duplicate name: that is a programming error.
+func Register(name string, factory func() Provider) {
+	if !nameRE.MatchString(name) {
+		panic("providers: invalid provider name " + strconv.Quote(name))
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("providers: provider " + strconv.Quote(name) + " registered twice")
+	}
+	registry[name] = factory
+}
+
+// Lookup returns a new instance of the provider registered as name. The
+// error wraps ErrNotBuilt for a planned provider that is not built yet and
+// ErrUnknown for any other unknown name; its message lists the known names.
+func Lookup(name string) (Provider, error) {
+	registryMu.Lock()
+	factory, ok := registry[name]
+	registryMu.Unlock()
+	if ok {
+		return factory(), nil
+	}
+	if planned[name] {
+		return nil, fmt.Errorf("%w: %q is planned but not part of this wdc; available: %v", ErrNotBuilt, name, Names())
+	}
+	return nil, fmt.Errorf("%w %q; available: %v", ErrUnknown, name, Names())
+}
+
+// Names returns the registered provider names, sorted.
+func Names() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,200 @@
+// Package providertest is the conformance suite every provider must pass,
+// and the fake agent its tests launch.
+//
+// A provider's test calls Run with a factory that returns the provider and
+// a LaunchRequest whose Executable starts FakeAgent (for local: the test
+// binary itself, re-executed with FakeAgentEnv set, its TestMain calling
+// FakeAgent). The suite reads the fake agent's Report from req.LogPath, so
+// the worker's output must reach that file on the machine running the test.
+package providertest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/providers"
+)
+
+// FakeAgentEnv is the environment variable that makes a test binary act as
+// FakeAgent (any non-empty value).
+const FakeAgentEnv = "WDC_PROVIDERTEST_FAKE_AGENT"
+
+// Factory returns a fresh provider and a request that launches a fake
+// agent through it. It is called once per sub-test.
+type Factory func(t *testing.T) (providers.Provider, providers.LaunchRequest)
+
+// Report is the JSON line FakeAgent writes to its stdout (the worker log)
+// when it starts, describing what it was given.
+type Report struct {
+	Args         []string `json:"args"`
+	HasToken     bool     `json:"has_token"`
+	TokenOnArgv  bool     `json:"token_on_argv"`
+	OwnGroup     bool     `json:"own_group"`      // getpgrp() == getpid()
+	StdinDevNull bool     `json:"stdin_dev_null"` // stdin is the null device
+}
+
+// FakeAgent stands in for `wdc agent`: it writes a Report line to stdout,
+// then waits for SIGTERM or SIGINT and exits 0 ("drained"). It exits 3
+// after 2 minutes so a broken test leaves no process behind. Call it from
+// TestMain when FakeAgentEnv is set; it does not return.
+func FakeAgent() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	token := os.Getenv(protocol.TokenEnv)
+	r := Report{
+		Args:     os.Args[1:],
+		HasToken: token != "",
+		OwnGroup: syscall.Getpgrp() == os.Getpid(),
+	}
+	for _, a := range os.Args {
+		if token != "" && strings.Contains(a, token) {
+			r.TokenOnArgv = true
+		}
+	}
+	if fi, err := os.Stdin.Stat(); err == nil {
+		if null, err := os.Stat(os.DevNull); err == nil {
+			r.StdinDevNull = os.SameFile(fi, null)
+		}
+	}
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+	select {
+	case <-sigs:
+		fmt.Println("fake agent: drained")
+		os.Exit(0)
+	case <-time.After(2 * time.Minute):
+		os.Exit(3)
+	}
+}
+
+// Run runs the conformance suite against the provider the factory makes.
+func Run(t *testing.T, factory Factory) {
+	t.Run("launch, status, graceful stop", func(t *testing.T) {
+		p, req := factory(t)
+		ctx := context.Background()
+		resp, err := p.Launch(ctx, req)
+		if err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+		if resp.ID == "" {
+			t.Error("Launch returned an empty ID")
+		}
+		if !slices.Equal(resp.Argv, providers.Render(req)) {
+			t.Errorf("Argv = %q, want Render's %q", resp.Argv, providers.Render(req))
+		}
+		for _, a := range resp.Argv {
+			if strings.Contains(a, req.Token) {
+				t.Errorf("the token is on the command line: %q", resp.Argv)
+			}
+		}
+		st, err := p.Status(ctx, providers.StatusRequest{ID: resp.ID})
+		if err != nil || !st.Running {
+			t.Fatalf("Status after Launch = %+v, %v; want running", st, err)
+		}
+		// Let the fake agent install its signal handler before stopping it.
+		waitReport(t, req.LogPath)
+		if err := p.Stop(ctx, providers.StopRequest{ID: resp.ID}); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		st = waitExited(t, p, resp.ID)
+		if st.ExitCode == nil || *st.ExitCode != 0 {
+			t.Errorf("Status after a graceful stop = %+v, want exit code 0 (the agent drained)", st)
+		}
+		if err := p.Stop(ctx, providers.StopRequest{ID: resp.ID}); err != nil {
+			t.Errorf("Stop of an exited worker = %v, want nil", err)
+		}
+	})
+	t.Run("kill", func(t *testing.T) {
+		p, req := factory(t)
+		ctx := context.Background()
+		resp, err := p.Launch(ctx, req)
+		if err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+		waitReport(t, req.LogPath)
+		stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := p.Stop(stopCtx, providers.StopRequest{ID: resp.ID, Kill: true}); err != nil {
+			t.Fatalf("Stop(Kill): %v", err)
+		}
+		st := waitExited(t, p, resp.ID)
+		if st.ExitCode != nil && *st.ExitCode == 0 {
+			t.Errorf("Status after a kill = %+v, want no clean exit", st)
+		}
+	})
+	t.Run("the token is in the environment only", func(t *testing.T) {
+		p, req := factory(t)
+		resp, err := p.Launch(context.Background(), req)
+		if err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+		r := waitReport(t, req.LogPath)
+		if !r.HasToken || r.TokenOnArgv {
+			t.Errorf("token in env %v, on argv %v; want only in the environment", r.HasToken, r.TokenOnArgv)
+		}
+		if want := providers.Render(req)[1:]; !slices.Equal(r.Args, want) {
+			t.Errorf("agent args = %q, want %q", r.Args, want)
+		}
+	})
+	t.Run("bad ids", func(t *testing.T) {
+		p, _ := factory(t)
+		for _, id := range []string{"", "nonsense", "pid:", "pid:-1"} {
+			if _, err := p.Status(context.Background(), providers.StatusRequest{ID: id}); err == nil {
+				t.Errorf("Status(%q) = nil error", id)
+			}
+			if err := p.Stop(context.Background(), providers.StopRequest{ID: id}); err == nil {
+				t.Errorf("Stop(%q) = nil error", id)
+			}
+		}
+	})
+}
+
+// waitReport waits for the fake agent's Report line in the worker log.
+func waitReport(t *testing.T, logPath string) Report {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, _ := os.ReadFile(logPath)
+		if line, _, ok := strings.Cut(string(data), "\n"); ok {
+			var r Report
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("worker log %s starts with %q, not a report: %v", logPath, line, err)
+			}
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report in the worker log %s after 30s (it holds %q)", logPath, data)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitExited polls Status until the worker is no longer running.
+func waitExited(t *testing.T, p providers.Provider, id string) providers.StatusResponse {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := p.Status(context.Background(), providers.StatusRequest{ID: id})
+		if err != nil {
+			t.Fatalf("Status: %v", err)
+		}
+		if !st.Running {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s still running 30s after Stop", id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
