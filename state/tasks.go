@@ -126,3 +126,40 @@ func (s *Store) Task(ctx context.Context, address string) (Task, error) {
 	})
 	return t, err
 }
+
+// FinishTask ends a task that has no active lease with a final status
+// (succeeded, failed or cancelled) and reason as its last error, e.g.
+// cancelling a task whose dependency failed for good, or one that left the
+// configuration. It sets finished_at to now and appends a "finished" event.
+//
+// Errors: ErrInvalid when status is not final; ErrNotFound for an unknown
+// task; ErrLeaseHeld when the task has an active lease (only an accepted
+// result ends a leased attempt).
+func (s *Store) FinishTask(ctx context.Context, address string, status TaskStatus, reason string, now time.Time) error {
+	if !status.Finished() {
+		return invalidf("task %s: %q is not a final status", address, status)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var token int64
+		err := tx.QueryRowContext(ctx, `SELECT token FROM leases WHERE task = ? AND status = 'active'`, address).Scan(&token)
+		if err == nil {
+			return fmt.Errorf("finish task %s: lease %d is active: %w", address, token, ErrLeaseHeld)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("finish task %s: %w", address, err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, last_error = ?, updated_at = ?, finished_at = ? WHERE address = ?`,
+			string(status), reason, ms(now), ms(now), address)
+		if err != nil {
+			return fmt.Errorf("finish task %s: %w", address, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("finish task %s: %w", address, ErrNotFound)
+		}
+		msg := string(status)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return appendEvent(ctx, tx, Event{Kind: EventFinished, Task: address, Message: msg}, now)
+	})
+}

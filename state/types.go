@@ -112,6 +112,9 @@ type Event struct {
 const (
 	// EventLeased is appended by GrantLease; Message is "attempt N".
 	EventLeased = "leased"
+	// EventFinished is appended by FinishTask; Message is the status and
+	// the reason.
+	EventFinished = "finished"
 )
 
 // Lock is the apply lock (DESIGN §3 invariant 9).
