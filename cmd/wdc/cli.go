@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"golang.org/x/term"
+)
+
+// CLI is the root of the command tree; its fields are the global flags.
+type CLI struct {
+	Chdir   string   `name:"chdir" placeholder:"DIR" help:"Use DIR as the configuration directory instead of the current one (relative paths resolve against it)."`
+	State   string   `name:"state" placeholder:"PATH" help:"State file path. Default: the wdc block's state setting, else .wdc/state.db in the configuration directory. Environment: WDC_STATE."`
+	Var     []string `name:"var" sep:"none" placeholder:"NAME=VALUE" help:"Set an input variable (repeatable; the value may contain commas). Overrides --var-file and WDC_VAR_NAME."`
+	VarFile []string `name:"var-file" sep:"none" placeholder:"FILE" help:"Read input variable values from an HCL file of NAME = value lines (repeatable)."`
+	NoColor bool     `name:"no-color" help:"Do not color output. Colors are used only on a terminal, and never when NO_COLOR is set."`
+
+	Validate ValidateCmd `cmd:"" help:"Check the configuration files and report every problem with its file:line:column."`
+	Plan     PlanCmd     `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
+	Tasks    TasksCmd    `cmd:"" help:"Inspect tasks recorded in the state."`
+	Workers  WorkersCmd  `cmd:"" help:"Inspect workers recorded in the state."`
+	Leases   LeasesCmd   `cmd:"" help:"Inspect leases recorded in the state."`
+	Version  VersionCmd  `cmd:"" help:"Print the wdc version."`
+}
+
+// TasksCmd groups the task inspection commands.
+type TasksCmd struct {
+	List TasksListCmd `cmd:"" help:"List tasks with status, attempts and last error."`
+	Show TasksShowCmd `cmd:"" help:"Show one task: its attempts and its events."`
+}
+
+// WorkersCmd groups the worker inspection commands.
+type WorkersCmd struct {
+	List WorkersListCmd `cmd:"" help:"List workers with pool, labels, status, host, pid, last heartbeat and leases held."`
+}
+
+// LeasesCmd groups the lease inspection commands.
+type LeasesCmd struct {
+	List LeasesListCmd `cmd:"" help:"List leases with fencing token, task, attempt, worker, status and expiry."`
+}
+
+// env is what every command runs with: the parsed global flags, the
+// process's streams and environment, and the clock.
+type env struct {
+	flags   *CLI
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	environ []string
+	now     func() time.Time
+}
+
+// getenv looks name up in the command's environment.
+func (e *env) getenv(name string) string {
+	prefix := name + "="
+	for i := len(e.environ) - 1; i >= 0; i-- {
+		if strings.HasPrefix(e.environ[i], prefix) {
+			return e.environ[i][len(prefix):]
+		}
+	}
+	return ""
+}
+
+// configDir returns the absolute configuration directory.
+func (e *env) configDir() (string, error) {
+	dir := e.flags.Chdir
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("configuration directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("configuration directory %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// color reports whether output to w may use colors: only on a terminal,
+// and neither --no-color nor NO_COLOR is set.
+func (e *env) color(w io.Writer) bool {
+	if e.flags.NoColor || e.getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// errExit makes run exit with code without printing anything more: the
+// command already said why.
+type errExit struct{ code int }
+
+func (e errExit) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// kongExit is the panic value used to turn kong's exit calls (after --help)
+// into a return from run.
+type kongExit struct{ code int }
+
+// run parses args, runs the command and returns the process exit code:
+// 0 on success, 1 on any error (kong's own parse-error code is replaced),
+// 2 for `plan --detailed-exitcode` with changes.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) (code int) {
+	var cli CLI
+	defer func() {
+		if r := recover(); r != nil {
+			if k, ok := r.(kongExit); ok {
+				code = k.code
+				return
+			}
+			panic(r)
+		}
+	}()
+	parser, err := kong.New(&cli,
+		kong.Name("wdc"),
+		kong.Description("Run work on pools of workers with fenced task leases, driven by plan and apply."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(c int) { panic(kongExit{c}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "wdc: internal error: %v\n", err)
+		return 1
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "wdc: error: %v\n", err)
+		if kctx != nil && len(args) > 0 {
+			fmt.Fprintf(stderr, "Run \"wdc --help\" for usage.\n")
+		}
+		return 1
+	}
+	e := &env{flags: &cli, stdin: stdin, stdout: stdout, stderr: stderr, environ: environ, now: time.Now}
+	if err := kctx.Run(e); err != nil {
+		var ee errExit
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		fmt.Fprintf(stderr, "wdc: error: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// defaultStatePath is the state file, relative to the configuration directory,
+// used when neither --state, WDC_STATE nor the wdc block names one.
+const defaultStatePath = ".wdc/state.db"
+
+// loadConfig loads the configuration directory with the variables given by
+// flags and environment, prints its diagnostics (errors and warnings) to
+// stderr, and returns errExit{1} when any is an error.
+func (e *env) loadConfig() (*wdchcl.Config, error) {
+	dir, err := e.configDir()
+	if err != nil {
+		return nil, err
+	}
+	varFiles := make([]string, len(e.flags.VarFile))
+	for i, f := range e.flags.VarFile {
+		varFiles[i] = resolve(dir, f)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
+	e.printDiags(cfg, diags)
+	if diags.HasErrors() {
+		return cfg, errExit{1}
+	}
+	return cfg, nil
+}
+
+// printDiags renders diagnostics with file:line:column and a source snippet.
+func (e *env) printDiags(cfg *wdchcl.Config, diags hcl.Diagnostics) {
+	if len(diags) == 0 {
+		return
+	}
+	var files map[string]*hcl.File
+	if cfg != nil {
+		files = cfg.Files
+	}
+	w := hcl.NewDiagnosticTextWriter(e.stderr, files, 100, e.color(e.stderr))
+	_ = w.WriteDiagnostics(diags)
+}
+
+// statePath resolves the state file path: --state > WDC_STATE > the wdc
+// block's state setting > .wdc/state.db; relative paths resolve against the
+// configuration directory. cfg may be nil.
+func (e *env) statePath(cfg *wdchcl.Config) (string, error) {
+	dir, err := e.configDir()
+	if err != nil {
+		return "", err
+	}
+	p := e.flags.State
+	if p == "" {
+		p = e.getenv("WDC_STATE")
+	}
+	if p == "" && cfg != nil {
+		p = cfg.Settings.State
+	}
+	if p == "" {
+		p = defaultStatePath
+	}
+	return resolve(dir, p), nil
+}
+
+// statePathForReading resolves the state path for commands that only read
+// the state: they look at the configuration only for its wdc block, and a
+// configuration that does not load (a missing variable, say) does not stop
+// them.
+func (e *env) statePathForReading() (string, error) {
+	if e.flags.State != "" || e.getenv("WDC_STATE") != "" {
+		return e.statePath(nil)
+	}
+	dir, err := e.configDir()
+	if err != nil {
+		return "", err
+	}
+	cfg, _ := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, Environ: e.environ})
+	return e.statePath(cfg)
+}
+
+// readSnapshot opens the state read-only and returns a snapshot of it; an
+// absent state file is an empty state (lineage "", serial 0) and is not
+// created.
+func readSnapshot(ctx context.Context, path string) (*state.Snapshot, error) {
+	st, err := state.OpenReadOnly(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return state.EmptySnapshot(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading state %s: %w", path, err)
+	}
+	return snap, nil
+}
+
+func resolve(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// LeasesListCmd lists the leases recorded in the state.
+type LeasesListCmd struct {
+	JSON bool `name:"json" help:"Print a JSON array instead of a table."`
+}
+
+type leaseJSON struct {
+	FencingToken  int64      `json:"fencing_token"`
+	Task          string     `json:"task"`
+	Attempt       int        `json:"attempt"`
+	WorkerID      string     `json:"worker_id"`
+	DefHash       string     `json:"def_hash"`
+	Status        string     `json:"status"`
+	GrantedAt     *time.Time `json:"granted_at,omitempty"`
+	RenewedAt     *time.Time `json:"renewed_at,omitempty"`
+	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
+	HardExpiresAt *time.Time `json:"hard_expires_at,omitempty"`
+	EndedAt       *time.Time `json:"ended_at,omitempty"`
+}
+
+// Run prints one row per lease ever granted (every status), by fencing token: task, attempt, worker,
+// status, grant time and expiry.
+func (c *LeasesListCmd) Run(e *env) error {
+	leases, err := e.readLeases()
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		out := make([]leaseJSON, 0, len(leases))
+		for _, l := range leases {
+			out = append(out, leaseJSON{FencingToken: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: l.WorkerID, DefHash: l.DefHash,
+				Status: string(l.Status), GrantedAt: jsonTime(l.GrantedAt), RenewedAt: jsonTime(l.RenewedAt), ExpiresAt: jsonTime(l.ExpiresAt),
+				HardExpiresAt: jsonTime(l.HardExpiresAt), EndedAt: jsonTime(l.EndedAt)})
+		}
+		return writeJSON(e.stdout, out)
+	}
+	if len(leases) == 0 {
+		_, err := fmt.Fprintln(e.stdout, "No leases in the state.")
+		return err
+	}
+	tw := newTable(e.stdout)
+	fmt.Fprintln(tw, "TOKEN\tTASK\tATTEMPT\tWORKER\tSTATUS\tDEF_HASH\tGRANTED\tEXPIRES")
+	for _, l := range leases {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.Token, l.Task, l.Attempt, l.WorkerID, l.Status, protocol.ShortHash(l.DefHash), formatTime(l.GrantedAt), formatTime(l.ExpiresAt))
+	}
+	return tw.Flush()
+}
+
+// readLeases returns every lease in the state, of every status, by fencing
+// token; an absent state file has none.
+func (e *env) readLeases() ([]state.Lease, error) {
+	path, err := e.statePathForReading()
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	st, err := state.OpenReadOnly(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return st.Leases(ctx, "")
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// TasksListCmd lists the tasks recorded in the state.
+type TasksListCmd struct {
+	JSON bool `name:"json" help:"Print a JSON array instead of a table."`
+}
+
+// taskJSON is one task in `wdc tasks list --json` and `wdc tasks show --json`.
+type taskJSON struct {
+	Address   string     `json:"address"`
+	Status    string     `json:"status"`
+	Attempts  int        `json:"attempts"`
+	DefHash   string     `json:"def_hash"`
+	LastError string     `json:"last_error,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	Finished  *time.Time `json:"finished_at,omitempty"`
+}
+
+func newTaskJSON(t state.Task) taskJSON {
+	return taskJSON{Address: t.Address, Status: string(t.Status), Attempts: t.Attempts, DefHash: t.DefHash,
+		LastError: t.LastError, UpdatedAt: jsonTime(t.UpdatedAt), Finished: jsonTime(t.FinishedAt)}
+}
+
+// Run prints one row per task: address, status, attempts, short def_hash and
+// last error.
+func (c *TasksListCmd) Run(e *env) error {
+	snap, err := e.readStateSnapshot()
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		out := make([]taskJSON, 0, len(snap.Tasks))
+		for _, t := range snap.Tasks {
+			out = append(out, newTaskJSON(t))
+		}
+		return writeJSON(e.stdout, out)
+	}
+	if len(snap.Tasks) == 0 {
+		_, err := fmt.Fprintln(e.stdout, "No tasks in the state.")
+		return err
+	}
+	tw := newTable(e.stdout)
+	fmt.Fprintln(tw, "ADDRESS\tSTATUS\tATTEMPTS\tDEF_HASH\tLAST ERROR")
+	for _, t := range snap.Tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", t.Address, t.Status, t.Attempts, protocol.ShortHash(t.DefHash), orDash(oneLine(t.LastError)))
+	}
+	return tw.Flush()
+}
+
+// TasksShowCmd shows one task with its attempts and events.
+type TasksShowCmd struct {
+	Address string `arg:"" name:"address" help:"Task address (task.NAME, task.NAME[INDEX]) or bare name (NAME, NAME[INDEX])."`
+	JSON    bool   `name:"json" help:"Print JSON instead of text."`
+}
+
+type attemptJSON struct {
+	Number       int        `json:"number"`
+	WorkerID     string     `json:"worker_id"`
+	FencingToken int64      `json:"fencing_token"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	EndedAt      *time.Time `json:"ended_at,omitempty"`
+	ExitCode     *int       `json:"exit_code,omitempty"`
+	Signal       string     `json:"signal,omitempty"`
+	FailureClass string     `json:"failure_class,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	StdoutPath   string     `json:"stdout_path,omitempty"`
+	StderrPath   string     `json:"stderr_path,omitempty"`
+}
+
+type eventJSON struct {
+	Seq          int64     `json:"seq"`
+	At           time.Time `json:"at"`
+	Kind         string    `json:"kind"`
+	WorkerID     string    `json:"worker_id,omitempty"`
+	FencingToken int64     `json:"fencing_token,omitempty"`
+	Message      string    `json:"message"`
+}
+
+// Run prints the task, each attempt (worker, fencing token, start, end, exit
+// code, failure class, log paths) and the task's events.
+func (c *TasksShowCmd) Run(e *env) error {
+	ctx := context.Background()
+	path, err := e.statePathForReading()
+	if err != nil {
+		return err
+	}
+	st, err := state.OpenReadOnly(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no task %s: there is no state file at %s", c.Address, path)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	addr := normalizeAddress(c.Address)
+	var task *state.Task
+	for i := range snap.Tasks {
+		if snap.Tasks[i].Address == addr {
+			task = &snap.Tasks[i]
+		}
+	}
+	if task == nil {
+		return fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
+	}
+	attempts, err := st.Attempts(ctx, addr)
+	if err != nil {
+		return err
+	}
+	events, err := st.Events(ctx, addr)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		out := struct {
+			taskJSON
+			AttemptList []attemptJSON `json:"attempt_list"`
+			Events      []eventJSON   `json:"events"`
+		}{taskJSON: newTaskJSON(*task), AttemptList: []attemptJSON{}, Events: []eventJSON{}}
+		for _, a := range attempts {
+			out.AttemptList = append(out.AttemptList, attemptJSON{Number: a.Number, WorkerID: a.WorkerID, FencingToken: a.Token,
+				StartedAt: jsonTime(a.StartedAt), EndedAt: jsonTime(a.EndedAt), ExitCode: a.ExitCode, Signal: a.Signal,
+				FailureClass: string(a.FailureClass), Error: a.Error, StdoutPath: a.StdoutPath, StderrPath: a.StderrPath})
+		}
+		for _, ev := range events {
+			out.Events = append(out.Events, eventJSON{Seq: ev.Seq, At: ev.At.UTC(), Kind: ev.Kind, WorkerID: ev.WorkerID, FencingToken: ev.Token, Message: ev.Message})
+		}
+		return writeJSON(e.stdout, out)
+	}
+
+	w := e.stdout
+	fmt.Fprintf(w, "%s\n  status:     %s\n  attempts:   %d\n  def_hash:   %s\n", task.Address, task.Status, task.Attempts, task.DefHash)
+	if task.LastError != "" {
+		fmt.Fprintf(w, "  last error: %s\n", oneLine(task.LastError))
+	}
+	fmt.Fprintf(w, "\nAttempts:\n")
+	if len(attempts) == 0 {
+		fmt.Fprintf(w, "  none\n")
+	} else {
+		tw := newTable(w)
+		fmt.Fprintln(tw, "  #\tWORKER\tTOKEN\tSTARTED\tENDED\tEXIT\tCLASS\tSTDOUT\tSTDERR")
+		for _, a := range attempts {
+			exit := "-"
+			switch {
+			case a.ExitCode != nil:
+				exit = strconv.Itoa(*a.ExitCode)
+			case a.Signal != "":
+				exit = a.Signal
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Number, a.WorkerID, a.Token, formatTime(a.StartedAt), formatTime(a.EndedAt),
+				exit, orDash(string(a.FailureClass)), orDash(a.StdoutPath), orDash(a.StderrPath))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\nEvents:\n")
+	if len(events) == 0 {
+		fmt.Fprintf(w, "  none\n")
+	}
+	for _, ev := range events {
+		fmt.Fprintf(w, "  %s  %-10s %s\n", formatTime(ev.At), ev.Kind, oneLine(ev.Message))
+	}
+	return nil
+}
+
+// normalizeAddress turns a bare task name ("build", "build[2]") into an
+// address ("task.build", "task.build[2]").
+func normalizeAddress(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "task.") {
+		return s
+	}
+	return "task." + s
+}
+
+// oneLine folds a possibly multi-line message onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// readStateSnapshot resolves the state path for a read command and returns
+// a snapshot; an absent state file is an empty state.
+func (e *env) readStateSnapshot() (*state.Snapshot, error) {
+	path, err := e.statePathForReading()
+	if err != nil {
+		return nil, err
+	}
+	return readSnapshot(context.Background(), path)
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// WorkersListCmd lists the workers recorded in the state.
+type WorkersListCmd struct {
+	JSON bool `name:"json" help:"Print a JSON array instead of a table."`
+}
+
+type workerJSON struct {
+	ID                string            `json:"id"`
+	Pool              string            `json:"pool"`
+	Labels            map[string]string `json:"labels"`
+	Capacity          int               `json:"capacity"`
+	Status            string            `json:"status"`
+	Host              string            `json:"host"`
+	PID               int               `json:"pid"`
+	Version           string            `json:"version,omitempty"`
+	RegisteredAt      *time.Time        `json:"registered_at,omitempty"`
+	LastHeartbeatAt   *time.Time        `json:"last_heartbeat_at,omitempty"`
+	HeartbeatInterval float64           `json:"heartbeat_interval_seconds"`
+	TTL               float64           `json:"ttl_seconds"`
+	LeasesHeld        int               `json:"leases_held"`
+}
+
+// Run prints one row per worker: id, pool, labels, status, host, pid, last
+// heartbeat and active leases held.
+func (c *WorkersListCmd) Run(e *env) error {
+	snap, err := e.readStateSnapshot()
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		out := make([]workerJSON, 0, len(snap.Workers))
+		for _, w := range snap.Workers {
+			labels := w.Labels
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			out = append(out, workerJSON{ID: w.ID, Pool: w.Pool, Labels: labels, Capacity: w.Capacity, Status: string(w.Status),
+				Host: w.Host, PID: w.PID, Version: w.Version, RegisteredAt: jsonTime(w.RegisteredAt), LastHeartbeatAt: jsonTime(w.LastHeartbeatAt),
+				HeartbeatInterval: w.HeartbeatInterval.Seconds(), TTL: w.TTL.Seconds(), LeasesHeld: w.LeasesHeld})
+		}
+		return writeJSON(e.stdout, out)
+	}
+	if len(snap.Workers) == 0 {
+		_, err := fmt.Fprintln(e.stdout, "No workers in the state.")
+		return err
+	}
+	tw := newTable(e.stdout)
+	fmt.Fprintln(tw, "ID\tPOOL\tLABELS\tSTATUS\tHOST\tPID\tLAST HEARTBEAT\tLEASES")
+	for _, w := range snap.Workers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", w.ID, w.Pool, formatLabels(w.Labels), w.Status, orDash(w.Host), w.PID, formatTime(w.LastHeartbeatAt), w.LeasesHeld)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,464 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// Action is what a plan does to one object. The set is closed.
+type Action string
+
+const (
+	// ActionLaunch starts workers for a pool ("+").
+	ActionLaunch Action = "launch"
+	// ActionRun runs a task that has no result yet ("+").
+	ActionRun Action = "run"
+	// ActionReplace runs a task again because its definition hash changed,
+	// a dependency is replaced, or --replace asked for it ("-/+").
+	ActionReplace Action = "replace"
+	// ActionRetry runs a task again with a fresh retry budget after it
+	// failed, was cancelled, or lost its lease ("~").
+	ActionRetry Action = "retry"
+	// ActionCancel cancels an unfinished task that is no longer in the
+	// configuration ("-").
+	ActionCancel Action = "cancel"
+)
+
+// Symbol returns the action's plan symbol, as in Terraform's plan output.
+func (a Action) Symbol() string {
+	switch a {
+	case ActionLaunch, ActionRun:
+		return "+"
+	case ActionReplace:
+		return "-/+"
+	case ActionRetry:
+		return "~"
+	case ActionCancel:
+		return "-"
+	}
+	return "?"
+}
+
+// TaskChange is the plan's decision for one task instance.
+type TaskChange struct {
+	// Address is "task.NAME" or "task.NAME[INDEX]".
+	Address string
+	Action  Action
+	// Reason is a short phrase saying why, e.g. "new task" or
+	// "definition changed".
+	Reason string
+	// PriorStatus is the task's status in the state, "" when it has none.
+	PriorStatus state.TaskStatus
+	// OldHash and NewHash are the full def_hashes before and after; OldHash
+	// is "" for a new task, NewHash "" for a cancelled one.
+	OldHash, NewHash string
+	// Pool is the name of the pool the task counts toward for sizing (the
+	// first pool in declaration order that can run it); "" for a cancel.
+	Pool string
+	// Candidates names every pool, in declaration order, that can run it.
+	Candidates []string
+}
+
+// PoolChange is the plan's decision for one pool: how many workers apply
+// launches for it and why.
+type PoolChange struct {
+	// Name is the pool's name; its address is "pool."+Name.
+	Name string
+	// Workers is the number of workers to launch:
+	// clamp(ceil(Tasks / Capacity), Min, Max) when Tasks > 0, else 0.
+	Workers int
+	// Tasks is the number of planned task runs counted toward this pool.
+	Tasks              int
+	Capacity, Min, Max int
+}
+
+// Plan is the value `wdc plan` computes and `wdc apply` carries out: the
+// changes to make, and what they were computed from.
+type Plan struct {
+	// Lineage and Serial identify the state snapshot the plan was computed
+	// from; an absent state is lineage "" and serial 0.
+	Lineage string
+	Serial  int64
+	// CreatedAt is the `now` the plan was computed at.
+	CreatedAt time.Time
+	// Pools holds one entry per pool, in declaration order, including pools
+	// that launch nothing.
+	Pools []PoolChange
+	// Tasks holds the changes in configuration order, then cancellations in
+	// address order. Tasks left as they are do not appear.
+	Tasks []TaskChange
+	// Definitions maps each configured task address to its canonical
+	// definition and def_hash, as apply will record them.
+	Definitions map[string]TaskDefinition
+}
+
+// TaskDefinition is a task instance's canonical definition and its hash.
+type TaskDefinition struct {
+	Definition protocol.Definition
+	Hash       string
+}
+
+// Summary counts a plan's changes.
+type Summary struct {
+	WorkersToLaunch                    int
+	Run, Replace, Retry, Cancel, Total int
+}
+
+// Summary returns the counts of p's changes.
+func (p *Plan) Summary() Summary {
+	var s Summary
+	for _, pc := range p.Pools {
+		s.WorkersToLaunch += pc.Workers
+	}
+	for _, tc := range p.Tasks {
+		switch tc.Action {
+		case ActionRun:
+			s.Run++
+		case ActionReplace:
+			s.Replace++
+		case ActionRetry:
+			s.Retry++
+		case ActionCancel:
+			s.Cancel++
+		}
+	}
+	s.Total = s.Run + s.Replace + s.Retry + s.Cancel
+	return s
+}
+
+// HasChanges reports whether applying p would change anything.
+func (p *Plan) HasChanges() bool {
+	s := p.Summary()
+	return s.Total > 0 || s.WorkersToLaunch > 0
+}
+
+// String renders the summary line of DESIGN §6, zeros left out:
+// "Plan: 2 workers to launch, 3 tasks to run, 1 to replace, 1 to retry, 1 to cancel."
+// or "No changes.".
+func (s Summary) String() string {
+	var parts []string
+	if s.WorkersToLaunch > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s to launch", s.WorkersToLaunch, plural(s.WorkersToLaunch, "worker", "workers")))
+	}
+	first := true
+	for _, item := range []struct {
+		n    int
+		verb string
+	}{{s.Run, "run"}, {s.Replace, "replace"}, {s.Retry, "retry"}, {s.Cancel, "cancel"}} {
+		if item.n == 0 {
+			continue
+		}
+		if first {
+			parts = append(parts, fmt.Sprintf("%d %s to %s", item.n, plural(item.n, "task", "tasks"), item.verb))
+			first = false
+		} else {
+			parts = append(parts, fmt.Sprintf("%d to %s", item.n, item.verb))
+		}
+	}
+	if len(parts) == 0 {
+		return "No changes."
+	}
+	return "Plan: " + strings.Join(parts, ", ") + "."
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// PlanOptions are the user's choices that shape a plan.
+type PlanOptions struct {
+	// Replace lists addresses (or bare task names) of tasks to run again
+	// even though they succeeded with their current definition. A bare name
+	// or "task.NAME" of a counted task means every instance.
+	Replace []string
+}
+
+// NewPlan computes the changes that would bring snap to what cfg declares.
+// It is pure: it reads only its arguments. cfg must have been loaded
+// without errors. The diagnostics carry errors for --replace addresses that
+// name no configured task, and placement errors (a task no pool can run).
+func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanOptions) (*Plan, hcl.Diagnostics) {
+	diags := CheckPlacement(cfg)
+
+	replace, rdiags := resolveReplace(cfg, opts.Replace)
+	diags = append(diags, rdiags...)
+
+	p := &Plan{
+		Lineage:     snap.Lineage,
+		Serial:      snap.Serial,
+		CreatedAt:   now,
+		Definitions: Definitions(cfg),
+	}
+
+	prior := make(map[string]*state.Task, len(snap.Tasks))
+	for i := range snap.Tasks {
+		prior[snap.Tasks[i].Address] = &snap.Tasks[i]
+	}
+	leases := latestLeases(snap)
+
+	configured := make(map[string]bool, len(cfg.Tasks))
+	changes := make(map[string]*TaskChange, len(cfg.Tasks))
+	// cfg.Tasks is not necessarily in dependency order; decide in
+	// topological order so a replaced dependency is known before its
+	// dependents are looked at.
+	for _, t := range topoOrder(cfg.Tasks) {
+		addr := t.Address()
+		configured[addr] = true
+		def := p.Definitions[addr]
+		tc := TaskChange{Address: addr, NewHash: def.Hash}
+		for _, pool := range CandidatePools(cfg, t) {
+			tc.Candidates = append(tc.Candidates, pool.Name)
+		}
+		if len(tc.Candidates) > 0 {
+			tc.Pool = tc.Candidates[0]
+		}
+
+		var upstream []string
+		for _, dep := range t.DependsOn {
+			if c, ok := changes[dep]; ok && (c.Action == ActionReplace || c.Action == ActionRun) {
+				upstream = append(upstream, dep)
+			}
+		}
+
+		old, ok := prior[addr]
+		switch {
+		case !ok:
+			tc.Action, tc.Reason = ActionRun, "new task"
+		default:
+			tc.PriorStatus = old.Status
+			tc.OldHash = old.DefHash
+			ownChanged := string(old.Spec) != string(def.Definition.Canonical())
+			switch {
+			case old.DefHash != def.Hash || (len(upstream) > 0 && old.Status == state.TaskSucceeded):
+				tc.Action = ActionReplace
+				var why []string
+				if ownChanged || len(upstream) == 0 {
+					why = append(why, "definition changed")
+				}
+				if len(upstream) > 0 {
+					why = append(why, fmt.Sprintf("depends on %s, which %s replaced", strings.Join(upstream, ", "), plural(len(upstream), "is", "are")))
+				}
+				tc.Reason = strings.Join(why, "; ")
+			case replace[addr] && old.Status == state.TaskSucceeded:
+				tc.Action, tc.Reason = ActionReplace, "replacement requested with --replace"
+			case old.Status == state.TaskSucceeded:
+				continue // in its desired state
+			case old.Status == state.TaskFailed:
+				tc.Action, tc.Reason = ActionRetry, "failed earlier"+suffix(old.LastError)
+			case old.Status == state.TaskCancelled:
+				tc.Action, tc.Reason = ActionRetry, "cancelled earlier"+suffix(old.LastError)
+			case old.Status == state.TaskRunning:
+				tc.Action, tc.Reason = ActionRetry, runningReason(leases[addr], now)
+			default: // pending or queued: an earlier apply stopped before running it
+				tc.Action, tc.Reason = ActionRun, fmt.Sprintf("%s by an earlier apply that stopped before running it", old.Status)
+			}
+		}
+		c := tc
+		changes[addr] = &c
+	}
+
+	for _, t := range cfg.Tasks {
+		if c, ok := changes[t.Address()]; ok {
+			p.Tasks = append(p.Tasks, *c)
+		}
+	}
+
+	var cancels []TaskChange
+	for i := range snap.Tasks {
+		old := &snap.Tasks[i]
+		if configured[old.Address] || old.Status.Finished() {
+			continue
+		}
+		cancels = append(cancels, TaskChange{
+			Address:     old.Address,
+			Action:      ActionCancel,
+			Reason:      "no longer in the configuration",
+			PriorStatus: old.Status,
+			OldHash:     old.DefHash,
+		})
+	}
+	sort.Slice(cancels, func(i, j int) bool { return cancels[i].Address < cancels[j].Address })
+	p.Tasks = append(p.Tasks, cancels...)
+
+	counted := map[string]int{}
+	for _, tc := range p.Tasks {
+		if tc.Action != ActionCancel && tc.Pool != "" {
+			counted[tc.Pool]++
+		}
+	}
+	for _, pool := range cfg.Pools {
+		n := counted[pool.Name]
+		p.Pools = append(p.Pools, PoolChange{
+			Name:     pool.Name,
+			Tasks:    n,
+			Workers:  WorkersFor(n, pool.Capacity, pool.Min, pool.Max),
+			Capacity: pool.Capacity,
+			Min:      pool.Min,
+			Max:      pool.Max,
+		})
+	}
+	return p, diags
+}
+
+// WorkersFor returns how many workers a pool with the given capacity, min
+// and max launches for tasks planned runs: clamp(ceil(tasks/capacity), min,
+// max), or 0 when tasks is 0 (a pool with no work launches none).
+func WorkersFor(tasks, capacity, min, max int) int {
+	if tasks <= 0 {
+		return 0
+	}
+	if capacity < 1 {
+		capacity = 1
+	}
+	n := (tasks + capacity - 1) / capacity
+	if n < min {
+		n = min
+	}
+	if n > max {
+		n = max
+	}
+	return n
+}
+
+// Definitions computes the canonical definition and def_hash of every task
+// instance of cfg. Dependencies are hashed first, so each hash covers the
+// hashes of everything upstream of it.
+func Definitions(cfg *wdchcl.Config) map[string]TaskDefinition {
+	out := make(map[string]TaskDefinition, len(cfg.Tasks))
+	hashes := make(map[string]string, len(cfg.Tasks))
+	for _, t := range topoOrder(cfg.Tasks) {
+		d := protocol.Definition{
+			Command:   t.Command,
+			Env:       t.Env,
+			Dir:       relativeDir(cfg.Dir, t.Dir),
+			DependsOn: t.DependsOn,
+		}
+		h := protocol.DefinitionHash(d, hashes)
+		hashes[t.Address()] = h
+		out[t.Address()] = TaskDefinition{Definition: d, Hash: h}
+	}
+	return out
+}
+
+// relativeDir expresses dir relative to root when it lies inside it, so a
+// checkout in another folder hashes the same.
+func relativeDir(root, dir string) string {
+	if dir == "" {
+		return "."
+	}
+	if rel, err := filepath.Rel(root, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(rel)
+	}
+	return dir
+}
+
+// topoOrder returns tasks ordered so that every task comes after the tasks
+// it depends on, keeping configuration order otherwise. The hcl package has
+// already refused cycles; should one slip through, the remaining tasks are
+// appended in configuration order.
+func topoOrder(tasks []*wdchcl.Task) []*wdchcl.Task {
+	byAddr := make(map[string]*wdchcl.Task, len(tasks))
+	for _, t := range tasks {
+		byAddr[t.Address()] = t
+	}
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	mark := make(map[string]int, len(tasks))
+	out := make([]*wdchcl.Task, 0, len(tasks))
+	var visit func(t *wdchcl.Task)
+	visit = func(t *wdchcl.Task) {
+		addr := t.Address()
+		if mark[addr] != unvisited {
+			return
+		}
+		mark[addr] = visiting
+		for _, dep := range t.DependsOn {
+			if d, ok := byAddr[dep]; ok {
+				visit(d)
+			}
+		}
+		mark[addr] = done
+		out = append(out, t)
+	}
+	for _, t := range tasks {
+		visit(t)
+	}
+	return out
+}
+
+func resolveReplace(cfg *wdchcl.Config, targets []string) (map[string]bool, hcl.Diagnostics) {
+	out := map[string]bool{}
+	var diags hcl.Diagnostics
+	for _, target := range targets {
+		matched := false
+		for _, t := range cfg.Tasks {
+			if MatchesAddress(t, target) {
+				out[t.Address()] = true
+				matched = true
+			}
+		}
+		if !matched {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid --replace address",
+				Detail:   fmt.Sprintf("No task in the configuration has the address %q. Use task.NAME, task.NAME[INDEX] or a bare task name.", target),
+			})
+		}
+	}
+	return out, diags
+}
+
+// MatchesAddress reports whether target names task instance t: its full
+// address ("task.build[2]"), the address of its block ("task.build", every
+// instance of a counted task) or the bare block name ("build"), or the bare
+// name with an index ("build[2]").
+func MatchesAddress(t *wdchcl.Task, target string) bool {
+	target = strings.TrimSpace(target)
+	if !strings.HasPrefix(target, "task.") {
+		target = "task." + target
+	}
+	return target == t.Address() || target == "task."+t.Name
+}
+
+func latestLeases(snap *state.Snapshot) map[string]*state.Lease {
+	out := map[string]*state.Lease{}
+	for i := range snap.Leases {
+		l := &snap.Leases[i]
+		if cur, ok := out[l.Task]; !ok || l.Token > cur.Token {
+			out[l.Task] = l
+		}
+	}
+	return out
+}
+
+func runningReason(l *state.Lease, now time.Time) string {
+	switch {
+	case l == nil:
+		return "was running when an earlier apply stopped"
+	case l.Status == state.LeaseExpired || (l.Status == state.LeaseActive && !now.Before(l.ExpiresAt)):
+		return fmt.Sprintf("lease of attempt %d (fencing token %d) expired", l.Attempt, l.Token)
+	default:
+		return fmt.Sprintf("attempt %d (fencing token %d) was running when an earlier apply stopped", l.Attempt, l.Token)
+	}
+}
+
+func suffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}

@@ -1,0 +1,132 @@
+package protocol
+
+import "time"
+
+// Wire types of worker protocol v1 (DESIGN §7, docs/protocol.md): HTTP and
+// JSON, every call with "Authorization: Bearer <pool token>". Durations on
+// the wire are integer milliseconds (fields ending in _ms); times are
+// RFC 3339 strings in UTC.
+
+// APIVersion is the path prefix of worker protocol v1.
+const APIVersion = "v1"
+
+// TokenEnv is the environment variable through which a worker receives its
+// pool's bearer token. It is never put on a command line and never passed
+// on to a task's environment.
+const TokenEnv = "WDC_WORKER_TOKEN"
+
+// RegisterRequest is the body of POST /v1/workers.
+type RegisterRequest struct {
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+}
+
+// RegisterResponse answers a registration. Pool, labels and capacity come
+// from the bearer token, never from the worker.
+type RegisterResponse struct {
+	WorkerID            string            `json:"worker_id"`
+	Pool                string            `json:"pool"`
+	Labels              map[string]string `json:"labels"`
+	Capacity            int               `json:"capacity"`
+	HeartbeatIntervalMS int64             `json:"heartbeat_interval_ms"`
+	TTLMS               int64             `json:"ttl_ms"`
+}
+
+// HeartbeatRequest is the body of POST /v1/workers/{id}/heartbeat.
+type HeartbeatRequest struct {
+	// Leases lists the fencing tokens of the leases the worker holds.
+	Leases []int64 `json:"leases"`
+}
+
+// HeartbeatResponse answers a heartbeat.
+type HeartbeatResponse struct {
+	// Drain asks the worker to stop claiming, finish its running attempts
+	// within its drain timeout, and exit.
+	Drain bool `json:"drain"`
+	// CancelLeases lists tokens the worker holds that are no longer active
+	// (expired, revoked): it should stop those attempts. It still posts
+	// their results; the coordinator decides whether they count.
+	CancelLeases []int64 `json:"cancel_leases"`
+}
+
+// ClaimRequest is the body of POST /v1/workers/{id}/claim, a long poll.
+type ClaimRequest struct {
+	// Max is the number of assignments the worker can start now (≥ 1).
+	Max int `json:"max"`
+	// WaitMS is how long the server may hold the request open when nothing
+	// is claimable, in milliseconds; the server caps it.
+	WaitMS int64 `json:"wait_ms"`
+}
+
+// ClaimResponse answers a claim: zero or more assignments.
+type ClaimResponse struct {
+	Assignments []Assignment `json:"assignments"`
+	// Drain is true when the worker should stop claiming and exit.
+	Drain bool `json:"drain"`
+}
+
+// Assignment is a granted lease: the right to run one attempt of one task.
+type Assignment struct {
+	Task         string     `json:"task"`
+	Attempt      int        `json:"attempt"`
+	FencingToken int64      `json:"fencing_token"`
+	DefHash      string     `json:"def_hash"`
+	Definition   Definition `json:"definition"`
+	// WorkDir is the absolute directory to run the command in.
+	WorkDir   string    `json:"work_dir"`
+	TimeoutMS int64     `json:"timeout_ms"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// ResultRequest is the body of POST /v1/leases/{token}/result.
+type ResultRequest struct {
+	WorkerID string `json:"worker_id"`
+	Task     string `json:"task"`
+	Attempt  int    `json:"attempt"`
+	// IdempotencyKey makes posting safe to retry: a replay gets the first
+	// decision back and changes nothing.
+	IdempotencyKey string `json:"idempotency_key"`
+	// ExitCode is nil when the command was killed by a signal or never ran.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Signal names the signal that ended the command ("SIGKILL"), or "".
+	Signal string `json:"signal,omitempty"`
+	// FailureClass is "" on success, else "failure", "lost" or "refused".
+	FailureClass string    `json:"failure_class,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at"`
+	StdoutPath   string    `json:"stdout_path,omitempty"`
+	StderrPath   string    `json:"stderr_path,omitempty"`
+}
+
+// Result decisions.
+const (
+	DecisionAccepted = "accepted"
+	DecisionRejected = "rejected"
+)
+
+// Rejection reasons (DESIGN §3 rule 3).
+const (
+	ReasonStaleToken   = "stale_token"   // a newer lease exists for the task
+	ReasonLeaseExpired = "lease_expired" // the task's latest lease, past its expiry
+	ReasonWrongWorker  = "wrong_worker"  // the lease belongs to another worker
+	ReasonUnknownLease = "unknown_lease" // no such lease (token, task or attempt mismatch)
+)
+
+// ResultResponse answers a result post.
+type ResultResponse struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+	// Duplicate is true when this is a replay of an earlier post with the
+	// same idempotency key; Decision and Reason are the first answer.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// Error is the body of every 4xx and 5xx answer.
+type Error struct {
+	// Code is a stable machine-readable name: "unauthorized",
+	// "bad_request", "not_found", "conflict", "internal".
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
