@@ -28,12 +28,23 @@ func (e *env) loadConfig() (*wdchcl.Config, error) {
 	for i, f := range e.flags.VarFile {
 		varFiles[i] = resolve(dir, f)
 	}
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
+	// Load the directory as the user named it, so diagnostics show paths
+	// relative to where they are ("main.wdc.hcl line 3").
+	cfg, diags := wdchcl.Load(e.displayDir(), wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
 	e.printDiags(cfg, diags)
 	if diags.HasErrors() {
 		return cfg, errExit{1}
 	}
 	return cfg, nil
+}
+
+// displayDir is the configuration directory as the user gave it: the
+// --chdir value, or ".".
+func (e *env) displayDir() string {
+	if e.flags.Chdir != "" {
+		return e.flags.Chdir
+	}
+	return "."
 }
 
 // printDiags renders diagnostics with file:line:column and a source snippet.
