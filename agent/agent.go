@@ -484,6 +484,11 @@ func (a *Agent) claimLoop(callCtx context.Context, wg *sync.WaitGroup) {
 			// Count the attempt before its goroutine starts, so that a
 			// drain or a fatal error that follows sees it.
 			at := a.hold(asg, i < free)
+			if at == nil {
+				a.log.Warn("the coordinator granted a lease the worker already holds: ignoring the duplicate",
+					"task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -553,18 +558,23 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		StartedAt:      ex.started,
 		EndedAt:        ex.ended,
 	}
-	if fits && ex.class != ClassRefused {
+	if ex.ran {
 		req.StdoutPath, req.StderrPath = paths.stdout, paths.stderr
 	}
 	a.postResult(callCtx, log, asg.FencingToken, req)
 }
 
 // hold records a granted lease (and, when it fits, a running attempt)
-// and returns its attempt. If the agent has already failed, the attempt is
-// stopped before it starts.
+// and returns its attempt, or nil when the worker already holds that
+// token. If the agent has already failed, the attempt is stopped before it
+// starts.
 func (a *Agent) hold(asg protocol.Assignment, fits bool) *attempt {
 	at := newAttempt(asg)
 	a.mu.Lock()
+	if _, dup := a.attempts[asg.FencingToken]; dup {
+		a.mu.Unlock()
+		return nil
+	}
 	a.attempts[asg.FencingToken] = at
 	if fits {
 		a.running++

@@ -227,6 +227,9 @@ func TestAttemptOutcomes(t *testing.T) {
 			if r.FailureClass != tt.class || !strings.HasPrefix(r.Error, tt.errPrefix) || r.Signal != tt.signal {
 				t.Errorf("result = class %q error %q signal %q; want %q, %q…, %q", r.FailureClass, r.Error, r.Signal, tt.class, tt.errPrefix, tt.signal)
 			}
+			if ran := tt.class != ClassRefused; ran != (r.StdoutPath != "" && r.StderrPath != "") {
+				t.Errorf("log paths %q, %q for a command that ran: %v", r.StdoutPath, r.StderrPath, ran)
+			}
 			switch {
 			case tt.exitCode < 0 && r.ExitCode != nil:
 				t.Errorf("exit code = %d, want none", *r.ExitCode)
@@ -559,5 +562,22 @@ func TestLookPathUsesTheTaskPath(t *testing.T) {
 	}
 	if p, err := lookPath("./mytool", bin, ""); err != nil || p != filepath.Join(bin, "mytool") {
 		t.Errorf("relative path: %q, %v", p, err)
+	}
+}
+
+func TestDuplicateGrantRunsOnce(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(2, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	asg := f.add(assignment(t, "task.dup", "sleep", "0.2"))[0]
+	f.set(func(f *fakeCoord) { f.queue = append(f.queue, asg) }) // the same lease again
+	a := startAgent(t, s.URL(), nil)
+	waitFor(t, 20*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
+	a.cancel()
+	if err := a.wait(t, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.resultsCopy()); n != 1 {
+		t.Errorf("%d results posted for one lease granted twice, want 1", n)
 	}
 }

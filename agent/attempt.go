@@ -186,6 +186,7 @@ type execution struct {
 	exitCode       *int
 	signal         string
 	timedOut       bool
+	ran            bool   // the process started: its log files exist
 	class, err     string // failure class and error; both "" on success
 }
 
@@ -270,6 +271,7 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		}
 		return finish(ClassLost, fmt.Sprintf("starting the command: %v", err))
 	}
+	ex.ran = true
 	pgid := cmd.Process.Pid
 	done := make(chan struct{})
 	go func() {
