@@ -119,6 +119,23 @@ type evaluator struct {
 	locals    map[string]cty.Value
 	localDecl map[string]bool // declared local names
 	funcs     map[string]function.Function
+	// cache holds the results of expressions of counted tasks that do not
+	// use count: they are the same for every instance.
+	cache map[hcl.Expression]cachedValue
+}
+
+type cachedValue struct {
+	v     cty.Value
+	diags hcl.Diagnostics
+}
+
+func usesCount(expr hcl.Expression) bool {
+	for _, tr := range expr.Variables() {
+		if tr.RootName() == "count" {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *evaluator) ctx(sc scope) *hcl.EvalContext {
@@ -211,6 +228,21 @@ func refErr(rng hcl.Range, summary, detail string) *hcl.Diagnostic {
 // eval evaluates expr in scope. When the references are bad it does not
 // evaluate, and returns cty.DynamicVal with the errors.
 func (e *evaluator) eval(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnostics) {
+	if !sc.counted || usesCount(expr) {
+		return e.evalNow(expr, sc)
+	}
+	if c, ok := e.cache[expr]; ok {
+		return c.v, c.diags
+	}
+	v, diags := e.evalNow(expr, sc)
+	if e.cache == nil {
+		e.cache = map[hcl.Expression]cachedValue{}
+	}
+	e.cache[expr] = cachedValue{v, diags}
+	return v, diags
+}
+
+func (e *evaluator) evalNow(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnostics) {
 	if diags := e.checkRefs(expr, sc); diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
