@@ -14,18 +14,18 @@ import (
 
 // Defaults of the configuration language.
 const (
-	DefaultPoolMin          = 0
-	DefaultPoolMax          = 1
-	DefaultPoolCapacity     = 1
-	DefaultDrainTimeout     = 60 * time.Second
-	DefaultHeartbeatInteval = 2 * time.Second
-	DefaultHeartbeatTTL     = 10 * time.Second
-	DefaultTaskTimeout      = time.Hour
-	DefaultLeaseGrace       = 2 * time.Minute
-	DefaultMaxAttempts      = 1
-	DefaultMaxLost          = 3
-	DefaultBackoff          = 5 * time.Second
-	DefaultMaxBackoff       = 5 * time.Minute
+	DefaultPoolMin           = 0
+	DefaultPoolMax           = 1
+	DefaultPoolCapacity      = 1
+	DefaultDrainTimeout      = 60 * time.Second
+	DefaultHeartbeatInterval = 2 * time.Second
+	DefaultHeartbeatTTL      = 10 * time.Second
+	DefaultTaskTimeout       = time.Hour
+	DefaultLeaseGrace        = 2 * time.Minute
+	DefaultMaxAttempts       = 1
+	DefaultMaxLost           = 3
+	DefaultBackoff           = 5 * time.Second
+	DefaultMaxBackoff        = 5 * time.Minute
 	// MaxCount is the largest count a task block may have.
 	MaxCount = 10000
 )
@@ -133,7 +133,7 @@ func (l *loader) pools(blocks hcl.Blocks) {
 			Capacity:     DefaultPoolCapacity,
 			Labels:       map[string]string{},
 			DrainTimeout: DefaultDrainTimeout,
-			Heartbeat:    Heartbeat{Interval: DefaultHeartbeatInteval, TTL: DefaultHeartbeatTTL},
+			Heartbeat:    Heartbeat{Interval: DefaultHeartbeatInterval, TTL: DefaultHeartbeatTTL},
 			DeclRange:    b.DefRange,
 		}
 		p.ProviderRange, p.LabelsRange = b.DefRange, b.DefRange
@@ -203,7 +203,7 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 
 	if hb := body.Heartbeat; hb != nil {
 		var iok, tok bool
-		p.Heartbeat.Interval, iok, d = l.ev.duration(hb.Interval, sc, DefaultHeartbeatInteval)
+		p.Heartbeat.Interval, iok, d = l.ev.duration(hb.Interval, sc, DefaultHeartbeatInterval)
 		l.add(d...)
 		p.Heartbeat.TTL, tok, d = l.ev.duration(hb.TTL, sc, DefaultHeartbeatTTL)
 		l.add(d...)
