@@ -39,72 +39,80 @@ func (s *Store) GrantLease(ctx context.Context, req GrantRequest, now time.Time)
 	}
 	var l Lease
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var status, defHash string
-		err := tx.QueryRowContext(ctx, `SELECT status, def_hash FROM tasks WHERE address = ?`, req.Task).Scan(&status, &defHash)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("grant lease: task %s: %w", req.Task, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("grant lease for %s: %w", req.Task, err)
-		}
-		if TaskStatus(status).Finished() {
-			return fmt.Errorf("grant lease: task %s is %s: %w", req.Task, status, ErrTaskFinished)
-		}
-		var wstatus string
-		var ttlMS int64
-		err = tx.QueryRowContext(ctx, `SELECT status, ttl_ms FROM workers WHERE id = ?`, req.WorkerID).Scan(&wstatus, &ttlMS)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("grant lease for %s: worker %q: %w", req.Task, req.WorkerID, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("grant lease for %s: %w", req.Task, err)
-		}
-		if WorkerStatus(wstatus) != WorkerActive {
-			return fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus, ErrWorkerNotActive)
-		}
-
-		var attempt int
-		if err := tx.QueryRowContext(ctx, `UPDATE tasks SET attempts = attempts + 1, status = 'running', updated_at = ?
-			WHERE address = ? RETURNING attempts`, ms(now), req.Task).Scan(&attempt); err != nil {
-			return fmt.Errorf("grant lease for %s: count attempt: %w", req.Task, err)
-		}
-		var token int64
-		if err := tx.QueryRowContext(ctx, `UPDATE fencing_counter SET last_token = last_token + 1
-			WHERE id = 1 RETURNING last_token`).Scan(&token); err != nil {
-			return fmt.Errorf("grant lease for %s: fencing token: %w", req.Task, err)
-		}
-		nowMS := ms(now)
-		hard := nowMS + durMS(req.Timeout) + durMS(req.Grace)
-		expires := min(nowMS+ttlMS, hard)
-		_, err = tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
-				granted_at, renewed_at, expires_at, hard_expires_at)
-			VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
-			token, req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard)
-		if isUniqueViolation(err, "leases.task") {
-			return fmt.Errorf("grant lease for %s: %w", req.Task, ErrLeaseHeld)
-		}
-		if err != nil {
-			return fmt.Errorf("grant lease for %s: %w", req.Task, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (task, number, worker_id, fencing_token, started_at)
-			VALUES (?, ?, ?, ?, ?)`, req.Task, attempt, req.WorkerID, token, nowMS); err != nil {
-			return fmt.Errorf("grant lease for %s: record attempt %d: %w", req.Task, attempt, err)
-		}
-		if err := appendEvent(ctx, tx, Event{Kind: EventLeased, Task: req.Task, WorkerID: req.WorkerID,
-			Token: token, Message: fmt.Sprintf("attempt %d", attempt)}, now); err != nil {
-			return err
-		}
-		l = Lease{
-			Token: token, Task: req.Task, DefHash: defHash, WorkerID: req.WorkerID, Attempt: attempt,
-			Status: LeaseActive, GrantedAt: fromMS(nowMS), RenewedAt: fromMS(nowMS),
-			ExpiresAt: fromMS(expires), HardExpiresAt: fromMS(hard),
-		}
-		return nil
+		var err error
+		l, err = grantTx(ctx, tx, req, now)
+		return err
 	})
 	if err != nil {
 		return Lease{}, err
 	}
 	return l, nil
+}
+
+// grantTx is GrantLease's transaction body (also used by ClaimLease): it
+// checks the task and worker, counts the attempt, takes the next fencing
+// token and inserts the lease, the attempt row and the "leased" event.
+func grantTx(ctx context.Context, tx *sql.Tx, req GrantRequest, now time.Time) (Lease, error) {
+	var status, defHash string
+	err := tx.QueryRowContext(ctx, `SELECT status, def_hash FROM tasks WHERE address = ?`, req.Task).Scan(&status, &defHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, fmt.Errorf("grant lease: task %s: %w", req.Task, ErrNotFound)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, err)
+	}
+	if TaskStatus(status).Finished() {
+		return Lease{}, fmt.Errorf("grant lease: task %s is %s: %w", req.Task, status, ErrTaskFinished)
+	}
+	var wstatus string
+	var ttlMS int64
+	err = tx.QueryRowContext(ctx, `SELECT status, ttl_ms FROM workers WHERE id = ?`, req.WorkerID).Scan(&wstatus, &ttlMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, fmt.Errorf("grant lease for %s: worker %q: %w", req.Task, req.WorkerID, ErrNotFound)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, err)
+	}
+	if WorkerStatus(wstatus) != WorkerActive {
+		return Lease{}, fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus, ErrWorkerNotActive)
+	}
+
+	var attempt int
+	if err := tx.QueryRowContext(ctx, `UPDATE tasks SET attempts = attempts + 1, status = 'running', updated_at = ?
+		WHERE address = ? RETURNING attempts`, ms(now), req.Task).Scan(&attempt); err != nil {
+		return Lease{}, fmt.Errorf("grant lease for %s: count attempt: %w", req.Task, err)
+	}
+	var token int64
+	if err := tx.QueryRowContext(ctx, `UPDATE fencing_counter SET last_token = last_token + 1
+		WHERE id = 1 RETURNING last_token`).Scan(&token); err != nil {
+		return Lease{}, fmt.Errorf("grant lease for %s: fencing token: %w", req.Task, err)
+	}
+	nowMS := ms(now)
+	hard := nowMS + durMS(req.Timeout) + durMS(req.Grace)
+	expires := min(nowMS+ttlMS, hard)
+	_, err = tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
+			granted_at, renewed_at, expires_at, hard_expires_at)
+		VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
+		token, req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard)
+	if isUniqueViolation(err, "leases.task") {
+		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, ErrLeaseHeld)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (task, number, worker_id, fencing_token, started_at)
+		VALUES (?, ?, ?, ?, ?)`, req.Task, attempt, req.WorkerID, token, nowMS); err != nil {
+		return Lease{}, fmt.Errorf("grant lease for %s: record attempt %d: %w", req.Task, attempt, err)
+	}
+	if err := appendEvent(ctx, tx, Event{Kind: EventLeased, Task: req.Task, WorkerID: req.WorkerID,
+		Token: token, Message: fmt.Sprintf("attempt %d", attempt)}, now); err != nil {
+		return Lease{}, err
+	}
+	return Lease{
+		Token: token, Task: req.Task, DefHash: defHash, WorkerID: req.WorkerID, Attempt: attempt,
+		Status: LeaseActive, GrantedAt: fromMS(nowMS), RenewedAt: fromMS(nowMS),
+		ExpiresAt: fromMS(expires), HardExpiresAt: fromMS(hard),
+	}, nil
 }
 
 const leaseColumns = `token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at,

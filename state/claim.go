@@ -1,0 +1,252 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotClaimable: ClaimLease found the task not queued (pending, running or
+// finished), or its open retry directive is not due yet. Nothing changed;
+// the caller tries another task.
+var ErrNotClaimable = errors.New("task is not claimable")
+
+// RetryDirective is the record that an attempt will be retried (DESIGN §2).
+type RetryDirective struct {
+	ID          int64
+	Task        string
+	NextAttempt int          // the attempt number the retry will get
+	NotBefore   time.Time    // not granted before this time
+	Kind        FailureClass // FailureClassFailure or FailureClassLost
+	Reason      string
+	CreatedAt   time.Time
+	ConsumedAt  time.Time // zero while open; set when the retry is granted or superseded
+}
+
+// Event kinds written by the coordinator's state methods (claim, results,
+// sweep, revoke). Each event names the task, worker and token it is about,
+// where there is one.
+const (
+	EventRegistered = "registered" // a worker registered; Message: pool
+	EventSucceeded  = "succeeded"  // an accepted result succeeded the task
+	EventFailed     = "failed"     // the task failed for good; Message says which budget
+	EventRetried    = "retried"    // a retry directive was written; Message says which budget
+	EventExpired    = "expired"    // the sweep expired a lease (attempt lost)
+	EventRevoked    = "revoked"    // RevokeAllLeases ended a lease (attempt lost)
+	EventReleased   = "released"   // a lease was handed back unused (no budget spent)
+	EventRejected   = "rejected"   // a result was rejected; Message: the reason
+	EventCancelled  = "cancelled"  // a dependent task was cancelled
+	EventQueued     = "queued"     // a pending task's dependencies all succeeded
+	EventStale      = "stale"      // a worker went silent past its ttl
+	EventWorker     = "worker"     // a worker's status was set; Message: the status
+)
+
+// ClaimLease grants a lease like GrantLease, in one write transaction, but
+// only for a task that is claimable now: its status is queued and its open
+// retry directive, if any, has not_before <= now. The directive is consumed
+// (consumed_at = now) in the same transaction.
+//
+// Errors: those of GrantLease, and ErrNotClaimable (wrapped, saying why)
+// when the task is not queued or its retry is not due. On error nothing
+// changes.
+func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time) (Lease, error) {
+	if req.Timeout <= 0 {
+		return Lease{}, invalidf("claim lease for %s: timeout must be positive, have %s", req.Task, req.Timeout)
+	}
+	if req.Grace < 0 {
+		return Lease{}, invalidf("claim lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
+	}
+	var l Lease
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE address = ?`, req.Task).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("claim lease: task %s: %w", req.Task, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("claim lease for %s: %w", req.Task, err)
+		}
+		if TaskStatus(status) != TaskQueued {
+			return fmt.Errorf("claim lease: task %s is %s: %w", req.Task, status, ErrNotClaimable)
+		}
+		var id, notBefore int64
+		err = tx.QueryRowContext(ctx, `SELECT id, not_before FROM retry_directives
+			WHERE task = ? AND consumed_at IS NULL`, req.Task).Scan(&id, &notBefore)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("claim lease for %s: read retry directive: %w", req.Task, err)
+		case notBefore > ms(now):
+			return fmt.Errorf("claim lease: task %s is retried not before %s: %w",
+				req.Task, fromMS(notBefore).Format(time.RFC3339Nano), ErrNotClaimable)
+		default:
+			if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE id = ?`, ms(now), id); err != nil {
+				return fmt.Errorf("claim lease for %s: consume retry directive: %w", req.Task, err)
+			}
+		}
+		l, err = grantTx(ctx, tx, req, now)
+		return err
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return l, nil
+}
+
+// ReleaseLease hands an active lease back unused, e.g. when the claim that
+// granted it could not be delivered: the lease becomes released, its
+// attempt ends with no failure class and reason as its error, and the task
+// becomes queued again. No retry budget is spent and no retry directive is
+// written; an EventReleased event is appended. released reports whether
+// the lease was active (false: it had already ended, and nothing changed).
+//
+// Errors: ErrNotFound for an unknown token.
+func (s *Store) ReleaseLease(ctx context.Context, token int64, reason string, now time.Time) (released bool, err error) {
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		l, err := scanLease(tx.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, token))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("release lease %d: %w", token, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("release lease %d: %w", token, err)
+		}
+		if l.Status != LeaseActive {
+			return nil
+		}
+		if err := endLeaseTx(ctx, tx, l, LeaseReleased, "", reason, now); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', updated_at = ? WHERE address = ? AND status = 'running'`,
+			ms(now), l.Task); err != nil {
+			return fmt.Errorf("release lease %d: requeue %s: %w", token, l.Task, err)
+		}
+		released = true
+		return appendEvent(ctx, tx, Event{Kind: EventReleased, Task: l.Task, WorkerID: l.WorkerID, Token: token,
+			Message: fmt.Sprintf("attempt %d: %s", l.Attempt, reason)}, now)
+	})
+	return released, err
+}
+
+// endLeaseTx ends an active lease with status and ends its attempt at now
+// with the failure class (NULL for "") and error message.
+func endLeaseTx(ctx context.Context, tx *sql.Tx, l Lease, status LeaseStatus, class FailureClass, msg string, now time.Time) error {
+	res, err := tx.ExecContext(ctx, `UPDATE leases SET status = ?, ended_at = ? WHERE token = ? AND status = 'active'`,
+		string(status), ms(now), l.Token)
+	if err != nil {
+		return fmt.Errorf("end lease %d: %w", l.Token, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("end lease %d: it is not active", l.Token)
+	}
+	var fc sql.NullString
+	if class != "" {
+		fc = sql.NullString{String: string(class), Valid: true}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE attempts SET ended_at = ?, failure_class = ?, error = ?
+		WHERE fencing_token = ? AND ended_at IS NULL`, ms(now), fc, msg, l.Token); err != nil {
+		return fmt.Errorf("end attempt of lease %d: %w", l.Token, err)
+	}
+	return nil
+}
+
+// ActiveLeases returns the active leases of the worker (workerID "" = of
+// every worker), in ascending token order. Leases past their expires_at
+// that the sweep has not ended yet are included; compare ExpiresAt with
+// now to tell.
+func (s *Store) ActiveLeases(ctx context.Context, workerID string) ([]Lease, error) {
+	var out []Lease
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		if workerID == "" {
+			out, err = queryLeases(ctx, tx, `WHERE status = 'active'`)
+		} else {
+			out, err = queryLeases(ctx, tx, `WHERE status = 'active' AND worker_id = ?`, workerID)
+		}
+		return err
+	})
+	return out, err
+}
+
+const directiveColumns = `id, task, next_attempt, not_before, kind, reason, created_at, consumed_at`
+
+func scanDirective(r scanner) (RetryDirective, error) {
+	var d RetryDirective
+	var kind string
+	var notBefore, created int64
+	var consumed sql.NullInt64
+	if err := r.Scan(&d.ID, &d.Task, &d.NextAttempt, &notBefore, &kind, &d.Reason, &created, &consumed); err != nil {
+		return RetryDirective{}, err
+	}
+	d.Kind = FailureClass(kind)
+	d.NotBefore = fromMS(notBefore)
+	d.CreatedAt = fromMS(created)
+	d.ConsumedAt = fromNullMS(consumed)
+	return d, nil
+}
+
+func queryDirectives(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]RetryDirective, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+directiveColumns+` FROM retry_directives `+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read retry directives: %w", err)
+	}
+	defer rows.Close()
+	out := []RetryDirective{}
+	for rows.Next() {
+		d, err := scanDirective(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read retry directives: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// RetryDirectives returns the retry directives of the task (task "" = of
+// every task), open and consumed, in the order they were written.
+func (s *Store) RetryDirectives(ctx context.Context, task string) ([]RetryDirective, error) {
+	var out []RetryDirective
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		if task == "" {
+			out, err = queryDirectives(ctx, tx, ``)
+		} else {
+			out, err = queryDirectives(ctx, tx, `WHERE task = ?`, task)
+		}
+		return err
+	})
+	return out, err
+}
+
+// OpenRetryDirectives returns every directive not yet consumed (at most one
+// per task), keyed by task address.
+func (s *Store) OpenRetryDirectives(ctx context.Context) (map[string]RetryDirective, error) {
+	out := map[string]RetryDirective{}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		ds, err := queryDirectives(ctx, tx, `WHERE consumed_at IS NULL`)
+		for _, d := range ds {
+			out[d.Task] = d
+		}
+		return err
+	})
+	return out, err
+}
+
+// writeDirectiveTx consumes the task's open directive, if any (a newer one
+// supersedes it), and writes a new one.
+func writeDirectiveTx(ctx context.Context, tx *sql.Tx, d RetryDirective, now time.Time) (RetryDirective, error) {
+	if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE task = ? AND consumed_at IS NULL`,
+		ms(now), d.Task); err != nil {
+		return RetryDirective{}, fmt.Errorf("supersede retry directive of %s: %w", d.Task, err)
+	}
+	err := tx.QueryRowContext(ctx, `INSERT INTO retry_directives (task, next_attempt, not_before, kind, reason, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		d.Task, d.NextAttempt, ms(d.NotBefore), string(d.Kind), d.Reason, ms(now)).Scan(&d.ID)
+	if err != nil {
+		return RetryDirective{}, fmt.Errorf("write retry directive of %s: %w", d.Task, err)
+	}
+	d.NotBefore = fromMS(ms(d.NotBefore))
+	d.CreatedAt = fromMS(ms(now))
+	return d, nil
+}

@@ -1,0 +1,517 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Result decisions and rejection reasons, as stored in the results table
+// (the same words as protocol.Decision*/Reason*, DESIGN §3 rule 3).
+const (
+	DecisionAccepted = "accepted"
+	DecisionRejected = "rejected"
+
+	ReasonStaleToken   = "stale_token"   // a newer lease exists for the task
+	ReasonLeaseExpired = "lease_expired" // the task's latest lease, no longer active or past its expiry
+	ReasonWrongWorker  = "wrong_worker"  // the lease belongs to another worker
+	ReasonUnknownLease = "unknown_lease" // no such lease, or it is not for the named task and attempt
+)
+
+// TaskPolicy is what the state needs to know, beyond the task's row, to
+// settle a task when one of its attempts ends. The coordinator supplies it
+// from the apply's configuration.
+type TaskPolicy struct {
+	// Backoff and MaxBackoff shape the delay of a retry:
+	// Backoff·2^(k-1) capped at MaxBackoff, where k is the number of
+	// attempts of that class (failure or lost) spent so far, this one
+	// included. Zero Backoff retries at once.
+	Backoff, MaxBackoff time.Duration
+	// Dependents are the task's direct dependents among the apply's tasks.
+	// When the task succeeds, each one that is pending and whose DependsOn
+	// have all succeeded becomes queued.
+	Dependents []Dependent
+	// Downstream lists every transitive dependent among the apply's tasks.
+	// When the task fails for good, each of them that is pending or queued
+	// (and has no active lease) is cancelled with the reason
+	// "dependency <task> failed".
+	Downstream []string
+}
+
+// Dependent is a task and the addresses it depends on.
+type Dependent struct {
+	Address   string
+	DependsOn []string
+}
+
+// PolicyFunc returns the policy of a task; nil, or a zero TaskPolicy, means
+// retry at once and no dependents.
+type PolicyFunc func(task string) TaskPolicy
+
+func (f PolicyFunc) of(task string) TaskPolicy {
+	if f == nil {
+		return TaskPolicy{}
+	}
+	return f(task)
+}
+
+// AttemptOutcome says how an ended attempt settled its task.
+type AttemptOutcome struct {
+	Task     string
+	Attempt  int
+	Token    int64
+	WorkerID string
+	// Class is the attempt's failure class, "" when it succeeded.
+	Class FailureClass
+	// Status is the task's status afterwards: succeeded, queued (a retry
+	// was scheduled) or failed.
+	Status TaskStatus
+	// Retry is the retry directive written, when Status is queued.
+	Retry *RetryDirective
+	// Message is the text of the task's event (succeeded, retried or
+	// failed); it names the budget spent, e.g.
+	// "attempt 2 failed (failure 2 of 3): exit status 1; retry as attempt 3 not before …".
+	Message string
+	// Queued lists dependents that became queued; Cancelled lists
+	// dependents cancelled because the task failed for good.
+	Queued, Cancelled []string
+}
+
+// Backoff returns the delay before a retry: base·2^(k-1) capped at max
+// (max <= 0 means no cap), for k >= 1; 0 for base <= 0.
+func Backoff(base, max time.Duration, k int) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	d := base
+	for i := 1; i < k; i++ {
+		if max > 0 && d >= max {
+			break
+		}
+		if d > (1<<62)/2 {
+			break
+		}
+		d *= 2
+	}
+	if max > 0 && d > max {
+		d = max
+	}
+	return d
+}
+
+// settleTx settles the task of an attempt that just ended with class ("" =
+// success) and error text errMsg: the task's budgets, status and
+// last_error; a retry directive; dependents queued or cancelled; and the
+// task's event (succeeded, retried or failed). The lease and the attempt
+// row must already be ended by the caller.
+func settleTx(ctx context.Context, tx *sql.Tx, l Lease, class FailureClass, errMsg string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
+	out := AttemptOutcome{Task: l.Task, Attempt: l.Attempt, Token: l.Token, WorkerID: l.WorkerID, Class: class}
+	var attempts, failuresUsed, lostUsed, maxAttempts, maxLost int
+	err := tx.QueryRowContext(ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
+		l.Task).Scan(&attempts, &failuresUsed, &lostUsed, &maxAttempts, &maxLost)
+	if err != nil {
+		return out, fmt.Errorf("settle task %s: %w", l.Task, err)
+	}
+	detail := ""
+	if errMsg != "" {
+		detail = ": " + errMsg
+	}
+	nowMS := ms(now)
+	fail := func(lastError string) error {
+		out.Status = TaskFailed
+		out.Message = lastError
+		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', failures_used = ?, lost_used = ?, last_error = ?,
+			updated_at = ?, finished_at = ? WHERE address = ?`, failuresUsed, lostUsed, lastError, nowMS, nowMS, l.Task)
+		if err != nil {
+			return fmt.Errorf("fail task %s: %w", l.Task, err)
+		}
+		out.Cancelled, err = cancelDownstreamTx(ctx, tx, l.Task, pol.Downstream, now)
+		return err
+	}
+	retry := func(kind FailureClass, k, budget int) error {
+		d := RetryDirective{
+			Task: l.Task, NextAttempt: attempts + 1, Kind: kind,
+			NotBefore: now.Add(Backoff(pol.Backoff, pol.MaxBackoff, k)),
+		}
+		d.Reason = fmt.Sprintf("attempt %d %s (%s %d of %d)%s", l.Attempt, verb(kind), kind, k, budget, detail)
+		d, err := writeDirectiveTx(ctx, tx, d, now)
+		if err != nil {
+			return err
+		}
+		out.Status = TaskQueued
+		out.Retry = &d
+		out.Message = fmt.Sprintf("%s; retry as attempt %d not before %s", d.Reason, d.NextAttempt,
+			d.NotBefore.Format(time.RFC3339Nano))
+		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', failures_used = ?, lost_used = ?, last_error = ?,
+			updated_at = ? WHERE address = ?`, failuresUsed, lostUsed, d.Reason, nowMS, l.Task)
+		if err != nil {
+			return fmt.Errorf("requeue task %s: %w", l.Task, err)
+		}
+		return nil
+	}
+
+	kind := EventFailed
+	switch class {
+	case "":
+		kind = EventSucceeded
+		out.Status = TaskSucceeded
+		out.Message = fmt.Sprintf("attempt %d succeeded", l.Attempt)
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'succeeded', last_error = '', updated_at = ?, finished_at = ?
+			WHERE address = ?`, nowMS, nowMS, l.Task); err != nil {
+			return out, fmt.Errorf("succeed task %s: %w", l.Task, err)
+		}
+		if out.Queued, err = promoteTx(ctx, tx, pol.Dependents, now); err != nil {
+			return out, err
+		}
+	case FailureClassFailure:
+		failuresUsed++
+		if failuresUsed >= maxAttempts {
+			err = fail(fmt.Sprintf("attempt %d failed (failure %d of %d; failure budget spent)%s", l.Attempt, failuresUsed, maxAttempts, detail))
+		} else {
+			kind = EventRetried
+			err = retry(class, failuresUsed, maxAttempts)
+		}
+	case FailureClassLost:
+		lostUsed++
+		if lostUsed >= maxLost {
+			err = fail(fmt.Sprintf("attempt %d was lost; lost %d times (lost budget of %d spent)%s", l.Attempt, lostUsed, maxLost, detail))
+		} else {
+			kind = EventRetried
+			err = retry(class, lostUsed, maxLost)
+		}
+	case FailureClassRefused:
+		err = fail(fmt.Sprintf("attempt %d was refused by the worker (refused fails the task at once)%s", l.Attempt, detail))
+	default:
+		return out, invalidf("settle task %s: unknown failure class %q", l.Task, class)
+	}
+	if err != nil {
+		return out, err
+	}
+	if err := appendEvent(ctx, tx, Event{Kind: kind, Task: l.Task, WorkerID: l.WorkerID, Token: l.Token, Message: out.Message}, now); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func verb(kind FailureClass) string {
+	if kind == FailureClassLost {
+		return "was lost"
+	}
+	return "failed"
+}
+
+// cancelDownstreamTx cancels every task of downstream that is pending or
+// queued and has no active lease, with reason "dependency <failed> failed".
+func cancelDownstreamTx(ctx context.Context, tx *sql.Tx, failed string, downstream []string, now time.Time) ([]string, error) {
+	reason := "dependency " + failed + " failed"
+	var out []string
+	for _, addr := range downstream {
+		var got string
+		err := tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'cancelled', last_error = ?, updated_at = ?, finished_at = ?
+			WHERE address = ? AND status IN ('pending', 'queued')
+			  AND NOT EXISTS (SELECT 1 FROM leases WHERE task = ? AND status = 'active')
+			RETURNING address`, reason, ms(now), ms(now), addr, addr).Scan(&got)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cancel %s: %w", addr, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE task = ? AND consumed_at IS NULL`,
+			ms(now), addr); err != nil {
+			return nil, fmt.Errorf("cancel %s: %w", addr, err)
+		}
+		if err := appendEvent(ctx, tx, Event{Kind: EventCancelled, Task: addr, Message: reason}, now); err != nil {
+			return nil, err
+		}
+		out = append(out, addr)
+	}
+	return out, nil
+}
+
+// promoteTx makes each pending dependent whose dependencies have all
+// succeeded queued, and returns those it changed.
+func promoteTx(ctx context.Context, tx *sql.Tx, deps []Dependent, now time.Time) ([]string, error) {
+	var out []string
+	for _, d := range deps {
+		uniq := map[string]bool{}
+		for _, a := range d.DependsOn {
+			uniq[a] = true
+		}
+		list := make([]string, 0, len(uniq))
+		for a := range uniq {
+			list = append(list, a)
+		}
+		js, _ := json.Marshal(list) // []string always marshals
+		var got string
+		err := tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'queued', updated_at = ?
+			WHERE address = ? AND status = 'pending'
+			  AND (SELECT count(*) FROM tasks d WHERE d.address IN (SELECT value FROM json_each(?)) AND d.status = 'succeeded') = ?
+			RETURNING address`, ms(now), d.Address, string(js), len(list)).Scan(&got)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: %w", d.Address, err)
+		}
+		if err := appendEvent(ctx, tx, Event{Kind: EventQueued, Task: d.Address,
+			Message: "dependencies succeeded: " + strings.Join(d.DependsOn, ", ")}, now); err != nil {
+			return nil, err
+		}
+		out = append(out, d.Address)
+	}
+	return out, nil
+}
+
+// PromoteReady makes each of deps that is pending, and whose dependencies
+// have all succeeded in the state, queued (appending an EventQueued event),
+// and returns the addresses it changed. The coordinator calls it at start;
+// later promotions happen inside AcceptResult.
+func (s *Store) PromoteReady(ctx context.Context, deps []Dependent, now time.Time) ([]string, error) {
+	var out []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = promoteTx(ctx, tx, deps, now)
+		return err
+	})
+	return out, err
+}
+
+// ResultInput is a result posted for a lease (POST /v1/leases/{token}/result).
+type ResultInput struct {
+	Key      string // idempotency key, non-empty
+	Token    int64  // the fencing token the poster names
+	Task     string // the task the poster names
+	Attempt  int    // the attempt the poster names
+	WorkerID string // the posting worker
+	// Class is "" for success, else failure, lost or refused.
+	Class      FailureClass
+	ExitCode   *int
+	Signal     string
+	Error      string
+	StdoutPath string
+	StderrPath string
+	// Body is the request as posted (JSON), kept in the results table.
+	Body []byte
+}
+
+// ResultDecision answers AcceptResult.
+type ResultDecision struct {
+	Decision string // DecisionAccepted or DecisionRejected
+	Reason   string // a Reason* constant when rejected, else ""
+	// Detail explains a rejection in words (e.g. "lease 7 is expired").
+	Detail string
+	// Duplicate is true when the key was seen before: Decision and Reason
+	// are the first answer and nothing changed.
+	Duplicate bool
+	// Outcome is how the task was settled; set only when the result was
+	// accepted by this call (not for duplicates).
+	Outcome *AttemptOutcome
+}
+
+// Result is a row of the results table.
+type Result struct {
+	Key        string
+	Token      int64
+	Task       string
+	Attempt    int
+	WorkerID   string
+	Decision   string
+	Reason     string
+	Body       []byte
+	ReceivedAt time.Time
+}
+
+// AcceptResult decides a posted result in one write transaction (DESIGN §3
+// rules 3 and 4):
+//
+//   - a key seen before returns the first decision with Duplicate set, and
+//     changes nothing (not even the serial);
+//   - the result is rejected, before any task state changes, unless it
+//     names the task's current active, unexpired lease (expires_at > now)
+//     with the same worker, attempt and token. Reasons, checked in this
+//     order: unknown_lease (no lease with the token, or it is for another
+//     task or attempt), wrong_worker, stale_token (a newer lease exists for
+//     the task), lease_expired (the latest lease, but ended or past its
+//     expiry). The rejection is recorded in results and as an EventRejected
+//     event naming task, worker, token and reason;
+//   - an accepted result is recorded, the lease completed, the attempt row
+//     ended with the exit code, signal, failure class, error and log paths,
+//     and the task settled by its class with pol (see AttemptOutcome):
+//     success → succeeded and ready dependents queued; failure → a retry
+//     directive (kind failure) while failures_used < max_attempts, else
+//     failed; lost → likewise with lost_used and max_lost; refused → failed
+//     at once. A task that fails for good cancels its Downstream.
+//
+// Errors: ErrInvalid for an empty key, a token < 1 or an unknown class;
+// database errors otherwise (nothing changed).
+func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc, now time.Time) (ResultDecision, error) {
+	switch {
+	case in.Key == "":
+		return ResultDecision{}, invalidf("result for lease %d: idempotency key is empty", in.Token)
+	case in.Class != "" && !in.Class.Valid():
+		return ResultDecision{}, invalidf("result for lease %d: unknown failure class %q", in.Token, in.Class)
+	}
+	if d, ok, err := s.resultByKey(ctx, in.Key); err != nil || ok {
+		return d, err
+	}
+	var dec ResultDecision
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		dec = ResultDecision{}
+		var decision string
+		var reason sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ?`, in.Key).Scan(&decision, &reason)
+		if err == nil {
+			dec = ResultDecision{Decision: decision, Reason: reason.String, Duplicate: true}
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("result %q: %w", in.Key, err)
+		}
+
+		reject := func(task, reason, detail string) error {
+			dec = ResultDecision{Decision: DecisionRejected, Reason: reason, Detail: detail}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
+				VALUES (?, ?, ?, ?, ?, 'rejected', ?, ?, ?)`, in.Key, in.Token, task, in.Attempt, in.WorkerID, reason, string(in.Body), ms(now)); err != nil {
+				return fmt.Errorf("record rejected result %q: %w", in.Key, err)
+			}
+			return appendEvent(ctx, tx, Event{Kind: EventRejected, Task: task, WorkerID: in.WorkerID, Token: in.Token,
+				Message: reason + ": " + detail}, now)
+		}
+
+		l, err := scanLease(tx.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, in.Token))
+		if errors.Is(err, sql.ErrNoRows) {
+			return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("no lease has token %d", in.Token))
+		}
+		if err != nil {
+			return fmt.Errorf("result %q: read lease %d: %w", in.Key, in.Token, err)
+		}
+		if l.Task != in.Task || l.Attempt != in.Attempt {
+			return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for %s attempt %d, not %s attempt %d",
+				l.Token, l.Task, l.Attempt, in.Task, in.Attempt))
+		}
+		if l.WorkerID != in.WorkerID {
+			return reject(l.Task, ReasonWrongWorker, fmt.Sprintf("lease %d belongs to worker %s, not %s", l.Token, l.WorkerID, in.WorkerID))
+		}
+		var latest int64
+		if err := tx.QueryRowContext(ctx, `SELECT max(token) FROM leases WHERE task = ?`, l.Task).Scan(&latest); err != nil {
+			return fmt.Errorf("result %q: latest lease of %s: %w", in.Key, l.Task, err)
+		}
+		if latest > l.Token {
+			return reject(l.Task, ReasonStaleToken, fmt.Sprintf("lease %d of %s was superseded by lease %d", l.Token, l.Task, latest))
+		}
+		if l.Status != LeaseActive {
+			return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d is %s", l.Token, l.Status))
+		}
+		if !now.Before(l.ExpiresAt) {
+			return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d expired at %s", l.Token, l.ExpiresAt.Format(time.RFC3339Nano)))
+		}
+
+		// Accepted.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
+			VALUES (?, ?, ?, ?, ?, 'accepted', NULL, ?, ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, string(in.Body), ms(now)); err != nil {
+			return fmt.Errorf("record result %q: %w", in.Key, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE leases SET status = 'completed', ended_at = ? WHERE token = ? AND status = 'active'`,
+			ms(now), l.Token); err != nil {
+			return fmt.Errorf("complete lease %d: %w", l.Token, err)
+		}
+		var exit sql.NullInt64
+		if in.ExitCode != nil {
+			exit = sql.NullInt64{Int64: int64(*in.ExitCode), Valid: true}
+		}
+		var fc sql.NullString
+		if in.Class != "" {
+			fc = sql.NullString{String: string(in.Class), Valid: true}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET ended_at = ?, exit_code = ?, signal = ?, failure_class = ?, error = ?,
+				stdout_path = ?, stderr_path = ?
+			WHERE fencing_token = ?`, ms(now), exit, in.Signal, fc, in.Error, in.StdoutPath, in.StderrPath, l.Token); err != nil {
+			return fmt.Errorf("end attempt %d of %s: %w", l.Attempt, l.Task, err)
+		}
+		out, err := settleTx(ctx, tx, l, in.Class, describe(in), pol.of(l.Task), now)
+		if err != nil {
+			return err
+		}
+		dec = ResultDecision{Decision: DecisionAccepted, Outcome: &out}
+		return nil
+	})
+	if err != nil {
+		return ResultDecision{}, err
+	}
+	return dec, nil
+}
+
+// resultByKey reads a recorded decision outside a write transaction, so a
+// replay does not bump the serial.
+func (s *Store) resultByKey(ctx context.Context, key string) (ResultDecision, bool, error) {
+	var decision string
+	var reason sql.NullString
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ?`, key).Scan(&decision, &reason)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return ResultDecision{}, false, nil
+	}
+	if err != nil {
+		return ResultDecision{}, false, fmt.Errorf("result %q: %w", key, err)
+	}
+	return ResultDecision{Decision: decision, Reason: reason.String, Duplicate: true}, true, nil
+}
+
+// describe is the error text of a result: its error, exit code or signal.
+func describe(in ResultInput) string {
+	var parts []string
+	if in.Error != "" {
+		parts = append(parts, in.Error)
+	}
+	if in.Class != "" {
+		switch {
+		case in.Signal != "":
+			parts = append(parts, "killed by "+in.Signal)
+		case in.ExitCode != nil:
+			parts = append(parts, fmt.Sprintf("exit status %d", *in.ExitCode))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Results returns the results posted for the task (task "" = all), in the
+// order they were received (then by key).
+func (s *Store) Results(ctx context.Context, task string) ([]Result, error) {
+	out := []Result{}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		q := `SELECT idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at FROM results`
+		var args []any
+		if task != "" {
+			q += ` WHERE task = ?`
+			args = append(args, task)
+		}
+		rows, err := tx.QueryContext(ctx, q+` ORDER BY received_at, rowid`, args...)
+		if err != nil {
+			return fmt.Errorf("read results: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r Result
+			var reason sql.NullString
+			var body string
+			var at int64
+			if err := rows.Scan(&r.Key, &r.Token, &r.Task, &r.Attempt, &r.WorkerID, &r.Decision, &reason, &body, &at); err != nil {
+				return fmt.Errorf("read results: %w", err)
+			}
+			r.Reason = reason.String
+			if body != "" {
+				r.Body = []byte(body)
+			}
+			r.ReceivedAt = fromMS(at)
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

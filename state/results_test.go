@@ -1,0 +1,442 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// addTask upserts a task with the given status and budgets.
+func addTask(t *testing.T, s *Store, addr string, status TaskStatus, maxAttempts, maxLost int) {
+	t.Helper()
+	name := strings.TrimPrefix(addr, "task.")
+	if err := s.UpsertTask(context.Background(), TaskDef{Address: addr, Name: name, Index: -1, DefHash: "h-" + name,
+		Status: status, MaxAttempts: maxAttempts, MaxLost: maxLost}, t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func claim(t *testing.T, s *Store, task, worker string, now time.Time) Lease {
+	t.Helper()
+	l, err := s.ClaimLease(context.Background(), GrantRequest{Task: task, WorkerID: worker, Timeout: time.Hour, Grace: time.Minute}, now)
+	if err != nil {
+		t.Fatalf("ClaimLease(%s): %v", task, err)
+	}
+	return l
+}
+
+func taskOf(t *testing.T, s *Store, addr string) Task {
+	t.Helper()
+	task, err := s.Task(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		base, max time.Duration
+		k         int
+		want      time.Duration
+	}{
+		{5 * time.Second, 5 * time.Minute, 1, 5 * time.Second},
+		{5 * time.Second, 5 * time.Minute, 2, 10 * time.Second},
+		{5 * time.Second, 5 * time.Minute, 4, 40 * time.Second},
+		{5 * time.Second, 5 * time.Minute, 7, 5 * time.Minute},
+		{5 * time.Second, 5 * time.Minute, 1000, 5 * time.Minute},
+		{time.Hour, 0, 100, 0}, // no cap: stops doubling before overflow
+		{0, time.Minute, 3, 0},
+	}
+	for _, c := range cases {
+		got := Backoff(c.base, c.max, c.k)
+		if c.max == 0 {
+			if got <= 0 {
+				t.Errorf("Backoff(%s, none, %d) = %s; want positive", c.base, c.k, got)
+			}
+			continue
+		}
+		if got != c.want {
+			t.Errorf("Backoff(%s, %s, %d) = %s; want %s", c.base, c.max, c.k, got, c.want)
+		}
+	}
+}
+
+func TestClaimLeaseOnlyQueuedAndDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	addTask(t, s, "task.p", TaskPending, 1, 1)
+	if _, err := s.ClaimLease(ctx, GrantRequest{Task: "task.p", WorkerID: "w1", Timeout: time.Hour}, t0); !errors.Is(err, ErrNotClaimable) {
+		t.Fatalf("pending task: %v; want ErrNotClaimable", err)
+	}
+	l := claim(t, s, "task.a", "w1", t0)
+	if _, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0); !errors.Is(err, ErrNotClaimable) {
+		t.Fatalf("running task: %v; want ErrNotClaimable", err)
+	}
+	// A failure with backoff 10s: not claimable before not_before, then claimable, and the directive is consumed.
+	pol := func(string) TaskPolicy { return TaskPolicy{Backoff: 10 * time.Second, MaxBackoff: time.Minute} }
+	code := 1
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "k1", Token: l.Token, Task: "task.a", Attempt: 1, WorkerID: "w1",
+		Class: FailureClassFailure, ExitCode: &code}, pol, t0.Add(time.Second))
+	if err != nil || dec.Decision != DecisionAccepted || dec.Outcome.Status != TaskQueued || dec.Outcome.Retry == nil {
+		t.Fatalf("AcceptResult = %+v, %v", dec, err)
+	}
+	if want := t0.Add(11 * time.Second); !dec.Outcome.Retry.NotBefore.Equal(want) {
+		t.Errorf("not_before = %s; want %s", dec.Outcome.Retry.NotBefore, want)
+	}
+	if _, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0.Add(10*time.Second)); !errors.Is(err, ErrNotClaimable) {
+		t.Fatalf("before not_before: %v; want ErrNotClaimable", err)
+	}
+	l2 := claim(t, s, "task.a", "w1", t0.Add(11*time.Second))
+	if l2.Attempt != 2 || l2.Token <= l.Token {
+		t.Errorf("retry lease %+v", l2)
+	}
+	open, err := s.OpenRetryDirectives(ctx)
+	if err != nil || len(open) != 0 {
+		t.Errorf("open directives after claim: %v, %v", open, err)
+	}
+	ds, _ := s.RetryDirectives(ctx, "task.a")
+	if len(ds) != 1 || ds[0].ConsumedAt.IsZero() || ds[0].Kind != FailureClassFailure || ds[0].NextAttempt != 2 {
+		t.Errorf("directives: %+v", ds)
+	}
+}
+
+func TestAcceptResultRejections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	if _, err := s.RegisterWorker(ctx, Worker{ID: "w2", Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
+		t.Fatal(err)
+	}
+	old := claim(t, s, "task.a", "w1", t0)
+	// Expire it by the sweep, then lease again: old is stale.
+	if _, err := s.Sweep(ctx, t0.Add(11*time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetWorkerStatus(ctx, "w1", WorkerActive, t0.Add(11*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	cur := claim(t, s, "task.a", "w1", t0.Add(11*time.Second))
+	now := t0.Add(12 * time.Second)
+	cases := []struct {
+		name   string
+		in     ResultInput
+		reason string
+	}{
+		{"unknown token", ResultInput{Key: "u1", Token: 999, Task: "task.a", Attempt: 1, WorkerID: "w1"}, ReasonUnknownLease},
+		{"other task", ResultInput{Key: "u2", Token: cur.Token, Task: "task.b", Attempt: cur.Attempt, WorkerID: "w1"}, ReasonUnknownLease},
+		{"other attempt", ResultInput{Key: "u3", Token: cur.Token, Task: "task.a", Attempt: 9, WorkerID: "w1"}, ReasonUnknownLease},
+		{"wrong worker", ResultInput{Key: "w", Token: cur.Token, Task: "task.a", Attempt: cur.Attempt, WorkerID: "w2"}, ReasonWrongWorker},
+		{"stale token", ResultInput{Key: "s", Token: old.Token, Task: "task.a", Attempt: old.Attempt, WorkerID: "w1"}, ReasonStaleToken},
+	}
+	for _, c := range cases {
+		before := serial(t, s)
+		dec, err := s.AcceptResult(ctx, c.in, nil, now)
+		if err != nil || dec.Decision != DecisionRejected || dec.Reason != c.reason || dec.Duplicate {
+			t.Errorf("%s: %+v, %v; want rejected %s", c.name, dec, err, c.reason)
+		}
+		if task := taskOf(t, s, "task.a"); task.Status != TaskRunning {
+			t.Errorf("%s: task status %s", c.name, task.Status)
+		}
+		// Replay: same decision, duplicate, nothing written.
+		mid := serial(t, s)
+		dec2, err := s.AcceptResult(ctx, c.in, nil, now)
+		if err != nil || dec2.Decision != DecisionRejected || dec2.Reason != c.reason || !dec2.Duplicate {
+			t.Errorf("%s replay: %+v, %v", c.name, dec2, err)
+		}
+		if after := serial(t, s); after != mid || mid != before+1 {
+			t.Errorf("%s: serial %d → %d → %d; want one write", c.name, before, mid, after)
+		}
+	}
+	// Latest lease, past its expiry (not swept yet): lease_expired.
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "e", Token: cur.Token, Task: "task.a", Attempt: cur.Attempt, WorkerID: "w1"},
+		nil, cur.ExpiresAt)
+	if err != nil || dec.Reason != ReasonLeaseExpired {
+		t.Errorf("expired: %+v, %v", dec, err)
+	}
+	evs, _ := s.Events(ctx, "task.a")
+	n := 0
+	for _, e := range evs {
+		if e.Kind == EventRejected {
+			n++
+		}
+	}
+	if n != 5 { // u2 names task.b
+		t.Errorf("%d rejected events for task.a; want 5: %+v", n, evs)
+	}
+	rs, _ := s.Results(ctx, "")
+	if len(rs) != 6 {
+		t.Errorf("%d results recorded; want 6", len(rs))
+	}
+}
+
+func TestAcceptResultSettles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	deps := map[string]TaskPolicy{
+		"task.a": {Dependents: []Dependent{{"task.b", []string{"task.a"}}, {"task.c", []string{"task.a", "task.x"}}},
+			Downstream: []string{"task.b", "task.c", "task.d"}},
+	}
+	pol := func(task string) TaskPolicy { return deps[task] }
+	type step struct {
+		class      FailureClass
+		wantStatus TaskStatus
+	}
+	cases := []struct {
+		name                   string
+		maxAttempts, maxLost   int
+		steps                  []step
+		wantFailures, wantLost int
+		wantDownstream         TaskStatus // status of task.b afterwards
+		wantErr                string     // in last_error
+	}{
+		{"success", 1, 1, []step{{"", TaskSucceeded}}, 0, 0, TaskQueued, ""},
+		{"failure then success", 2, 1, []step{{FailureClassFailure, TaskQueued}, {"", TaskSucceeded}}, 1, 0, TaskQueued, ""},
+		{"failure budget spent", 2, 3, []step{{FailureClassFailure, TaskQueued}, {FailureClassFailure, TaskFailed}}, 2, 0, TaskCancelled, "failure budget spent"},
+		{"refused at once", 3, 3, []step{{FailureClassRefused, TaskFailed}}, 0, 0, TaskCancelled, "refused"},
+		{"lost budget spent", 3, 2, []step{{FailureClassLost, TaskQueued}, {FailureClassFailure, TaskQueued}, {FailureClassLost, TaskFailed}}, 1, 2, TaskCancelled, "lost 2 times"},
+		{"max_lost 0 fails on first loss", 3, 0, []step{{FailureClassLost, TaskFailed}}, 0, 1, TaskCancelled, "lost 1 times"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t)
+			seed(t, s)
+			addTask(t, s, "task.x", TaskSucceeded, 1, 1)
+			addTask(t, s, "task.a", TaskQueued, c.maxAttempts, c.maxLost)
+			addTask(t, s, "task.b", TaskPending, 1, 1)
+			addTask(t, s, "task.c", TaskPending, 1, 1)
+			addTask(t, s, "task.d", TaskPending, 1, 1)
+			now := t0
+			for i, st := range c.steps {
+				l := claim(t, s, "task.a", "w1", now)
+				dec, err := s.AcceptResult(ctx, ResultInput{Key: l.WorkerID + "-" + string(rune('0'+i)), Token: l.Token, Task: l.Task,
+					Attempt: l.Attempt, WorkerID: "w1", Class: st.class, Error: "boom"}, pol, now)
+				if err != nil || dec.Decision != DecisionAccepted || dec.Outcome.Status != st.wantStatus {
+					t.Fatalf("step %d: %+v, %v; want accepted, %s", i, dec, err, st.wantStatus)
+				}
+				now = now.Add(time.Second)
+			}
+			a := taskOf(t, s, "task.a")
+			if a.FailuresUsed != c.wantFailures || a.LostUsed != c.wantLost || !strings.Contains(a.LastError, c.wantErr) {
+				t.Errorf("task.a: %+v", a)
+			}
+			if b := taskOf(t, s, "task.b"); b.Status != c.wantDownstream {
+				t.Errorf("task.b is %s; want %s", b.Status, c.wantDownstream)
+			}
+			// task.c depends on task.x too (succeeded): same as task.b.
+			if cc := taskOf(t, s, "task.c"); cc.Status != c.wantDownstream {
+				t.Errorf("task.c is %s; want %s", cc.Status, c.wantDownstream)
+			}
+			d := taskOf(t, s, "task.d") // transitive only: cancelled on failure, never promoted here
+			if c.wantDownstream == TaskCancelled && (d.Status != TaskCancelled || d.LastError != "dependency task.a failed") {
+				t.Errorf("task.d: %s %q", d.Status, d.LastError)
+			}
+			if c.wantDownstream == TaskQueued && d.Status != TaskPending {
+				t.Errorf("task.d: %s; want pending", d.Status)
+			}
+			atts, _ := s.Attempts(ctx, "task.a")
+			for _, at := range atts {
+				if at.EndedAt.IsZero() {
+					t.Errorf("attempt %d not ended", at.Number)
+				}
+			}
+		})
+	}
+}
+
+func TestAcceptResultDuplicateKeepsState(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	l := claim(t, s, "task.a", "w1", t0)
+	in := ResultInput{Key: "key", Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w1"}
+	dec, err := s.AcceptResult(ctx, in, nil, t0)
+	if err != nil || dec.Decision != DecisionAccepted || dec.Duplicate {
+		t.Fatalf("%+v, %v", dec, err)
+	}
+	before := serial(t, s)
+	in.Class = FailureClassFailure // a replay that says something else still gets the first answer
+	dec, err = s.AcceptResult(ctx, in, nil, t0.Add(time.Hour))
+	if err != nil || dec.Decision != DecisionAccepted || !dec.Duplicate || dec.Outcome != nil {
+		t.Fatalf("replay: %+v, %v", dec, err)
+	}
+	if serial(t, s) != before || taskOf(t, s, "task.a").Status != TaskSucceeded {
+		t.Errorf("replay changed the state")
+	}
+	// Another key for the completed lease: rejected (lease no longer active).
+	in.Key = "other"
+	dec, err = s.AcceptResult(ctx, in, nil, t0)
+	if err != nil || dec.Reason != ReasonLeaseExpired {
+		t.Errorf("second key: %+v, %v", dec, err)
+	}
+	if _, err := s.AcceptResult(ctx, ResultInput{Token: 1}, nil, t0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty key: %v", err)
+	}
+	if _, err := s.AcceptResult(ctx, ResultInput{Key: "x", Token: 1, Class: "weird"}, nil, t0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad class: %v", err)
+	}
+}
+
+func TestSweepExpiresAndMarksStale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s) // task.a: max_lost 3
+	before := serial(t, s)
+	if res, err := s.Sweep(ctx, t0.Add(time.Second), nil); err != nil || len(res.Expired)+len(res.Stale) != 0 {
+		t.Fatalf("idle sweep: %+v, %v", res, err)
+	}
+	if serial(t, s) != before {
+		t.Errorf("idle sweep bumped the serial")
+	}
+	pol := func(string) TaskPolicy { return TaskPolicy{Backoff: time.Second, MaxBackoff: time.Minute} }
+	now := t0
+	for i := 1; i <= 3; i++ {
+		if err := s.SetWorkerStatus(ctx, "w1", WorkerActive, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Heartbeat(ctx, "w1", now); err != nil {
+			t.Fatal(err)
+		}
+		l := claim(t, s, "task.a", "w1", now)
+		now = l.ExpiresAt
+		res, err := s.Sweep(ctx, now, pol)
+		if err != nil || len(res.Expired) != 1 || len(res.Stale) != 1 {
+			t.Fatalf("sweep %d: %+v, %v", i, res, err)
+		}
+		out := res.Expired[0]
+		if i < 3 {
+			if out.Status != TaskQueued || out.Retry == nil || out.Retry.Kind != FailureClassLost ||
+				!out.Retry.NotBefore.Equal(now.Add(Backoff(time.Second, time.Minute, i))) {
+				t.Fatalf("sweep %d outcome %+v", i, out)
+			}
+			now = out.Retry.NotBefore
+		} else if out.Status != TaskFailed || !strings.Contains(out.Message, "lost 3 times") {
+			t.Fatalf("sweep %d outcome %+v", i, out)
+		}
+		if w, _ := s.Worker(ctx, "w1"); w.Status != WorkerStale {
+			t.Errorf("worker is %s", w.Status)
+		}
+	}
+	atts, _ := s.Attempts(ctx, "task.a")
+	for _, a := range atts {
+		if a.FailureClass != FailureClassLost {
+			t.Errorf("attempt %+v", a)
+		}
+	}
+	ls, _ := s.Leases(ctx, "task.a")
+	for _, l := range ls {
+		if l.Status != LeaseExpired {
+			t.Errorf("lease %+v", l)
+		}
+	}
+	evs, _ := s.Events(ctx, "task.a")
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "leased,expired,retried,leased,expired,retried,leased,expired,failed" {
+		t.Errorf("events: %s", got)
+	}
+}
+
+func TestRevokeAllLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	addTask(t, s, "task.z", TaskQueued, 1, 0) // no lost budget: fails
+	la := claim(t, s, "task.a", "w1", t0)
+	claim(t, s, "task.z", "w1", t0)
+	res, err := s.RevokeAllLeases(ctx, "apply lock taken over", t0.Add(time.Second))
+	if err != nil || len(res.Revoked) != 2 || res.Gone != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if a := taskOf(t, s, "task.a"); a.Status != TaskQueued || a.LostUsed != 1 {
+		t.Errorf("task.a %+v", a)
+	}
+	if z := taskOf(t, s, "task.z"); z.Status != TaskFailed {
+		t.Errorf("task.z %+v", z)
+	}
+	if l, _ := s.Lease(ctx, la.Token); l.Status != LeaseRevoked {
+		t.Errorf("lease %+v", l)
+	}
+	if w, _ := s.Worker(ctx, "w1"); w.Status != WorkerGone {
+		t.Errorf("worker %+v", w)
+	}
+	// The lost retry is due at once; a new worker can claim it.
+	if _, err := s.RegisterWorker(ctx, Worker{ID: "w2", Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
+		t.Fatal(err)
+	}
+	l := claim(t, s, "task.a", "w2", t0.Add(time.Second))
+	if l.Attempt != 2 {
+		t.Errorf("lease %+v", l)
+	}
+}
+
+func TestReleaseFinishSetStatus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	addTask(t, s, "task.q", TaskQueued, 1, 1)
+	l := claim(t, s, "task.a", "w1", t0)
+	if ok, err := s.ReleaseLease(ctx, l.Token, "claim not delivered", t0); err != nil || !ok {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	if ok, err := s.ReleaseLease(ctx, l.Token, "again", t0); err != nil || ok {
+		t.Errorf("second release: %v %v", ok, err)
+	}
+	if _, err := s.ReleaseLease(ctx, 99, "x", t0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown: %v", err)
+	}
+	if a := taskOf(t, s, "task.a"); a.Status != TaskQueued || a.LostUsed != 0 || a.FailuresUsed != 0 {
+		t.Errorf("after release %+v", a)
+	}
+	claim(t, s, "task.a", "w1", t0)
+	got, err := s.FinishTasks(ctx, []TaskFinish{{"task.a", TaskFailed, "pool gone"}, {"task.q", TaskCancelled, "pool gone"}, {"task.none", TaskFailed, ""}}, t0)
+	if err != nil || len(got) != 1 || got[0] != "task.q" {
+		t.Errorf("FinishTasks = %v, %v; want only task.q (task.a holds a lease)", got, err)
+	}
+	if _, err := s.FinishTasks(ctx, []TaskFinish{{"task.a", TaskSucceeded, ""}}, t0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("succeeded: %v", err)
+	}
+	if err := s.SetWorkerStatus(ctx, "w1", "sleepy", t0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad status: %v", err)
+	}
+	if err := s.SetWorkerStatus(ctx, "nope", WorkerGone, t0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown worker: %v", err)
+	}
+	if err := s.SetWorkerStatus(ctx, "w1", WorkerDraining, t0); err != nil {
+		t.Fatal(err)
+	}
+	if active, err := s.ActiveLeases(ctx, "w1"); err != nil || len(active) != 1 {
+		t.Errorf("ActiveLeases = %v, %v", active, err)
+	}
+	q, _ := s.PromoteReady(ctx, []Dependent{{"task.q", nil}}, t0)
+	if len(q) != 0 {
+		t.Errorf("promoted a cancelled task: %v", q)
+	}
+}
+
+func TestRawClaimForBenchmark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	tok, ok, err := s.RawClaimForBenchmark(ctx, "w1", 10*time.Second, t0)
+	if err != nil || !ok || tok != 1 {
+		t.Fatalf("%d %v %v", tok, ok, err)
+	}
+	if _, ok, err := s.RawClaimForBenchmark(ctx, "w1", 10*time.Second, t0); err != nil || ok {
+		t.Fatalf("second: %v %v", ok, err)
+	}
+}
