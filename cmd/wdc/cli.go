@@ -26,6 +26,7 @@ type CLI struct {
 	Tasks    TasksCmd    `cmd:"" help:"Inspect tasks recorded in the state."`
 	Workers  WorkersCmd  `cmd:"" help:"Inspect workers recorded in the state."`
 	Leases   LeasesCmd   `cmd:"" help:"Inspect leases recorded in the state."`
+	Agent    AgentCmd    `cmd:"" help:"Run one worker against a coordinator (apply's providers start it; the token comes from WDC_WORKER_TOKEN)."`
 	Version  VersionCmd  `cmd:"" help:"Print the wdc version."`
 }
 

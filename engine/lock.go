@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/wdc-dev/wdc/state"
+)
+
+// DefaultLockTTL is how long the apply lock lives without renewal; the
+// holder renews it every third of that.
+const DefaultLockTTL = 30 * time.Second
+
+// LockOptions shape how an apply takes the state lock (DESIGN §3 invariant 9).
+type LockOptions struct {
+	// Holder names who holds the lock, e.g. "alice@build-7"; default
+	// user@host.
+	Holder string
+	// Host and PID identify this process; defaults os.Hostname() and
+	// os.Getpid().
+	Host string
+	PID  int
+	// TTL is the lock's life without renewal (default DefaultLockTTL).
+	TTL time.Duration
+	// Wait is how long to wait for a lock held by a live apply before
+	// failing (--lock-timeout; 0 fails at once).
+	Wait time.Duration
+	// Poll is the interval between tries while waiting (default 500 ms).
+	Poll time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// ProcessAlive reports whether pid is alive on this host (default: a
+	// signal-0 probe).
+	ProcessAlive func(pid int) bool
+}
+
+// ApplyLock is a held apply lock. Keep it alive with KeepAlive and give it
+// back with Release.
+type ApplyLock struct {
+	store *state.Store
+	opts  LockOptions
+	lock  state.Lock
+	// Previous is the lock of a dead apply this one took over, or nil. Its
+	// workers' leases must be revoked and retried as lost.
+	Previous *state.Lock
+
+	kept     atomic.Bool
+	stopOnce sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+	lost     chan struct{}
+}
+
+// ID returns the lock's ID (what `wdc force-unlock` takes).
+func (l *ApplyLock) ID() string { return l.lock.ID }
+
+// Lock returns the lock row as taken.
+func (l *ApplyLock) Lock() state.Lock { return l.lock }
+
+// AcquireApplyLock takes the state's apply lock. A lock held by a live
+// apply makes it wait up to opts.Wait and then fail with an error naming
+// the holder (wrapping state.ErrLocked). A lock whose holder is dead — its
+// pid is gone on this host, or its expiry passed — is taken over; the
+// returned lock's Previous is then set.
+func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions) (*ApplyLock, error) {
+	opts = opts.withDefaults()
+	deadline := time.Now().Add(opts.Wait) // real waiting, whatever opts.Now says
+	takeOver := ""
+	for {
+		lock, prev, err := store.AcquireLock(ctx, state.LockRequest{
+			Holder: opts.Holder, Host: opts.Host, PID: opts.PID, TTL: opts.TTL, TakeOver: takeOver,
+		}, opts.Now())
+		if err == nil {
+			return &ApplyLock{store: store, opts: opts, lock: lock, Previous: prev,
+				stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{})}, nil
+		}
+		var locked *state.LockedError
+		if !errors.As(err, &locked) {
+			return nil, err
+		}
+		cur := locked.Lock
+		if cur.Host == opts.Host && cur.PID != opts.PID && !opts.ProcessAlive(cur.PID) {
+			takeOver = cur.ID // its holder is dead: take it over on the next try
+			continue
+		}
+		takeOver = ""
+		if !time.Now().Before(deadline) {
+			if opts.Wait > 0 {
+				return nil, fmt.Errorf("gave up after waiting %s: %w", opts.Wait, err)
+			}
+			return nil, fmt.Errorf("%w (another apply is running; wait with --lock-timeout, or if it is gone for good, run wdc force-unlock %s)", err, cur.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(opts.Poll):
+		}
+	}
+}
+
+// KeepAlive renews the lock every third of its TTL until Release. If the
+// lock is lost (forced or taken over), Lost is closed.
+func (l *ApplyLock) KeepAlive(ctx context.Context) {
+	if l.kept.Swap(true) {
+		return
+	}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(l.opts.TTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := l.store.RenewLock(ctx, l.lock.ID, l.opts.TTL, l.opts.Now()); errors.Is(err, state.ErrLockLost) {
+					close(l.lost)
+					return
+				}
+			}
+		}
+	}()
+}
+
+// Lost is closed when a renewal found the lock no longer held.
+func (l *ApplyLock) Lost() <-chan struct{} { return l.lost }
+
+// Release stops renewing and removes the lock. Releasing a lock that was
+// lost is not an error.
+func (l *ApplyLock) Release(ctx context.Context) error {
+	l.stopOnce.Do(func() { close(l.stop) })
+	if l.kept.Load() {
+		<-l.done
+	}
+	err := l.store.ReleaseLock(ctx, l.lock.ID, l.opts.Now())
+	if errors.Is(err, state.ErrLockLost) {
+		return nil
+	}
+	return err
+}
+
+func (o LockOptions) withDefaults() LockOptions {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultLockTTL
+	}
+	if o.Poll <= 0 {
+		o.Poll = 500 * time.Millisecond
+	}
+	if o.Host == "" {
+		o.Host, _ = os.Hostname()
+	}
+	if o.PID == 0 {
+		o.PID = os.Getpid()
+	}
+	if o.Holder == "" {
+		name := "unknown"
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+		o.Holder = name + "@" + o.Host
+	}
+	if o.ProcessAlive == nil {
+		o.ProcessAlive = ProcessAlive
+	}
+	return o
+}
+
+// ProcessAlive reports whether a process with pid exists on this host
+// (kill(pid, 0) succeeds or is refused for permission).
+func ProcessAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/state"
+)
+
+func openStore(t *testing.T) *state.Store {
+	t.Helper()
+	st, err := state.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestAcquireApplyLock(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
+	alive := map[int]bool{100: true, 200: false}
+	opts := func(host string, pid int, wait time.Duration) LockOptions {
+		return LockOptions{Holder: "h" + host, Host: host, PID: pid, TTL: 30 * time.Second, Wait: wait, Poll: time.Millisecond,
+			Now: now, ProcessAlive: func(p int) bool { return alive[p] }}
+	}
+	tests := []struct {
+		name         string
+		holder       LockOptions
+		advance      time.Duration
+		next         LockOptions
+		wantErr      string
+		wantTakeover bool
+	}{
+		{name: "live holder on this host: refused, naming it", holder: opts("a", 100, 0), next: opts("a", 300, 0), wantErr: "locked by ha (host a, pid 100)"},
+		{name: "live holder, waiting gives up naming it", holder: opts("a", 100, 0), next: opts("a", 300, 20*time.Millisecond), wantErr: "gave up after waiting 20ms"},
+		{name: "dead holder on this host: taken over", holder: opts("a", 200, 0), next: opts("a", 300, 0), wantTakeover: true},
+		{name: "holder on another host is not probed", holder: opts("b", 200, 0), next: opts("a", 300, 0), wantErr: "locked by hb"},
+		{name: "expired lock: taken over", holder: opts("b", 100, 0), advance: 31 * time.Second, next: opts("a", 300, 0), wantTakeover: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+			st := openStore(t)
+			first, err := AcquireApplyLock(ctx, st, tt.holder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock = clock.Add(tt.advance)
+			second, err := AcquireApplyLock(ctx, st, tt.next)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, state.ErrLocked) {
+					t.Fatalf("err = %v, want ErrLocked containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantTakeover && (second.Previous == nil || second.Previous.ID != first.ID()) {
+				t.Fatalf("Previous = %+v, want the first lock %s", second.Previous, first.ID())
+			}
+			if err := second.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// released: anyone may take it now
+			third, err := AcquireApplyLock(ctx, st, opts("c", 400, 0))
+			if err != nil || third.Previous != nil {
+				t.Fatalf("after release: lock %v, previous %v, err %v", third, third.Previous, err)
+			}
+		})
+	}
+}
+
+func TestApplyLockKeepAliveAndLost(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	l, err := AcquireApplyLock(ctx, st, LockOptions{TTL: 60 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.KeepAlive(ctx)
+	// renewals keep it past several TTLs
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(l.Lock().StartedAt.Add(200 * time.Millisecond)) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := AcquireApplyLock(ctx, st, LockOptions{PID: 1}); !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("a renewed lock must still be held; got %v", err)
+	}
+	if _, err := st.ForceUnlock(ctx, l.ID(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost was not closed after the lock was forced away")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("releasing a lost lock: %v", err)
+	}
+}
