@@ -21,13 +21,15 @@ type CLI struct {
 	VarFile []string `name:"var-file" sep:"none" placeholder:"FILE" help:"Read input variable values from an HCL file of NAME = value lines (repeatable)."`
 	NoColor bool     `name:"no-color" help:"Do not color output. Colors are used only on a terminal, and never when NO_COLOR is set."`
 
-	Validate ValidateCmd `cmd:"" help:"Check the configuration files and report every problem with its file:line:column."`
-	Plan     PlanCmd     `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
-	Tasks    TasksCmd    `cmd:"" help:"Inspect tasks recorded in the state."`
-	Workers  WorkersCmd  `cmd:"" help:"Inspect workers recorded in the state."`
-	Leases   LeasesCmd   `cmd:"" help:"Inspect leases recorded in the state."`
-	Agent    AgentCmd    `cmd:"" help:"Run one worker against a coordinator (apply's providers start it; the token comes from WDC_WORKER_TOKEN)."`
-	Version  VersionCmd  `cmd:"" help:"Print the wdc version."`
+	Validate    ValidateCmd    `cmd:"" help:"Check the configuration files and report every problem with its file:line:column."`
+	Plan        PlanCmd        `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
+	Apply       ApplyCmd       `cmd:"" help:"Plan under the state lock, confirm, then launch workers and run the tasks until every one is finished."`
+	ForceUnlock ForceUnlockCmd `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
+	Tasks       TasksCmd       `cmd:"" help:"Inspect tasks recorded in the state."`
+	Workers     WorkersCmd     `cmd:"" help:"Inspect workers recorded in the state."`
+	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state."`
+	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it; the token comes from WDC_WORKER_TOKEN)."`
+	Version     VersionCmd     `cmd:"" help:"Print the wdc version."`
 }
 
 // TasksCmd groups the task inspection commands.

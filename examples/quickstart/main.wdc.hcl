@@ -9,7 +9,9 @@ variable "files" {
 }
 
 locals {
-  out = "${path.root}/out"
+  # Relative to the configuration directory, where commands run by default;
+  # relative paths keep the tasks' definition hashes the same in any checkout.
+  out = "out"
 }
 
 pool "hashers" {

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wdc-dev/wdc/engine"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/state"
+	"golang.org/x/term"
+
+	_ "github.com/wdc-dev/wdc/providers/local" // registers the local provider
+)
+
+// ApplyCmd computes the plan under the state lock, asks for confirmation,
+// and carries it out.
+type ApplyCmd struct {
+	AutoApprove bool          `name:"auto-approve" help:"Apply without asking for confirmation (needed when there is no terminal)."`
+	LockTimeout time.Duration `name:"lock-timeout" default:"0s" help:"How long to wait for a state lock held by another running apply, e.g. 30s (default: fail at once)."`
+	Replace     []string      `name:"replace" sep:"none" placeholder:"ADDR" help:"Run this succeeded task again, and the tasks downstream of it (repeatable)."`
+}
+
+// Run takes the lock, plans, confirms, applies and prints a summary.
+// Exit codes: 0 when every task succeeded or there was nothing to do; 1 on
+// an error, a failed or cancelled task, or an interruption.
+func (c *ApplyCmd) Run(e *env) error {
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	if diags := engine.Validate(cfg); diags.HasErrors() {
+		e.printDiags(cfg, diags)
+		return errExit{1}
+	}
+	path, err := e.statePath(cfg)
+	if err != nil {
+		return err
+	}
+
+	// First signal: stop cleanly. Second: stop at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	abort := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(e.stderr, "\nInterrupt received: no new leases; draining workers (interrupt again to stop at once).")
+		cancel()
+		select {
+		case <-sigs:
+			fmt.Fprintln(e.stderr, "Second interrupt: killing workers.")
+			close(abort)
+		case <-time.After(24 * time.Hour):
+		}
+	}()
+
+	store, err := state.Open(context.Background(), path)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	lock, err := engine.AcquireApplyLock(ctx, store, engine.LockOptions{Wait: c.LockTimeout})
+	if err != nil {
+		return fmt.Errorf("acquiring the state lock: %w", err)
+	}
+	lock.KeepAlive(context.Background())
+	defer lock.Release(context.Background()) //nolint:errcheck // reported by the next apply if it failed
+	go func() {
+		select {
+		case <-lock.Lost():
+			fmt.Fprintln(e.stderr, "wdc: error: the state lock was removed or taken over; stopping")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	now := e.now()
+	if prev := lock.Previous; prev != nil {
+		fmt.Fprintf(e.stderr, "Took over the state lock of an apply that is gone (%s, host %s, pid %d, started %s).\n",
+			prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
+	}
+	revoked, err := engine.RecoverState(ctx, store, "the apply that granted the lease is gone", now)
+	if err != nil {
+		return err
+	}
+	if revoked > 0 {
+		fmt.Fprintf(e.stderr, "Revoked %s left by an earlier apply; their tasks are retried as lost.\n", count(revoked, "lease", "leases"))
+	}
+
+	snap, err := store.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	plan, diags := engine.NewPlan(cfg, snap, now, engine.PlanOptions{Replace: c.Replace})
+	e.printDiags(cfg, diags)
+	if diags.HasErrors() {
+		return errExit{1}
+	}
+	if err := renderPlan(e.stdout, plan, e.color(e.stdout)); err != nil {
+		return err
+	}
+	if !plan.HasChanges() {
+		fmt.Fprintln(e.stdout, "\nApply complete! Nothing to do.")
+		return nil
+	}
+	if !c.AutoApprove {
+		ok, err := e.confirm()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(e.stdout, "\nApply cancelled.")
+			return errExit{1}
+		}
+	}
+
+	pools, tasks := engine.ApplyInputs(cfg, plan)
+	view := newProgressView(e.stdout, e.isTerminal(e.stdout))
+	res, err := engine.Apply(ctx, engine.ApplyOptions{
+		Store:   store,
+		Plan:    plan,
+		Pools:   pools,
+		Tasks:   tasks,
+		Listen:  e.listenAddress(cfg),
+		WorkDir: filepath.Dir(path),
+		Now:     e.now,
+		OnEvent: view.event,
+		Abort:   abort,
+	})
+	view.close()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, applySummary(res))
+	if !res.OK() {
+		return errExit{1}
+	}
+	return nil
+}
+
+// applySummary is the final line: tasks by outcome, attempts, workers and
+// wall time.
+func applySummary(r *engine.ApplyResult) string {
+	head := "Apply complete!"
+	switch {
+	case r.Interrupted:
+		head = "Apply interrupted!"
+	case !r.OK():
+		head = "Apply failed!"
+	}
+	s := fmt.Sprintf("%s Tasks: %d succeeded, %d failed, %d cancelled", head, r.Succeeded, r.Failed, r.Cancelled)
+	if r.Unfinished > 0 {
+		s += fmt.Sprintf(", %d unfinished (the next apply continues them)", r.Unfinished)
+	}
+	return s + fmt.Sprintf(". Attempts: %d. Workers: %d. Wall time: %s.", r.Attempts, r.Workers, r.Wall.Round(time.Millisecond))
+}
+
+// confirm asks on the terminal; without one it refuses.
+func (e *env) confirm() (bool, error) {
+	f, ok := e.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, errors.New("no terminal to confirm on: review the plan above and run again with --auto-approve")
+	}
+	fmt.Fprint(e.stdout, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return strings.TrimSpace(line) == "yes", nil
+}
+
+// isTerminal reports whether w is a terminal.
+func (e *env) isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// listenAddress resolves the coordinator's listen address: WDC_LISTEN >
+// the wdc block's listen > 127.0.0.1 on a free port.
+func (e *env) listenAddress(cfg *wdchcl.Config) string {
+	if v := e.getenv("WDC_LISTEN"); v != "" {
+		return v
+	}
+	return cfg.Settings.Listen
+}
