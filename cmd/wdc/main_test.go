@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -29,12 +30,18 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		UpdateScripts:       os.Getenv("WDC_UPDATE_SCRIPTS") != "",
 		Setup: func(env *testscript.Env) error {
+			root, err := filepath.Abs(filepath.Join("..", ".."))
+			if err != nil {
+				return err
+			}
+			env.Setenv("REPO", root)
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("NO_COLOR", "1")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seed-state": cmdSeedState,
+			"wait-file":  cmdWaitFile,
 		},
 	})
 }
@@ -93,4 +100,30 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("seed-state: %d of the %d addresses are in the configuration", seeded, len(want))
 	}
 	fmt.Fprintf(ts.Stdout(), "seeded %d tasks as %s\n", seeded, status)
+}
+
+// cmdWaitFile waits until a file exists (and, with a second argument, until
+// its content matches a regular expression), polling with a deadline:
+//
+//	wait-file PATH [REGEXP]
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: wait-file PATH [REGEXP]")
+	}
+	var re *regexp.Regexp
+	if len(args) == 2 {
+		re = regexp.MustCompile(args[1])
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && (re == nil || re.Match(b)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("wait-file %s: not there (or not matching) after 90s", args[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
