@@ -15,4 +15,4 @@ test:
 
 quickstart: build
 	bin/wdc --chdir examples/quickstart validate
-	bin/wdc --chdir examples/quickstart plan
+	bin/wdc --chdir examples/quickstart apply --auto-approve

@@ -542,7 +542,11 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		case a.slotFreed <- struct{}{}:
 		default:
 		}
-		log.Info("attempt ended", "class", ex.class, "error", ex.err, "exit_code", ex.exitCode, "signal", ex.signal,
+		exit := "none"
+		if ex.exitCode != nil {
+			exit = strconv.Itoa(*ex.exitCode)
+		}
+		log.Info("attempt ended", "class", ex.class, "error", ex.err, "exit_code", exit, "signal", ex.signal,
 			"duration", ex.ended.Sub(ex.started).Round(time.Millisecond))
 	}
 

@@ -135,6 +135,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 		fmt.Fprintf(stderr, "wdc: internal error: %v\n", err)
 		return 1
 	}
+	if len(args) == 0 {
+		args = []string{"--help"}
+	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "wdc: error: %v\n", err)

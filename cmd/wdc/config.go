@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,8 +57,25 @@ func (e *env) printDiags(cfg *wdchcl.Config, diags hcl.Diagnostics) {
 	if cfg != nil {
 		files = cfg.Files
 	}
-	w := hcl.NewDiagnosticTextWriter(e.stderr, files, 100, e.color(e.stderr))
-	_ = w.WriteDiagnostics(diags)
+	for _, d := range diags {
+		var buf bytes.Buffer
+		w := hcl.NewDiagnosticTextWriter(&buf, files, 100, e.color(e.stderr))
+		_ = w.WriteDiagnostic(d)
+		e.stderr.Write(withColumn(buf.Bytes(), d))
+	}
+}
+
+// withColumn rewrites the HCL writer's location line, "on FILE line N", as
+// "on FILE:N:C", so that every diagnostic gives file:line:column even where
+// colors (which underline the column) are off.
+func withColumn(text []byte, d *hcl.Diagnostic) []byte {
+	if d.Subject == nil {
+		return text
+	}
+	s := d.Subject
+	old := fmt.Sprintf("on %s line %d", s.Filename, s.Start.Line)
+	repl := fmt.Sprintf("on %s:%d:%d", s.Filename, s.Start.Line, s.Start.Column)
+	return bytes.Replace(text, []byte(old), []byte(repl), 1)
 }
 
 // statePath resolves the state file path: --state > WDC_STATE > the wdc

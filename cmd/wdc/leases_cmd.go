@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/wdc-dev/wdc/protocol"
@@ -47,7 +48,13 @@ func (c *LeasesListCmd) Run(e *env) error {
 		return writeJSON(e.stdout, out)
 	}
 	if len(leases) == 0 {
-		_, err := fmt.Fprintln(e.stdout, "No leases in the state.")
+		hint := ""
+		if path, err := e.statePathForReading(); err == nil {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				hint = fmt.Sprintf(" (there is no state file at %s yet: wdc apply creates it)", path)
+			}
+		}
+		_, err := fmt.Fprintln(e.stdout, "No leases in the state"+hint+".")
 		return err
 	}
 	tw := newTable(e.stdout)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/wdc-dev/wdc/engine"
@@ -70,6 +71,12 @@ func renderPlan(w io.Writer, p *engine.Plan, color bool) error {
 			line += "  on pool." + tc.Pool
 		}
 		b.WriteString(line + "\n")
+		if def, ok := p.Definitions[tc.Address]; ok && tc.Action != engine.ActionCancel {
+			b.WriteString("      command    = " + hclList(def.Definition.Command) + "\n")
+			if len(def.Definition.DependsOn) > 0 {
+				b.WriteString("      depends_on = [" + strings.Join(def.Definition.DependsOn, ", ") + "]\n")
+			}
+		}
 	}
 	b.WriteString("\n" + paint(colorBold, sum.String()) + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -88,4 +95,13 @@ func actionPhrase(a engine.Action) string {
 		return "will be cancelled"
 	}
 	return string(a)
+}
+
+// hclList renders strings as an HCL list literal: ["a", "b"].
+func hclList(items []string) string {
+	q := make([]string, len(items))
+	for i, it := range items {
+		q[i] = strconv.Quote(it)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }

@@ -156,9 +156,9 @@ func TestReadCommandsErrors(t *testing.T) {
 	}{
 		{"unknown task", []string{"--state", path, "tasks", "show", "task.nope"}, 1, "", "no task task.nope in the state"},
 		{"show without a state file", []string{"--state", missing, "tasks", "show", "x"}, 1, "", "there is no state file"},
-		{"list without a state file is empty", []string{"--state", missing, "tasks", "list"}, 0, "No tasks in the state.", ""},
+		{"list without a state file is empty", []string{"--state", missing, "tasks", "list"}, 0, "No tasks in the state (there is no state file at", ""},
 		{"json list without a state file", []string{"--state", missing, "workers", "list", "--json"}, 0, "[]", ""},
-		{"leases without a state file", []string{"--state", missing, "leases", "list"}, 0, "No leases in the state.", ""},
+		{"leases without a state file", []string{"--state", missing, "leases", "list"}, 0, "No leases in the state (there is no state file at", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,7 +49,7 @@ func (c *TasksListCmd) Run(e *env) error {
 		return writeJSON(e.stdout, out)
 	}
 	if len(snap.Tasks) == 0 {
-		_, err := fmt.Fprintln(e.stdout, "No tasks in the state.")
+		_, err := fmt.Fprintln(e.stdout, "No tasks in the state"+e.noStateHint(snap)+".")
 		return err
 	}
 	tw := newTable(e.stdout)
@@ -203,4 +203,17 @@ func (e *env) readStateSnapshot() (*state.Snapshot, error) {
 		return nil, err
 	}
 	return readSnapshot(context.Background(), path)
+}
+
+// noStateHint says, for an empty listing, that there is no state file at
+// all (an absent state reads as empty, lineage "").
+func (e *env) noStateHint(snap *state.Snapshot) string {
+	if snap.Lineage != "" {
+		return ""
+	}
+	path, err := e.statePathForReading()
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (there is no state file at %s yet: wdc apply creates it)", path)
 }

@@ -47,7 +47,7 @@ func (c *WorkersListCmd) Run(e *env) error {
 		return writeJSON(e.stdout, out)
 	}
 	if len(snap.Workers) == 0 {
-		_, err := fmt.Fprintln(e.stdout, "No workers in the state.")
+		_, err := fmt.Fprintln(e.stdout, "No workers in the state"+e.noStateHint(snap)+".")
 		return err
 	}
 	tw := newTable(e.stdout)
