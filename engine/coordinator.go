@@ -1,0 +1,862 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// Coordinator defaults (DESIGN §5). A zero field of PoolRuntime,
+// TaskRuntime or CoordinatorOptions takes these.
+const (
+	DefaultHeartbeatInterval = 2 * time.Second
+	DefaultTTL               = 10 * time.Second
+	DefaultTaskTimeout       = time.Hour
+	DefaultLeaseGrace        = 2 * time.Minute
+	DefaultBackoff           = 5 * time.Second
+	DefaultMaxBackoff        = 5 * time.Minute
+	DefaultSweepInterval     = 500 * time.Millisecond
+	DefaultMaxClaimWait      = 30 * time.Second
+	// MaxRequestBytes caps the body of every protocol request (1 MiB);
+	// a larger body is answered 400 bad_request.
+	MaxRequestBytes = 1 << 20
+)
+
+// PoolRuntime is a pool as the coordinator serves it: workers that present
+// the pool's token get its name, labels and capacity (DESIGN §7).
+type PoolRuntime struct {
+	Name   string
+	Labels map[string]string
+	// Capacity is the number of attempts one worker runs at once (0 → 1).
+	Capacity int
+	// HeartbeatInterval (0 → 2s) and TTL (0 → 10s) are handed to each
+	// worker at registration; TTL also bounds how long a heartbeat renews a
+	// lease for, and how long a silent worker stays active.
+	HeartbeatInterval, TTL time.Duration
+}
+
+// RetryPolicy is a task's retry block. The budgets themselves are those
+// recorded in the state by the caller's UpsertTask (max_attempts,
+// max_lost); a non-zero MaxAttempts or MaxLost here must agree with them.
+type RetryPolicy struct {
+	MaxAttempts, MaxLost int
+	// Backoff (0 → 5s) is the delay before the first retry of a kind,
+	// doubling each retry of that kind, capped at MaxBackoff (0 → 5m).
+	Backoff, MaxBackoff time.Duration
+}
+
+// TaskRuntime is one task instance the apply runs.
+type TaskRuntime struct {
+	Address string // "task.NAME" or "task.NAME[INDEX]"; must exist in the state
+	DefHash string // must equal the state's def_hash
+	// Definition is sent to the worker in each assignment.
+	Definition protocol.Definition
+	// WorkDir is the absolute directory the command runs in.
+	WorkDir string
+	// Placement: a worker may claim the task only if its pool's labels
+	// satisfy it (Satisfies).
+	Placement map[string]string
+	// Timeout (0 → 1h) and LeaseGrace (0 → 2m) bound a lease:
+	// expires_at = min(last renewal + ttl, start + Timeout + LeaseGrace).
+	Timeout, LeaseGrace time.Duration
+	Retry               RetryPolicy
+	// DependsOn lists the addresses this task waits for; they may be tasks
+	// of this apply or tasks of the state outside it.
+	DependsOn []string
+}
+
+// CoordinatorOptions configure NewCoordinator. Store, Pools and Tasks are
+// required.
+type CoordinatorOptions struct {
+	Store *state.Store
+	// Pools whose workers may connect. Their rows must exist in the state
+	// (state.UpsertPool) before workers register.
+	Pools []PoolRuntime
+	// Tasks this apply runs, already upserted by the caller with status
+	// queued or pending (pending: waiting on dependencies).
+	Tasks []TaskRuntime
+	// Now is the clock of every decision (default time.Now); tests control
+	// time with it. Long-poll waits use real time.
+	Now func() time.Time
+	// SweepInterval is Run's ticker period (default 500ms).
+	SweepInterval time.Duration
+	// MaxClaimWait caps a claim's long poll (default 30s).
+	MaxClaimWait time.Duration
+	// OnEvent receives progress events, synchronously, in order. It must be
+	// cheap and must not call the coordinator's methods other than
+	// Progress, Finished, Done, StopGranting and Drain.
+	OnEvent func(Event)
+	// Logger receives structured logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Event kinds passed to OnEvent.
+const (
+	EventRegistered = "registered" // a worker registered (WorkerID, Pool)
+	EventLeased     = "leased"     // a lease was granted (Task, WorkerID, Attempt, Token)
+	EventSucceeded  = "succeeded"  // an accepted result succeeded the task
+	EventFailed     = "failed"     // the task failed for good; Message names the budget spent
+	EventRetried    = "retried"    // the task will be retried; Message names the budget and not-before time
+	EventExpired    = "expired"    // the sweep expired a lease; its attempt is lost
+	EventRejected   = "rejected"   // a result was rejected; Message starts with the reason
+	EventCancelled  = "cancelled"  // a dependent was cancelled because a dependency failed
+	EventStale      = "stale"      // a worker went silent past its ttl
+	EventQueued     = "queued"     // a pending task's dependencies all succeeded
+	EventReleased   = "released"   // a granted lease was handed back undelivered (no budget spent)
+)
+
+// Event is one progress event of the coordinator.
+type Event struct {
+	At       time.Time
+	Kind     string // one of the Event* constants
+	Task     string // "" when none
+	WorkerID string // "" when none
+	Pool     string // "" when unknown
+	Attempt  int    // 0 when none
+	Token    int64  // fencing token, 0 when none
+	Message  string
+}
+
+// Progress is a snapshot of the coordinator's view of the apply.
+type Progress struct {
+	// Tasks counts the apply's tasks by status.
+	Tasks map[state.TaskStatus]int
+	// Total is the number of tasks of the apply; Finished of them are final.
+	Total, Finished int
+	// AttemptsGranted counts the leases this coordinator granted.
+	AttemptsGranted int
+	// Pools, in the order of CoordinatorOptions.Pools.
+	Pools []PoolProgress
+}
+
+// PoolProgress is one pool's part of Progress.
+type PoolProgress struct {
+	Name string
+	// Unfinished counts the apply's unfinished tasks this pool can run.
+	Unfinished int
+	// Workers by status, among the workers registered with this coordinator.
+	Active, Draining, Stale, Gone int
+	// Leases counts the active leases its workers hold.
+	Leases int
+	// Failed is true after FailPool.
+	Failed bool
+}
+
+// Coordinator is the only writer of lease state while an apply runs: it
+// serves worker protocol v1, grants fenced leases, accepts results, sweeps
+// expired leases and silent workers, and retries. Create it with
+// NewCoordinator; its methods are safe for concurrent use.
+type Coordinator struct {
+	store         *state.Store
+	now           func() time.Time
+	log           *slog.Logger
+	onEvent       func(Event)
+	sweepInterval time.Duration
+	maxClaimWait  time.Duration
+
+	pools     []*poolState
+	poolByNam map[string]*poolState
+	byToken   map[[32]byte]*poolState // sha256 of the token
+
+	// wmu serializes every state write together with the memory update
+	// that follows it, so memory follows the state's order of writes.
+	wmu sync.Mutex
+
+	mu         sync.Mutex // guards the fields below
+	tasks      map[string]*taskState
+	order      []*taskState
+	external   map[string]state.TaskStatus // dependencies outside the apply
+	workers    map[string]*workerState
+	leases     map[int64]*leaseState // active leases known to the coordinator
+	delayed    map[*taskState]struct{}
+	wake       chan struct{} // closed and replaced to wake waiting claims
+	stopped    bool          // StopGranting
+	draining   bool          // Drain
+	unfinished int
+	granted    int
+	done       chan struct{}
+}
+
+type poolState struct {
+	rt     PoolRuntime
+	token  string
+	queue  []int // positions of queued tasks this pool can run, ascending
+	failed bool
+}
+
+type taskState struct {
+	rt        TaskRuntime
+	pos       int
+	status    state.TaskStatus
+	notBefore time.Time // of the open retry directive; zero when none
+	pools     []*poolState
+	claiming  bool // a grant is in flight
+	policy    state.TaskPolicy
+}
+
+type workerState struct {
+	id     string
+	pool   *poolState
+	status state.WorkerStatus
+	held   int
+}
+
+type leaseState struct {
+	task    string
+	worker  string
+	attempt int
+}
+
+// NewCoordinator checks opts, makes one random bearer token per pool
+// (crypto/rand, 256 bits) and loads the apply's tasks from the state. At
+// start it queues pending tasks whose dependencies have all succeeded and
+// cancels pending or queued tasks whose dependencies can no longer succeed
+// (failed or cancelled, or outside the apply and not succeeded).
+//
+// Errors: missing Store, no pools, duplicate pool names or task addresses,
+// a task that is not in the state or has another def_hash or budgets, a
+// task no pool can run, negative durations; state errors.
+func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
+	if opts.Store == nil {
+		return nil, errors.New("coordinator: a state store is required")
+	}
+	if len(opts.Pools) == 0 {
+		return nil, errors.New("coordinator: at least one pool is required")
+	}
+	c := &Coordinator{
+		store:         opts.Store,
+		now:           opts.Now,
+		log:           opts.Logger,
+		onEvent:       opts.OnEvent,
+		sweepInterval: opts.SweepInterval,
+		maxClaimWait:  opts.MaxClaimWait,
+		poolByNam:     map[string]*poolState{},
+		byToken:       map[[32]byte]*poolState{},
+		tasks:         map[string]*taskState{},
+		external:      map[string]state.TaskStatus{},
+		workers:       map[string]*workerState{},
+		leases:        map[int64]*leaseState{},
+		delayed:       map[*taskState]struct{}{},
+		wake:          make(chan struct{}),
+		done:          make(chan struct{}),
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.sweepInterval <= 0 {
+		c.sweepInterval = DefaultSweepInterval
+	}
+	if c.maxClaimWait <= 0 {
+		c.maxClaimWait = DefaultMaxClaimWait
+	}
+	for _, p := range opts.Pools {
+		switch {
+		case p.Name == "":
+			return nil, errors.New("coordinator: a pool has no name")
+		case c.poolByNam[p.Name] != nil:
+			return nil, fmt.Errorf("coordinator: pool %q is given twice", p.Name)
+		case p.Capacity < 0 || p.HeartbeatInterval < 0 || p.TTL < 0:
+			return nil, fmt.Errorf("coordinator: pool %q: capacity, heartbeat interval and ttl must not be negative", p.Name)
+		}
+		p.Labels = maps(p.Labels)
+		if p.Capacity == 0 {
+			p.Capacity = 1
+		}
+		if p.HeartbeatInterval == 0 {
+			p.HeartbeatInterval = DefaultHeartbeatInterval
+		}
+		if p.TTL == 0 {
+			p.TTL = DefaultTTL
+		}
+		ps := &poolState{rt: p, token: newToken()}
+		c.pools = append(c.pools, ps)
+		c.poolByNam[p.Name] = ps
+		c.byToken[sha256.Sum256([]byte(ps.token))] = ps
+	}
+	for i, rt := range opts.Tasks {
+		switch {
+		case rt.Address == "":
+			return nil, fmt.Errorf("coordinator: task %d has no address", i)
+		case c.tasks[rt.Address] != nil:
+			return nil, fmt.Errorf("coordinator: task %s is given twice", rt.Address)
+		case rt.Timeout < 0 || rt.LeaseGrace < 0 || rt.Retry.Backoff < 0 || rt.Retry.MaxBackoff < 0:
+			return nil, fmt.Errorf("coordinator: task %s: durations must not be negative", rt.Address)
+		}
+		if rt.Timeout == 0 {
+			rt.Timeout = DefaultTaskTimeout
+		}
+		if rt.LeaseGrace == 0 {
+			rt.LeaseGrace = DefaultLeaseGrace
+		}
+		if rt.Retry.Backoff == 0 {
+			rt.Retry.Backoff = DefaultBackoff
+		}
+		if rt.Retry.MaxBackoff == 0 {
+			rt.Retry.MaxBackoff = max(DefaultMaxBackoff, rt.Retry.Backoff)
+		}
+		ts := &taskState{rt: rt, pos: i}
+		for _, p := range c.pools {
+			if Satisfies(p.rt.Labels, rt.Placement) {
+				ts.pools = append(ts.pools, p)
+			}
+		}
+		if len(ts.pools) == 0 {
+			return nil, fmt.Errorf("coordinator: task %s: no pool's labels satisfy its placement %v", rt.Address, rt.Placement)
+		}
+		c.tasks[rt.Address] = ts
+		c.order = append(c.order, ts)
+	}
+	c.buildPolicies()
+	if err := c.load(context.Background()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func maps(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return map[string]string{}
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func newToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// buildPolicies computes each task's direct dependents and transitive
+// downstream among the apply's tasks.
+func (c *Coordinator) buildPolicies() {
+	direct := map[string][]string{}
+	for _, ts := range c.order {
+		for _, d := range ts.rt.DependsOn {
+			if c.tasks[d] != nil && !slices.Contains(direct[d], ts.rt.Address) {
+				direct[d] = append(direct[d], ts.rt.Address)
+			}
+		}
+	}
+	for _, ts := range c.order {
+		pol := state.TaskPolicy{Backoff: ts.rt.Retry.Backoff, MaxBackoff: ts.rt.Retry.MaxBackoff}
+		for _, d := range direct[ts.rt.Address] {
+			pol.Dependents = append(pol.Dependents, state.Dependent{Address: d, DependsOn: c.tasks[d].rt.DependsOn})
+		}
+		seen := map[string]bool{}
+		var walk func(a string)
+		walk = func(a string) {
+			for _, d := range direct[a] {
+				if !seen[d] {
+					seen[d] = true
+					pol.Downstream = append(pol.Downstream, d)
+					walk(d)
+				}
+			}
+		}
+		walk(ts.rt.Address)
+		sort.Slice(pol.Downstream, func(i, j int) bool { return c.tasks[pol.Downstream[i]].pos < c.tasks[pol.Downstream[j]].pos })
+		ts.policy = pol
+	}
+}
+
+// policy is the state.PolicyFunc of the apply: tasks outside it retry with
+// the default backoff and have no dependents.
+func (c *Coordinator) policy(task string) state.TaskPolicy {
+	if ts := c.tasks[task]; ts != nil {
+		return ts.policy
+	}
+	return state.TaskPolicy{Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff}
+}
+
+// load reads the apply's tasks, their open retry directives and the active
+// leases, then queues or cancels tasks by their dependencies.
+func (c *Coordinator) load(ctx context.Context) error {
+	for _, ts := range c.order {
+		t, err := c.store.Task(ctx, ts.rt.Address)
+		if err != nil {
+			return fmt.Errorf("coordinator: task %s: %w", ts.rt.Address, err)
+		}
+		if ts.rt.DefHash != "" && t.DefHash != ts.rt.DefHash {
+			return fmt.Errorf("coordinator: task %s has def_hash %s in the state, not %s: upsert it first", ts.rt.Address, t.DefHash, ts.rt.DefHash)
+		}
+		if ts.rt.DefHash == "" {
+			ts.rt.DefHash = t.DefHash
+		}
+		if (ts.rt.Retry.MaxAttempts != 0 && ts.rt.Retry.MaxAttempts != t.MaxAttempts) ||
+			(ts.rt.Retry.MaxLost != 0 && ts.rt.Retry.MaxLost != t.MaxLost) {
+			return fmt.Errorf("coordinator: task %s: retry budgets %d/%d differ from the state's %d/%d: upsert it first",
+				ts.rt.Address, ts.rt.Retry.MaxAttempts, ts.rt.Retry.MaxLost, t.MaxAttempts, t.MaxLost)
+		}
+		ts.status = t.Status
+		for _, d := range ts.rt.DependsOn {
+			if c.tasks[d] != nil {
+				continue
+			}
+			if _, ok := c.external[d]; ok {
+				continue
+			}
+			dt, err := c.store.Task(ctx, d)
+			switch {
+			case errors.Is(err, state.ErrNotFound):
+				c.external[d] = ""
+			case err != nil:
+				return fmt.Errorf("coordinator: dependency %s of %s: %w", d, ts.rt.Address, err)
+			default:
+				c.external[d] = dt.Status
+			}
+		}
+	}
+	open, err := c.store.OpenRetryDirectives(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	active, err := c.store.ActiveLeases(ctx, "")
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	for _, l := range active {
+		c.leases[l.Token] = &leaseState{task: l.Task, worker: l.WorkerID, attempt: l.Attempt}
+	}
+	now := c.now()
+	for _, ts := range c.order {
+		if d, ok := open[ts.rt.Address]; ok && ts.status == state.TaskQueued && d.NotBefore.After(now) {
+			ts.notBefore = d.NotBefore
+			c.delayed[ts] = struct{}{}
+		}
+		if !ts.status.Finished() {
+			c.unfinished++
+		}
+		if ts.status == state.TaskQueued {
+			c.enqueue(ts)
+		}
+	}
+
+	// Dependencies: cancel what can never run, queue what is ready.
+	var cancel []state.TaskFinish
+	var ready []state.Dependent
+	doomed := map[string]bool{}
+	// c.order is not necessarily topological: iterate to a fixpoint.
+	for changed := true; changed; {
+		changed = false
+		for _, ts := range c.order {
+			if doomed[ts.rt.Address] || (ts.status != state.TaskPending && ts.status != state.TaskQueued) {
+				continue
+			}
+			for _, d := range ts.rt.DependsOn {
+				var why string
+				if dt := c.tasks[d]; dt != nil {
+					switch {
+					case doomed[d]:
+						why = "dependency " + d + " failed"
+					case dt.status == state.TaskFailed || dt.status == state.TaskCancelled:
+						why = "dependency " + d + " is " + string(dt.status)
+					}
+				} else if st := c.external[d]; st != state.TaskSucceeded {
+					if st == "" {
+						st = "not in the state"
+					}
+					why = fmt.Sprintf("dependency %s is %s and not part of this apply", d, st)
+				}
+				if why != "" {
+					doomed[ts.rt.Address] = true
+					cancel = append(cancel, state.TaskFinish{Address: ts.rt.Address, Status: state.TaskCancelled, Reason: why})
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	for _, ts := range c.order {
+		if ts.status == state.TaskPending && !doomed[ts.rt.Address] && c.depsSucceeded(ts) {
+			ready = append(ready, state.Dependent{Address: ts.rt.Address, DependsOn: ts.rt.DependsOn})
+		}
+	}
+	if len(cancel) > 0 {
+		got, err := c.store.FinishTasks(ctx, cancel, now)
+		if err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		for _, f := range cancel {
+			if slices.Contains(got, f.Address) {
+				c.setStatus(c.tasks[f.Address], state.TaskCancelled)
+				c.log.Info("task cancelled at start", "task", f.Address, "reason", f.Reason)
+			}
+		}
+	}
+	if len(ready) > 0 {
+		got, err := c.store.PromoteReady(ctx, ready, now)
+		if err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		for _, a := range got {
+			c.setStatus(c.tasks[a], state.TaskQueued)
+		}
+	}
+	if c.unfinished == 0 {
+		close(c.done)
+	}
+	return nil
+}
+
+// PoolToken returns the bearer token of the pool ("" for an unknown pool).
+// Hand it to the pool's workers in protocol.TokenEnv, never on a command
+// line.
+func (c *Coordinator) PoolToken(pool string) string {
+	if p := c.poolByNam[pool]; p != nil {
+		return p.token
+	}
+	return ""
+}
+
+// poolForToken returns the pool whose token is tok, or nil.
+func (c *Coordinator) poolForToken(tok string) *poolState {
+	if tok == "" {
+		return nil
+	}
+	return c.byToken[sha256.Sum256([]byte(tok))]
+}
+
+// Run sweeps every SweepInterval until ctx is done, then returns nil. A
+// failed sweep is logged and retried at the next tick.
+func (c *Coordinator) Run(ctx context.Context) error {
+	t := time.NewTicker(c.sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("sweep failed", "err", err)
+			}
+		}
+	}
+}
+
+// Sweep runs one pass at Now(): it expires active leases past expires_at
+// (their attempts lost; each task spends max_lost and is retried with
+// backoff or fails, "lost N times"), marks workers silent past their ttl
+// stale, and wakes waiting claims when a retry became due. It never marks
+// a task succeeded.
+func (c *Coordinator) Sweep(ctx context.Context) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	res, err := c.store.Sweep(ctx, now, c.policy)
+	if err != nil {
+		return err
+	}
+	var evs []Event
+	c.mu.Lock()
+	wake := false
+	for _, out := range res.Expired {
+		evs = append(evs, Event{At: now, Kind: EventExpired, Task: out.Task, WorkerID: out.WorkerID, Pool: c.poolOfWorker(out.WorkerID),
+			Attempt: out.Attempt, Token: out.Token, Message: "attempt lost: lease expired"})
+		evs = c.applyOutcomeLocked(out, now, evs)
+		wake = true
+	}
+	for _, w := range res.Stale {
+		if ws := c.workers[w.ID]; ws != nil {
+			ws.status = state.WorkerStale
+		}
+		evs = append(evs, Event{At: now, Kind: EventStale, WorkerID: w.ID, Pool: w.Pool,
+			Message: fmt.Sprintf("no heartbeat for %s (ttl)", w.TTL)})
+	}
+	for ts := range c.delayed {
+		if !ts.notBefore.After(now) {
+			delete(c.delayed, ts)
+			ts.notBefore = time.Time{}
+			wake = true
+		}
+	}
+	if wake {
+		c.broadcastLocked()
+	}
+	c.mu.Unlock()
+	c.emit(evs)
+	return nil
+}
+
+// StopGranting makes the coordinator grant no new lease from now on (for
+// example on Ctrl-C). Claims then answer with no assignments; heartbeats
+// and results are served as before.
+func (c *Coordinator) StopGranting() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+}
+
+// Drain stops granting and tells every worker to drain: heartbeat and claim
+// answers carry drain=true, and waiting claims return at once.
+func (c *Coordinator) Drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	c.draining = true
+	c.broadcastLocked()
+}
+
+// Finished reports whether every task of the apply has a final status
+// (succeeded, failed or cancelled).
+func (c *Coordinator) Finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Done returns a channel closed when Finished becomes true.
+func (c *Coordinator) Done() <-chan struct{} { return c.done }
+
+// Progress returns counts of the apply's tasks by status, the attempts
+// granted, and per pool its unfinished tasks, workers and leases.
+func (c *Coordinator) Progress() Progress {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := Progress{Tasks: map[state.TaskStatus]int{}, Total: len(c.order), AttemptsGranted: c.granted}
+	idx := map[*poolState]int{}
+	for i, ps := range c.pools {
+		idx[ps] = i
+		p.Pools = append(p.Pools, PoolProgress{Name: ps.rt.Name, Failed: ps.failed})
+	}
+	for _, ts := range c.order {
+		p.Tasks[ts.status]++
+		if ts.status.Finished() {
+			p.Finished++
+			continue
+		}
+		for _, ps := range ts.pools {
+			p.Pools[idx[ps]].Unfinished++
+		}
+	}
+	for _, w := range c.workers {
+		pp := &p.Pools[idx[w.pool]]
+		switch w.status {
+		case state.WorkerActive:
+			pp.Active++
+		case state.WorkerDraining:
+			pp.Draining++
+		case state.WorkerStale:
+			pp.Stale++
+		case state.WorkerGone:
+			pp.Gone++
+		}
+		pp.Leases += w.held
+	}
+	return p
+}
+
+// FailPool fails the apply's unfinished tasks (pending or queued) that no
+// pool but the failed ones can run, with the reason "pool NAME: reason",
+// and cancels their dependents. Apply calls it when a pool's launches keep
+// failing to register. Tasks another pool can still run are left alone;
+// running tasks keep their leases. Errors: an unknown pool; state errors.
+func (c *Coordinator) FailPool(pool, reason string) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	ps := c.poolByNam[pool]
+	if ps == nil {
+		return fmt.Errorf("coordinator: unknown pool %q", pool)
+	}
+	c.mu.Lock()
+	ps.failed = true
+	var fin []state.TaskFinish
+	listed := map[string]bool{}
+	for _, ts := range c.order {
+		if ts.status != state.TaskPending && ts.status != state.TaskQueued {
+			continue
+		}
+		if slices.ContainsFunc(ts.pools, func(p *poolState) bool { return !p.failed }) {
+			continue
+		}
+		if listed[ts.rt.Address] {
+			continue
+		}
+		listed[ts.rt.Address] = true
+		fin = append(fin, state.TaskFinish{Address: ts.rt.Address, Status: state.TaskFailed,
+			Reason: fmt.Sprintf("pool %s: %s", pool, reason)})
+	}
+	n := len(fin)
+	for _, f := range fin[:n] {
+		for _, d := range c.tasks[f.Address].policy.Downstream {
+			if !listed[d] {
+				listed[d] = true
+				fin = append(fin, state.TaskFinish{Address: d, Status: state.TaskCancelled, Reason: "dependency " + f.Address + " failed"})
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(fin) == 0 {
+		return nil
+	}
+	now := c.now()
+	got, err := c.store.FinishTasks(context.Background(), fin, now)
+	if err != nil {
+		return fmt.Errorf("coordinator: fail pool %s: %w", pool, err)
+	}
+	var evs []Event
+	c.mu.Lock()
+	for _, f := range fin {
+		if !slices.Contains(got, f.Address) {
+			continue
+		}
+		c.setStatus(c.tasks[f.Address], f.Status)
+		kind := EventFailed
+		if f.Status == state.TaskCancelled {
+			kind = EventCancelled
+		}
+		evs = append(evs, Event{At: now, Kind: kind, Task: f.Address, Pool: pool, Message: f.Reason})
+	}
+	c.mu.Unlock()
+	c.emit(evs)
+	return nil
+}
+
+// emit passes events to OnEvent and the logger. Called with wmu held (so
+// events keep the state's order) and mu not held.
+func (c *Coordinator) emit(evs []Event) {
+	for _, e := range evs {
+		c.log.Info(e.Kind, "task", e.Task, "worker", e.WorkerID, "pool", e.Pool, "attempt", e.Attempt, "token", e.Token, "msg", e.Message)
+		if c.onEvent != nil {
+			c.onEvent(e)
+		}
+	}
+}
+
+func (c *Coordinator) poolOfWorker(id string) string {
+	if w := c.workers[id]; w != nil {
+		return w.pool.rt.Name
+	}
+	return ""
+}
+
+// broadcastLocked wakes every waiting claim.
+func (c *Coordinator) broadcastLocked() {
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+// setStatus changes a task's status in memory: queue membership, the
+// finished count and Done.
+func (c *Coordinator) setStatus(ts *taskState, st state.TaskStatus) {
+	if ts == nil || ts.status == st {
+		return
+	}
+	was := ts.status
+	if was == state.TaskQueued {
+		c.dequeue(ts)
+	}
+	ts.status = st
+	if st == state.TaskQueued {
+		c.enqueue(ts)
+	} else {
+		delete(c.delayed, ts)
+		ts.notBefore = time.Time{}
+	}
+	if !was.Finished() && st.Finished() {
+		c.unfinished--
+		if c.unfinished == 0 {
+			close(c.done)
+		}
+	} else if was.Finished() && !st.Finished() {
+		// Only another process writing the same state could do this.
+		if c.unfinished == 0 {
+			c.done = make(chan struct{})
+		}
+		c.unfinished++
+	}
+}
+
+func (c *Coordinator) enqueue(ts *taskState) {
+	for _, p := range ts.pools {
+		i, found := slices.BinarySearch(p.queue, ts.pos)
+		if !found {
+			p.queue = slices.Insert(p.queue, i, ts.pos)
+		}
+	}
+}
+
+func (c *Coordinator) dequeue(ts *taskState) {
+	for _, p := range ts.pools {
+		if i, found := slices.BinarySearch(p.queue, ts.pos); found {
+			p.queue = slices.Delete(p.queue, i, i+1)
+		}
+	}
+}
+
+// depsSucceeded reports whether every dependency of ts has succeeded.
+func (c *Coordinator) depsSucceeded(ts *taskState) bool {
+	for _, d := range ts.rt.DependsOn {
+		if dt := c.tasks[d]; dt != nil {
+			if dt.status != state.TaskSucceeded {
+				return false
+			}
+		} else if c.external[d] != state.TaskSucceeded {
+			return false
+		}
+	}
+	return true
+}
+
+// endLeaseLocked forgets an ended lease.
+func (c *Coordinator) endLeaseLocked(token int64) {
+	if l := c.leases[token]; l != nil {
+		if w := c.workers[l.worker]; w != nil && w.held > 0 {
+			w.held--
+		}
+		delete(c.leases, token)
+	}
+}
+
+// applyOutcomeLocked brings memory in line with a settled attempt and
+// appends its events.
+func (c *Coordinator) applyOutcomeLocked(out state.AttemptOutcome, now time.Time, evs []Event) []Event {
+	c.endLeaseLocked(out.Token)
+	pool := c.poolOfWorker(out.WorkerID)
+	kind := EventFailed
+	switch out.Status {
+	case state.TaskSucceeded:
+		kind = EventSucceeded
+	case state.TaskQueued:
+		kind = EventRetried
+	}
+	evs = append(evs, Event{At: now, Kind: kind, Task: out.Task, WorkerID: out.WorkerID, Pool: pool,
+		Attempt: out.Attempt, Token: out.Token, Message: out.Message})
+	if ts := c.tasks[out.Task]; ts != nil {
+		c.setStatus(ts, out.Status)
+		if out.Retry != nil && out.Retry.NotBefore.After(now) {
+			ts.notBefore = out.Retry.NotBefore
+			c.delayed[ts] = struct{}{}
+		}
+	}
+	for _, a := range out.Queued {
+		c.setStatus(c.tasks[a], state.TaskQueued)
+		evs = append(evs, Event{At: now, Kind: EventQueued, Task: a, Message: "dependencies succeeded"})
+	}
+	for _, a := range out.Cancelled {
+		c.setStatus(c.tasks[a], state.TaskCancelled)
+		evs = append(evs, Event{At: now, Kind: EventCancelled, Task: a, Message: "dependency " + out.Task + " failed"})
+	}
+	c.broadcastLocked()
+	return evs
+}

@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// t0 is the start of the fake clock.
+var ct0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// fakeClock is a controllable Now.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *fakeClock) Advance(d time.Duration) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
+	return f.t
+}
+
+func (f *fakeClock) Set(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = t
+}
+
+// harness is a coordinator on a fresh state file, served by an httptest
+// server, with a fake clock (unless realClock) and recorded events.
+type harness struct {
+	t     *testing.T
+	path  string
+	store *state.Store
+	clock *fakeClock
+	c     *Coordinator
+	srv   *httptest.Server
+
+	mu     sync.Mutex
+	events []Event
+}
+
+type harnessOpts struct {
+	realClock    bool
+	path         string // state file; "" = a new one
+	maxClaimWait time.Duration
+	skipUpsert   bool
+}
+
+// task is a shorthand TaskRuntime: name, placement "k=v,…", deps.
+func rtTask(name string, deps ...string) TaskRuntime {
+	return TaskRuntime{
+		Address:    "task." + name,
+		DefHash:    "h-" + name,
+		Definition: protocol.Definition{Command: []string{"true"}, Dir: "."},
+		WorkDir:    "/tmp",
+		DependsOn:  deps,
+		Timeout:    time.Hour,
+		LeaseGrace: time.Minute,
+		Retry:      RetryPolicy{MaxAttempts: 1, MaxLost: 3, Backoff: time.Second, MaxBackoff: time.Minute},
+	}
+}
+
+func withRetry(rt TaskRuntime, maxAttempts, maxLost int, backoff time.Duration) TaskRuntime {
+	rt.Retry = RetryPolicy{MaxAttempts: maxAttempts, MaxLost: maxLost, Backoff: backoff, MaxBackoff: time.Hour}
+	return rt
+}
+
+func placed(rt TaskRuntime, kv ...string) TaskRuntime {
+	rt.Placement = map[string]string{}
+	for _, s := range kv {
+		k, v, _ := strings.Cut(s, "=")
+		rt.Placement[k] = v
+	}
+	return rt
+}
+
+func rtPool(name string, capacity int, kv ...string) PoolRuntime {
+	p := PoolRuntime{Name: name, Capacity: capacity, HeartbeatInterval: 2 * time.Second, TTL: 10 * time.Second, Labels: map[string]string{}}
+	for _, s := range kv {
+		k, v, _ := strings.Cut(s, "=")
+		p.Labels[k] = v
+	}
+	return p
+}
+
+// upsertAll records pools and tasks in the state as apply does: pending
+// when the task has dependencies, else queued.
+func upsertAll(t testing.TB, s *state.Store, pools []PoolRuntime, tasks []TaskRuntime, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for _, p := range pools {
+		if err := s.UpsertPool(ctx, state.Pool{Name: p.Name, Provider: "local", Max: 4, Capacity: max(p.Capacity, 1), Labels: p.Labels}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rt := range tasks {
+		st := state.TaskQueued
+		if len(rt.DependsOn) > 0 {
+			st = state.TaskPending
+		}
+		name := strings.TrimPrefix(rt.Address, "task.")
+		if err := s.UpsertTask(ctx, state.TaskDef{Address: rt.Address, Name: name, Index: -1, DefHash: rt.DefHash,
+			Spec: rt.Definition.Canonical(), Status: st, MaxAttempts: max(rt.Retry.MaxAttempts, 1), MaxLost: rt.Retry.MaxLost}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func newHarness(t *testing.T, pools []PoolRuntime, tasks []TaskRuntime, o harnessOpts) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: &fakeClock{t: ct0}}
+	h.path = o.path
+	if h.path == "" {
+		h.path = filepath.Join(t.TempDir(), "state.db")
+	}
+	s, err := state.Open(context.Background(), h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	h.store = s
+	now := h.clock.Now
+	if o.realClock {
+		now = time.Now
+	}
+	if !o.skipUpsert {
+		upsertAll(t, s, pools, tasks, now())
+	}
+	h.c, err = NewCoordinator(CoordinatorOptions{
+		Store: s, Pools: pools, Tasks: tasks, Now: now, MaxClaimWait: o.maxClaimWait,
+		OnEvent: func(e Event) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.events = append(h.events, e)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(h.c.Handler())
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// client returns a protocol client with the pool's token.
+func (h *harness) client(pool string) *protocol.Client {
+	return protocol.NewClient(h.srv.URL, h.c.PoolToken(pool), nil)
+}
+
+// worker is a registered worker and its client.
+type worker struct {
+	h  *harness
+	cl *protocol.Client
+	id string
+}
+
+func (h *harness) register(pool string) *worker {
+	h.t.Helper()
+	cl := h.client(pool)
+	reg, err := cl.Register(context.Background(), protocol.RegisterRequest{Host: "test", PID: 1, Version: "test"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &worker{h: h, cl: cl, id: reg.WorkerID}
+}
+
+// claim claims without waiting.
+func (w *worker) claim(max int) []protocol.Assignment {
+	w.h.t.Helper()
+	resp, err := w.cl.Claim(context.Background(), w.id, protocol.ClaimRequest{Max: max})
+	if err != nil {
+		w.h.t.Fatal(err)
+	}
+	return resp.Assignments
+}
+
+func (w *worker) claimOne() protocol.Assignment {
+	w.h.t.Helper()
+	a := w.claim(1)
+	if len(a) != 1 {
+		w.h.t.Fatalf("claim by %s: %d assignments, want 1", w.id, len(a))
+	}
+	return a[0]
+}
+
+// post posts a result for a with class ("" = success) and key.
+func (w *worker) post(a protocol.Assignment, class, key string) protocol.ResultResponse {
+	w.h.t.Helper()
+	if key == "" {
+		key = fmt.Sprintf("%s-%d", w.id, a.FencingToken)
+	}
+	var code *int
+	if class == "failure" {
+		one := 1
+		code = &one
+	} else if class == "" {
+		zero := 0
+		code = &zero
+	}
+	resp, err := w.cl.PostResult(context.Background(), a.FencingToken, protocol.ResultRequest{
+		WorkerID: w.id, Task: a.Task, Attempt: a.Attempt, IdempotencyKey: key,
+		ExitCode: code, FailureClass: class, Error: map[string]string{"": "", "failure": "exit status 1", "refused": "bad spec", "lost": "gone"}[class],
+		StartedAt: time.Now().UTC(), EndedAt: time.Now().UTC(),
+	})
+	if err != nil {
+		w.h.t.Fatal(err)
+	}
+	return resp
+}
+
+func (w *worker) heartbeat(tokens ...int64) protocol.HeartbeatResponse {
+	w.h.t.Helper()
+	resp, err := w.cl.Heartbeat(context.Background(), w.id, protocol.HeartbeatRequest{Leases: tokens})
+	if err != nil {
+		w.h.t.Fatal(err)
+	}
+	return resp
+}
+
+func (h *harness) task(addr string) state.Task {
+	h.t.Helper()
+	t, err := h.store.Task(context.Background(), addr)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return t
+}
+
+func (h *harness) sweep() {
+	h.t.Helper()
+	if err := h.c.Sweep(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// eventKinds returns the kinds of the recorded events for task ("" = all).
+func (h *harness) eventKinds(task string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, e := range h.events {
+		if task == "" || e.Task == task {
+			out = append(out, e.Kind)
+		}
+	}
+	return out
+}
+
+func (h *harness) stateEvents(task, kind string) []state.Event {
+	h.t.Helper()
+	evs, err := h.store.Events(context.Background(), task)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []state.Event
+	for _, e := range evs {
+		if kind == "" || e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (h *harness) serial() int64 {
+	h.t.Helper()
+	_, n, err := h.store.Info(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// The protocol operations, independent of HTTP: the handlers decode and
+// authenticate, then call these.
+
+// errUnknownWorker is answered 404.
+var errUnknownWorker = errors.New("unknown worker")
+
+// worker returns the worker registered with this coordinator under id and
+// pool ps, or errUnknownWorker.
+func (c *Coordinator) worker(ps *poolState, id string) (*workerState, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.workers[id]
+	if w == nil || w.pool != ps {
+		return nil, fmt.Errorf("%w: worker %q is not registered with this pool's token", errUnknownWorker, id)
+	}
+	return w, nil
+}
+
+// register adds a worker of pool ps to the registry.
+func (c *Coordinator) register(ctx context.Context, ps *poolState, req protocol.RegisterRequest) (protocol.RegisterResponse, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	w, err := c.store.RegisterWorker(ctx, state.Worker{
+		Pool: ps.rt.Name, Labels: ps.rt.Labels, Capacity: ps.rt.Capacity,
+		Host: req.Host, PID: req.PID, Version: req.Version,
+		HeartbeatInterval: ps.rt.HeartbeatInterval, TTL: ps.rt.TTL,
+	}, now)
+	if err != nil {
+		return protocol.RegisterResponse{}, fmt.Errorf("register worker of pool %s: %w", ps.rt.Name, err)
+	}
+	msg := fmt.Sprintf("pool %s, host %s, pid %d, version %s", ps.rt.Name, req.Host, req.PID, req.Version)
+	if err := c.store.AppendEvent(ctx, state.Event{Kind: state.EventRegistered, WorkerID: w.ID, Message: msg}, now); err != nil {
+		c.log.Warn("recording a registration", "worker", w.ID, "err", err)
+	}
+	c.mu.Lock()
+	c.workers[w.ID] = &workerState{id: w.ID, pool: ps, status: state.WorkerActive}
+	c.mu.Unlock()
+	c.emit([]Event{{At: now, Kind: EventRegistered, WorkerID: w.ID, Pool: ps.rt.Name, Message: msg}})
+	return protocol.RegisterResponse{
+		WorkerID:            w.ID,
+		Pool:                ps.rt.Name,
+		Labels:              maps(ps.rt.Labels),
+		Capacity:            ps.rt.Capacity,
+		HeartbeatIntervalMS: ps.rt.HeartbeatInterval.Milliseconds(),
+		TTLMS:               ps.rt.TTL.Milliseconds(),
+	}, nil
+}
+
+// heartbeat records a heartbeat: it renews the worker's active leases
+// (state.Heartbeat), makes a stale worker active again (or draining after
+// Drain), releases leases the worker does not report holding although they
+// were granted more than two heartbeat intervals ago (the claim answer
+// never reached it), and answers drain and the reported tokens that are no
+// longer active.
+func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protocol.HeartbeatRequest) (protocol.HeartbeatResponse, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	if _, err := c.store.Heartbeat(ctx, w.id, now); err != nil {
+		return protocol.HeartbeatResponse{}, err
+	}
+	c.mu.Lock()
+	cur, draining := w.status, c.draining
+	c.mu.Unlock()
+	want := cur
+	if cur == state.WorkerStale {
+		want = state.WorkerActive
+	}
+	if draining && want == state.WorkerActive {
+		want = state.WorkerDraining
+	}
+	if want != cur {
+		if err := c.store.SetWorkerStatus(ctx, w.id, want, now); err != nil {
+			return protocol.HeartbeatResponse{}, err
+		}
+		c.mu.Lock()
+		w.status = want
+		c.broadcastLocked()
+		c.mu.Unlock()
+	}
+	active, err := c.store.ActiveLeases(ctx, w.id)
+	if err != nil {
+		return protocol.HeartbeatResponse{}, err
+	}
+	reported := make(map[int64]bool, len(req.Leases))
+	for _, t := range req.Leases {
+		reported[t] = true
+	}
+	live := map[int64]bool{}
+	var unreported []state.Lease
+	grace := 2 * w.pool.rt.HeartbeatInterval
+	for _, l := range active {
+		if l.ExpiresAt.After(now) {
+			live[l.Token] = true
+		}
+		if !reported[l.Token] && now.Sub(l.GrantedAt) > grace {
+			unreported = append(unreported, l)
+		}
+	}
+	resp := protocol.HeartbeatResponse{Drain: draining || cur == state.WorkerGone, CancelLeases: []int64{}}
+	seen := map[int64]bool{}
+	for _, t := range req.Leases {
+		if !live[t] && !seen[t] {
+			seen[t] = true
+			resp.CancelLeases = append(resp.CancelLeases, t)
+		}
+	}
+	for _, l := range unreported {
+		c.releaseLocked(ctx, l, "the worker does not report holding it", now)
+	}
+	return resp, nil
+}
+
+// releaseLocked hands a lease back (state.ReleaseLease) and updates memory.
+// wmu must be held.
+func (c *Coordinator) releaseLocked(ctx context.Context, l state.Lease, why string, now time.Time) {
+	ok, err := c.store.ReleaseLease(ctx, l.Token, why, now)
+	if err != nil {
+		c.log.Warn("releasing a lease", "token", l.Token, "task", l.Task, "err", err)
+		return
+	}
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	pool := c.poolOfWorker(l.WorkerID)
+	c.endLeaseLocked(l.Token)
+	if ts := c.tasks[l.Task]; ts != nil && ts.status == state.TaskRunning {
+		c.setStatus(ts, state.TaskQueued)
+	}
+	c.broadcastLocked()
+	c.mu.Unlock()
+	c.emit([]Event{{At: now, Kind: EventReleased, Task: l.Task, WorkerID: l.WorkerID, Pool: pool,
+		Attempt: l.Attempt, Token: l.Token, Message: why}})
+}
+
+// claim grants up to max leases (capped by the worker's free capacity) of
+// claimable tasks the worker's pool can run, waiting up to wait (capped by
+// MaxClaimWait) for one to become claimable. It answers at once, with
+// drain=true, after Drain; after StopGranting, or while the worker is not
+// active, it waits and answers with no assignments.
+func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait time.Duration) (protocol.ClaimResponse, error) {
+	wait = min(wait, c.maxClaimWait)
+	var expired <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		expired = t.C
+	}
+	tried := map[*taskState]bool{}
+	for {
+		c.mu.Lock()
+		if c.draining {
+			c.mu.Unlock()
+			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}, Drain: true}, nil
+		}
+		wake := c.wake
+		var picks []*taskState
+		if !c.stopped && w.status == state.WorkerActive {
+			picks = c.pickLocked(w.pool, min(max, w.pool.rt.Capacity-w.held), c.now(), tried)
+		}
+		c.mu.Unlock()
+		if len(picks) > 0 {
+			asg, err := c.grant(ctx, w, picks)
+			if len(asg) > 0 || err != nil {
+				return protocol.ClaimResponse{Assignments: asg}, err
+			}
+			continue // every pick was taken by another writer: look again
+		}
+		if wait <= 0 {
+			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}}, nil
+		}
+		select {
+		case <-wake:
+		case <-expired:
+			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}}, nil
+		case <-ctx.Done():
+			return protocol.ClaimResponse{}, ctx.Err()
+		}
+	}
+}
+
+// pickLocked chooses up to n claimable tasks for pool p, in declaration
+// order, and marks them claiming.
+func (c *Coordinator) pickLocked(p *poolState, n int, now time.Time, tried map[*taskState]bool) []*taskState {
+	var out []*taskState
+	for _, pos := range p.queue {
+		if len(out) >= n {
+			break
+		}
+		ts := c.order[pos]
+		if ts.claiming || tried[ts] || ts.notBefore.After(now) || !c.depsSucceeded(ts) {
+			continue
+		}
+		ts.claiming = true
+		tried[ts] = true
+		out = append(out, ts)
+	}
+	return out
+}
+
+// grant leases picks to w, one state transaction each. A pick that another
+// writer took first (ErrLeaseHeld, ErrNotClaimable, ErrTaskFinished) is
+// refreshed from the state and skipped. If ctx ends before the answer can
+// be sent, the leases granted are released again.
+func (c *Coordinator) grant(ctx context.Context, w *workerState, picks []*taskState) ([]protocol.Assignment, error) {
+	asg := []protocol.Assignment{}
+	var granted []state.Lease
+	var ferr error
+	for i, ts := range picks {
+		if ferr != nil || ctx.Err() != nil {
+			c.mu.Lock()
+			for _, rest := range picks[i:] {
+				rest.claiming = false
+			}
+			c.mu.Unlock()
+			break
+		}
+		l, err := c.grantOne(ctx, w, ts)
+		switch {
+		case err == nil:
+			granted = append(granted, l)
+			asg = append(asg, protocol.Assignment{
+				Task: l.Task, Attempt: l.Attempt, FencingToken: l.Token, DefHash: l.DefHash,
+				Definition: ts.rt.Definition, WorkDir: ts.rt.WorkDir,
+				TimeoutMS: ts.rt.Timeout.Milliseconds(), ExpiresAt: l.ExpiresAt,
+			})
+		case errors.Is(err, state.ErrLeaseHeld), errors.Is(err, state.ErrNotClaimable), errors.Is(err, state.ErrTaskFinished):
+			c.log.Debug("claim lost a race", "task", ts.rt.Address, "err", err)
+		case errors.Is(err, state.ErrWorkerNotActive):
+			ferr = errStopClaim
+		default:
+			ferr = err
+		}
+	}
+	if ctx.Err() != nil && len(granted) > 0 {
+		c.wmu.Lock()
+		for _, l := range granted {
+			c.releaseLocked(context.WithoutCancel(ctx), l, "the claim was abandoned before its answer was sent", c.now())
+		}
+		c.wmu.Unlock()
+		return nil, ctx.Err()
+	}
+	if errors.Is(ferr, errStopClaim) || (ferr != nil && len(asg) > 0) {
+		if ferr != nil && !errors.Is(ferr, errStopClaim) {
+			c.log.Warn("granting a lease failed", "worker", w.id, "err", ferr)
+		}
+		ferr = nil
+	}
+	return asg, ferr
+}
+
+var errStopClaim = errors.New("stop claiming")
+
+// grantOne grants one lease (state.ClaimLease) and updates memory. On a
+// lost race it refreshes the task's status from the state.
+func (c *Coordinator) grantOne(ctx context.Context, w *workerState, ts *taskState) (state.Lease, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	l, err := c.store.ClaimLease(ctx, state.GrantRequest{Task: ts.rt.Address, WorkerID: w.id,
+		Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace}, now)
+	var fresh *state.Task
+	var fworker *state.Worker
+	switch {
+	case err == nil:
+	case errors.Is(err, state.ErrLeaseHeld), errors.Is(err, state.ErrNotClaimable), errors.Is(err, state.ErrTaskFinished):
+		if t, terr := c.store.Task(ctx, ts.rt.Address); terr == nil {
+			fresh = &t
+		}
+	case errors.Is(err, state.ErrWorkerNotActive):
+		if wr, werr := c.store.Worker(ctx, w.id); werr == nil {
+			fworker = &wr
+		}
+	}
+	c.mu.Lock()
+	ts.claiming = false
+	if err == nil {
+		c.setStatus(ts, state.TaskRunning)
+		c.leases[l.Token] = &leaseState{task: l.Task, worker: w.id, attempt: l.Attempt}
+		w.held++
+		c.granted++
+	}
+	if fresh != nil {
+		c.setStatus(ts, fresh.Status)
+	}
+	if fworker != nil {
+		w.status = fworker.Status
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return state.Lease{}, err
+	}
+	c.emit([]Event{{At: now, Kind: EventLeased, Task: l.Task, WorkerID: w.id, Pool: w.pool.rt.Name,
+		Attempt: l.Attempt, Token: l.Token, Message: fmt.Sprintf("attempt %d, expires %s", l.Attempt, l.ExpiresAt.Format(time.RFC3339))}})
+	return l, nil
+}
+
+// result decides a posted result (state.AcceptResult) and updates memory.
+func (c *Coordinator) result(ctx context.Context, poster *workerState, token int64, req protocol.ResultRequest, body []byte) (protocol.ResultResponse, error) {
+	in := state.ResultInput{
+		Key: req.IdempotencyKey, Token: token, Task: req.Task, Attempt: req.Attempt, WorkerID: poster.id,
+		Class: state.FailureClass(req.FailureClass), ExitCode: req.ExitCode, Signal: req.Signal, Error: req.Error,
+		StdoutPath: req.StdoutPath, StderrPath: req.StderrPath, Body: body,
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	dec, err := c.store.AcceptResult(ctx, in, c.policy, now)
+	if err != nil {
+		return protocol.ResultResponse{}, err
+	}
+	var evs []Event
+	c.mu.Lock()
+	switch {
+	case dec.Outcome != nil:
+		evs = c.applyOutcomeLocked(*dec.Outcome, now, evs)
+	case dec.Decision == state.DecisionRejected && !dec.Duplicate:
+		evs = append(evs, Event{At: now, Kind: EventRejected, Task: req.Task, WorkerID: poster.id, Pool: poster.pool.rt.Name,
+			Attempt: req.Attempt, Token: token, Message: dec.Reason + ": " + dec.Detail})
+	}
+	c.mu.Unlock()
+	c.emit(evs)
+	return protocol.ResultResponse{Decision: dec.Decision, Reason: dec.Reason, Duplicate: dec.Duplicate}, nil
+}
