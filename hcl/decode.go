@@ -3,8 +3,10 @@ package hcl
 import (
 	"fmt"
 	"math"
+	"net"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,12 +71,16 @@ func (l *loader) settings(blocks hcl.Blocks) {
 		if diags.HasErrors() {
 			continue
 		}
-		s, _, diags := l.ev.str(body.State, scope{})
-		l.add(diags...)
-		l.cfg.Settings.State = s
-		s, _, diags = l.ev.str(body.Listen, scope{})
-		l.add(diags...)
-		l.cfg.Settings.Listen = s
+		l.cfg.Settings.State = l.setting(body.State)
+		if body.Listen != nil {
+			if addr := l.setting(body.Listen); addr != "" {
+				if msg := checkListen(addr); msg != "" {
+					l.add(attrErr(body.Listen, "Invalid listen address", msg))
+				} else {
+					l.cfg.Settings.Listen = addr
+				}
+			}
+		}
 		if body.State != nil {
 			l.cfg.Settings.StateRange = body.State.Range
 		}
@@ -82,6 +88,49 @@ func (l *loader) settings(blocks hcl.Blocks) {
 			l.cfg.Settings.ListenRange = body.Listen.Range
 		}
 	}
+}
+
+// setting evaluates a string attribute of the wdc block; "" when absent,
+// null or invalid. An empty string is an error: it would silently mean
+// the default.
+func (l *loader) setting(attr *hcl.Attribute) string {
+	s, set, diags := l.ev.str(attr, scope{})
+	l.add(diags...)
+	if set && s == "" {
+		l.add(attrErr(attr, fmt.Sprintf("Empty %s", attr.Name),
+			fmt.Sprintf("%s must not be empty; remove the attribute to use the default.", attr.Name)))
+	}
+	return s
+}
+
+// checkListen validates a listen address, "host" or "host:port" (the host
+// may be empty in "host:port", meaning every interface), and returns an
+// error message or "".
+func checkListen(addr string) string {
+	const form = `; write "host" or "host:port", as in "127.0.0.1", "0.0.0.0:7070" or "[::1]:7070"`
+	if strings.ContainsAny(addr, " \t\r\n/") {
+		return fmt.Sprintf("%q is not a listen address: it holds a space or a slash%s.", addr, form)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// No port: the whole text is the host. A bare IPv6 address
+		// ("::1") has colons; a bracketed one needs a port.
+		switch {
+		case strings.ContainsAny(addr, "[]"):
+			return fmt.Sprintf("%q is not a listen address: a bracketed IPv6 address needs a port, as in \"[::1]:7070\" (or write it without brackets)%s.", addr, form)
+		case strings.Contains(addr, ":") && net.ParseIP(addr) == nil:
+			return fmt.Sprintf("%q is not a listen address: %s%s.", addr, strings.TrimPrefix(err.Error(), "address "+addr+": "), form)
+		}
+		return ""
+	}
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return fmt.Sprintf("%q is not a listen address: %q is not an IPv6 address%s.", addr, host, form)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || strings.HasPrefix(port, "+") {
+		return fmt.Sprintf("%q is not a listen address: the port %q must be a number from 0 to 65535%s.", addr, port, form)
+	}
+	return ""
 }
 
 type poolBody struct {
@@ -154,12 +203,18 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 	}
 	sc := scope{}
 	p.ProviderRange = body.Provider.Range
-	provider, _, diags := l.ev.str(body.Provider, sc)
+	provider, set, diags := l.ev.str(body.Provider, sc)
 	l.add(diags...)
 	p.Provider = provider
 	providerOK := false
 	if !diags.HasErrors() {
 		switch available, known := Providers[provider]; {
+		case !set:
+			l.add(attrErr(body.Provider, "Missing provider",
+				fmt.Sprintf("The provider of pool %q is required; it must not be null. The known providers are: %s.", p.Name, strings.Join(providerNames(), ", "))))
+		case provider == "":
+			l.add(attrErr(body.Provider, "Missing provider",
+				fmt.Sprintf("The provider of pool %q must not be empty. The known providers are: %s.", p.Name, strings.Join(providerNames(), ", "))))
 		case !known:
 			l.add(attrErr(body.Provider, "Unknown provider",
 				fmt.Sprintf("There is no provider named %q. The known providers are: %s.", provider, strings.Join(providerNames(), ", "))))
@@ -245,7 +300,9 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 		}
 		seenBlock = pb
 		if p.Provider != pb.Type {
-			if providerOK || !diags.HasErrors() {
+			// After an unknown, empty or null provider the mismatch
+			// would only repeat that error.
+			if _, known := Providers[p.Provider]; providerOK || known {
 				l.add(&hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Provider block does not match the provider",

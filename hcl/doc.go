@@ -3,8 +3,9 @@
 //
 // What it owns:
 //
-//   - parsing every *.wdc.hcl file of one directory (sorted, not recursive)
-//     and the --var-file files, keeping them in Config.Files so callers can
+//   - parsing every *.wdc.hcl file of one directory (sorted, not recursive,
+//     skipping hidden and editor files: .*, #*, *~, *#) and the --var-file
+//     files, keeping them in Config.Files so callers can
 //     print diagnostics with source snippets
 //     (hcl.NewDiagnosticTextWriter(w, cfg.Files, width, color));
 //   - input variables (type constraints, defaults, WDC_VAR_NAME, --var-file,

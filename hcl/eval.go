@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
@@ -390,10 +390,22 @@ func (e *evaluator) duration(attr *hcl.Attribute, sc scope, def time.Duration) (
 		return def, true, diags
 	}
 	s := v.AsString()
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
+	if strings.TrimSpace(s) != s {
 		return def, false, append(diags, attrErr(attr, "Invalid duration",
-			fmt.Sprintf("%q is not a duration: write a number and a unit, such as \"90s\", \"10m\" or \"1h30m\".", s)))
+			fmt.Sprintf("%q is not a duration: remove the leading or trailing spaces.", s)))
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		msg := fmt.Sprintf("%q is not a duration: write a number and a unit, such as \"90s\", \"10m\" or \"1h30m\".", s)
+		switch {
+		case durationSyntax.MatchString(s) && strings.HasPrefix(s, "-"):
+			msg = fmt.Sprintf("%q must be greater than zero; got %q.", attr.Name, s)
+		case durationSyntax.MatchString(s):
+			// Well formed, yet rejected: it does not fit in a
+			// time.Duration.
+			msg = fmt.Sprintf("%q is too large: a duration can be at most %dh (about 292 years).", s, int64(math.MaxInt64/int64(time.Hour)))
+		}
+		return def, false, append(diags, attrErr(attr, "Invalid duration", msg))
 	}
 	if d <= 0 {
 		return def, false, append(diags, attrErr(attr, "Invalid duration",
@@ -401,6 +413,10 @@ func (e *evaluator) duration(attr *hcl.Attribute, sc scope, def time.Duration) (
 	}
 	return d, true, diags
 }
+
+// durationSyntax matches what time.ParseDuration reads; a string that
+// matches and still fails to parse overflows.
+var durationSyntax = regexp.MustCompile(`^[-+]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // stringList evaluates a list(string) attribute with no null elements.
 func (e *evaluator) stringList(attr *hcl.Attribute, sc scope) ([]string, bool, hcl.Diagnostics) {
@@ -445,20 +461,43 @@ func (e *evaluator) stringMap(attr *hcl.Attribute, sc scope) (map[string]string,
 	return out, diags
 }
 
-// validName reports whether a block label can be used in an address.
+// validName reports whether a block label can be used in an address: an
+// ASCII identifier, a letter or underscore and then letters, digits,
+// underscores and dashes (names end up in addresses, file paths and
+// WDC_VAR_NAME environment variables).
 func validName(kind string, block *hcl.Block) *hcl.Diagnostic {
 	if len(block.Labels) == 0 {
 		return nil
 	}
 	name := block.Labels[0]
-	if hclsyntax.ValidIdentifier(name) {
+	if isName(name) {
 		return nil
+	}
+	why := "a name starts with an ASCII letter or underscore and holds only ASCII letters, digits, underscores and dashes"
+	if name == "" {
+		why = "a name must not be empty"
 	}
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "Invalid " + kind + " name",
-		Detail: fmt.Sprintf("%q is not a valid %s name: a name starts with a letter or underscore and holds only letters, digits, underscores and dashes.",
-			name, kind),
-		Subject: block.LabelRanges[0].Ptr(),
+		Detail:   fmt.Sprintf("%q is not a valid %s name: %s.", name, kind, why),
+		Subject:  block.LabelRanges[0].Ptr(),
 	}
+}
+
+// isName reports whether s matches ^[a-zA-Z_][a-zA-Z0-9_-]*$.
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
+		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package hcl
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,7 +144,16 @@ func TestInputErrors(t *testing.T) {
 		"bad.vars":     "s = \"ok\"\nnope = 1\nn = \"x\"\n",
 		"syntax.vars":  "s = = 1\n",
 		"ref.vars":     "s = var.n\n",
+		"empty.vars":   "req = \n",
+		"dup.vars":     "req = \"a\"\nreq = \"b\"\n",
+		"bad.json":     `{"req": "a",}`,
+		"dup.json":     `{"req": "a", "req": "b"}`,
+		"n.json":       `{"n": "x"}`,
 	})
+	if err := os.Mkdir(filepath.Join(dir, "sub.vars"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const required = "No value for required variable"
 	cases := []struct {
 		name    string
 		in      Inputs
@@ -151,44 +161,75 @@ func TestInputErrors(t *testing.T) {
 		detail  string
 		file    string // expected Subject file ("" = no subject), base name
 		line    int
+		absent  []string // summaries no error may have
 	}{
 		{name: "undeclared --var", in: Inputs{Vars: []string{"req=r", "nope=1"}}, summary: "Value for undeclared variable", detail: `no variable "nope" is declared`},
 		{name: "--var without =", in: Inputs{Vars: []string{"req=r", "s"}}, summary: "Invalid --var option", detail: "NAME=VALUE"},
-		{name: "--var wrong type", in: Inputs{Vars: []string{"req=r", "n=abc"}}, summary: "Variables not allowed", detail: "not a valid number value", file: "<value for --var n #2>", line: 1},
-		{name: "--var unconvertible", in: Inputs{Vars: []string{"req=r", `l={a=1}`}}, summary: "Invalid value for variable", detail: "list of string required", file: "<value for --var l #2>", line: 1},
-		{name: "--var syntax", in: Inputs{Vars: []string{`l=["a"`, "req=r"}}, summary: "", detail: "not a valid list(string) value", file: "<value for --var l>", line: 1},
-		{name: "env wrong type", in: Inputs{Vars: []string{"req=r"}, Environ: []string{"WDC_VAR_b=maybe"}}, summary: "", detail: "from WDC_VAR_b", file: "<value for WDC_VAR_b>", line: 1},
-		{name: "required", in: Inputs{}, summary: "No value for required variable", detail: "--var req=VALUE", file: "main.wdc.hcl", line: 25},
-		{name: "undeclared in var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "bad.vars")}}, summary: "Value for undeclared variable", detail: `"nope"`, file: "bad.vars", line: 2},
-		{name: "wrong type in var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "bad.vars")}}, summary: "Invalid value for variable", detail: "a number is required", file: "bad.vars", line: 3},
+		{name: "--var wrong type", in: Inputs{Vars: []string{"req=r", "n=abc"}}, summary: `Invalid value for variable "n"`, detail: `--var n is invalid: "abc" is not a number`, file: "<value of --var n>", line: 1,
+			absent: []string{"Variables not allowed"}},
+		{name: "--var wrong type, second time", in: Inputs{Vars: []string{"req=r", "n=1", "n=abc"}}, summary: `Invalid value for variable "n"`, detail: `"abc" is not a number`, file: "<value of --var n, occurrence 2>", line: 1},
+		{name: "--var bool", in: Inputs{Vars: []string{"req=r", "b=yes"}}, summary: `Invalid value for variable "b"`, detail: `"yes" is not a bool (write true or false)`, file: "<value of --var b>", line: 1},
+		{name: "--var unconvertible", in: Inputs{Vars: []string{"req=r", `l={a=1}`}}, summary: `Invalid value for variable "l"`, detail: `"{a=1}" is not a list(string): list of string required`, file: "<value of --var l>", line: 1},
+		{name: "--var syntax", in: Inputs{Vars: []string{`l=["a"`, "req=r"}}, summary: `Invalid value for variable "l"`, detail: "is not a valid list(string) value: Unterminated tuple", file: "<value of --var l>", line: 1},
+		{name: "--var reference in a list", in: Inputs{Vars: []string{`l=[a]`, "req=r"}}, summary: `Invalid value for variable "l"`, detail: "without references or function calls; quote strings", file: "<value of --var l>", line: 1,
+			absent: []string{"Variables not allowed"}},
+		{name: "env wrong type", in: Inputs{Vars: []string{"req=r"}, Environ: []string{"WDC_VAR_b=maybe"}}, summary: `Invalid value for variable "b"`, detail: `WDC_VAR_b is invalid: "maybe" is not a bool`, file: "<value of WDC_VAR_b>", line: 1},
+		{name: "env number", in: Inputs{Vars: []string{"req=r"}, Environ: []string{"WDC_VAR_n=abc"}}, summary: `Invalid value for variable "n"`, detail: `"abc" is not a number`, file: "<value of WDC_VAR_n>", line: 1,
+			absent: []string{"Variables not allowed"}},
+		{name: "required", in: Inputs{}, summary: required, detail: "--var req=VALUE", file: "main.wdc.hcl", line: 25},
+		{name: "undeclared in var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "bad.vars")}}, summary: "Value for undeclared variable", detail: `The variables file`, file: "bad.vars", line: 2},
+		{name: "wrong type in var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "bad.vars")}}, summary: `Invalid value for variable "n"`, detail: "is not a number: a number is required", file: "bad.vars", line: 3},
+		{name: "wrong type in JSON var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "n.json")}}, summary: `Invalid value for variable "n"`, detail: "is not a number: a number is required", file: "n.json", line: 1},
+		{name: "required still reported after an unrelated var file error", in: Inputs{VarFiles: []string{filepath.Join(dir, "bad.vars")}}, summary: required, file: "main.wdc.hcl", line: 25},
 		{name: "syntax in var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "syntax.vars")}}, summary: "Invalid expression", file: "syntax.vars", line: 1},
 		{name: "reference in var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "ref.vars")}}, summary: "Variables not allowed", file: "ref.vars", line: 1},
-		{name: "missing var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "missing.vars")}}, summary: "Failed to read file"},
+		{name: "missing var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "missing.vars")}}, summary: "Cannot read variables file", detail: "missing.vars could not be read: no such file or directory",
+			absent: []string{required, "configuration file"}},
+		{name: "missing JSON var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "missing.json")}}, summary: "Cannot read variables file", detail: "missing.json could not be read: no such file or directory",
+			absent: []string{required, "Failed to read file"}},
+		{name: "directory as var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "sub.vars")}}, summary: "Cannot read variables file", detail: "could not be read: is a directory",
+			absent: []string{required}},
+		{name: "empty value in var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "empty.vars")}}, summary: "Invalid expression", file: "empty.vars", line: 1,
+			absent: []string{required}},
+		{name: "duplicate name in var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "dup.vars")}}, summary: "", detail: `"req" was already set`, file: "dup.vars", line: 2,
+			absent: []string{required}},
+		{name: "malformed JSON var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "bad.json")}}, summary: "", file: "bad.json", line: 1,
+			absent: []string{required}},
+		{name: "duplicate name in JSON var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "dup.json")}}, summary: "", detail: `"req" was already set`, file: "dup.json", line: 1,
+			absent: []string{required}},
+		{name: "--var for a required variable without =", in: Inputs{Vars: []string{"req"}}, summary: "Invalid --var option", detail: `"req"`,
+			absent: []string{required}},
+		{name: "--var with an empty name", in: Inputs{Vars: []string{"=x"}}, summary: "Invalid --var option",
+			absent: []string{required}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, diags := Load(dir, c.in)
 			var found bool
 			for _, d := range diags {
+				for _, a := range c.absent {
+					if strings.Contains(d.Summary, a) || strings.Contains(d.Detail, a) {
+						t.Errorf("unwanted error %q: %s", d.Summary, d.Detail)
+					}
+				}
 				if d.Severity != hcl.DiagError || !strings.Contains(d.Summary, c.summary) || !strings.Contains(d.Detail, c.detail) {
 					continue
 				}
 				if c.file == "" {
 					found = true
-					break
+					continue
 				}
 				if d.Subject != nil && filepath.Base(d.Subject.Filename) == c.file && d.Subject.Start.Line == c.line {
 					found = true
 					if _, ok := cfg.Files[d.Subject.Filename]; !ok {
 						t.Errorf("Files lacks %q, so no snippet can be printed", d.Subject.Filename)
 					}
-					break
 				}
 			}
-			if !found {
+			if !found || t.Failed() {
 				var buf bytes.Buffer
 				_ = hcl.NewDiagnosticTextWriter(&buf, cfg.Files, 100, false).WriteDiagnostics(diags)
-				t.Errorf("no error %q / %q at %s:%d; got:\n%s", c.summary, c.detail, c.file, c.line, buf.String())
+				t.Errorf("want error %q / %q at %s:%d; got:\n%s", c.summary, c.detail, c.file, c.line, buf.String())
 			}
 		})
 	}
@@ -224,5 +265,90 @@ func TestFilesIncludeEveryConfigFile(t *testing.T) {
 	}
 	if len(diags) != 1 || !strings.Contains(diags[0].Detail, "b.wdc.hcl:1") || !strings.HasSuffix(diags[0].Subject.Filename, "c.wdc.hcl") {
 		t.Errorf("want one duplicate error in c.wdc.hcl naming b.wdc.hcl:1, got %v", diags)
+	}
+}
+
+func TestListen(t *testing.T) {
+	cases := []struct {
+		listen string
+		err    string // "" = valid
+	}{
+		{listen: "localhost"},
+		{listen: "127.0.0.1"},
+		{listen: "::1"},
+		{listen: "0.0.0.0:7070"},
+		{listen: ":7070"},
+		{listen: "[::1]:0"},
+		{listen: "host:65535"},
+		{listen: "", err: "listen must not be empty; remove the attribute to use the default"},
+		{listen: "host:65536", err: `the port "65536" must be a number from 0 to 65535`},
+		{listen: "host:-1", err: `the port "-1" must be a number`},
+		{listen: "host:http", err: `the port "http" must be a number`},
+		{listen: "host:", err: `the port "" must be a number`},
+		{listen: "[::1]", err: "a bracketed IPv6 address needs a port"},
+		{listen: "a:b:c", err: `"a:b:c" is not a listen address: too many colons`},
+		{listen: "[a:b]:1", err: `"a:b" is not an IPv6 address`},
+		{listen: "local host", err: "holds a space or a slash"},
+		{listen: "http://host:80", err: "holds a space or a slash"},
+	}
+	for _, c := range cases {
+		t.Run(c.listen, func(t *testing.T) {
+			dir := writeDir(t, map[string]string{"main.wdc.hcl": fmt.Sprintf("wdc {\n  listen = %q\n}\n", c.listen)})
+			cfg, diags := Load(dir, Inputs{})
+			if c.err == "" {
+				if diags.HasErrors() {
+					t.Fatalf("unexpected errors: %v", diags)
+				}
+				if cfg.Settings.Listen != c.listen {
+					t.Errorf("Listen = %q, want %q", cfg.Settings.Listen, c.listen)
+				}
+				return
+			}
+			if len(diags) != 1 || !strings.Contains(diags[0].Detail, c.err) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 2 {
+				t.Fatalf("want one error at line 2 containing %q, got %v", c.err, diags)
+			}
+			if cfg.Settings.Listen != "" {
+				t.Errorf("Listen = %q after an error, want \"\"", cfg.Settings.Listen)
+			}
+		})
+	}
+}
+
+// TestSkipsEditorFiles: hidden and editor files are not configuration
+// files, even when they end in .wdc.hcl (an Emacs lock file is a dangling
+// symbolic link named .#main.wdc.hcl).
+func TestSkipsEditorFiles(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"main.wdc.hcl":        "task \"t\" {\n  command = [\"true\"]\n}\n",
+		".hidden.wdc.hcl":     "not hcl {",
+		"#main.wdc.hcl#":      "not hcl {",
+		"#auto.wdc.hcl":       "not hcl {",
+		"backup.wdc.hcl~":     "not hcl {",
+		"also.wdc.hcl#":       "not hcl {",
+		"main.wdc.hcl.orig~":  "not hcl {",
+		".#other.wdc.hcl.tmp": "not hcl {",
+	})
+	if err := os.Symlink("user@host.1234:1700000000", filepath.Join(dir, ".#main.wdc.hcl")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := mustLoad(t, dir, Inputs{})
+	if len(cfg.Files) != 1 || len(cfg.Tasks) != 1 {
+		t.Errorf("want only main.wdc.hcl loaded, got files %v", cfg.Files)
+	}
+
+	only := writeDir(t, map[string]string{".x.wdc.hcl": "task \"t\" {\n  command = [\"true\"]\n}\n"})
+	if _, diags := Load(only, Inputs{}); !diags.HasErrors() || diags[0].Summary != "No configuration files" {
+		t.Errorf("a directory with only hidden files: want No configuration files, got %v", diags)
+	}
+}
+
+func TestUnreadableConfigFile(t *testing.T) {
+	dir := writeDir(t, map[string]string{"a.wdc.hcl": "task \"t\" {\n  command = [\"true\"]\n}\n"})
+	if err := os.Symlink("nowhere", filepath.Join(dir, "b.wdc.hcl")); err != nil {
+		t.Fatal(err)
+	}
+	_, diags := Load(dir, Inputs{})
+	if len(diags) != 1 || diags[0].Summary != "Cannot read configuration file" || !strings.Contains(diags[0].Detail, "b.wdc.hcl could not be read: no such file or directory") {
+		t.Errorf("want one read error giving the reason, got %v", diags)
 	}
 }

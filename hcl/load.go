@@ -20,8 +20,10 @@ const FileSuffix = ".wdc.hcl"
 type Inputs struct {
 	// Vars are "NAME=VALUE" strings from --var flags, in order.
 	Vars []string
-	// VarFiles are --var-file paths (relative to the process's working
-	// directory), in order.
+	// VarFiles are --var-file paths, in order. Load opens them as given, so
+	// a relative path is relative to the process's working directory; the
+	// wdc command resolves them against the configuration directory first
+	// and passes absolute paths.
 	VarFiles []string
 	// Environ is an os.Environ()-style list; WDC_VAR_NAME entries set
 	// variables.
@@ -51,7 +53,8 @@ type loader struct {
 
 func (l *loader) add(diags ...*hcl.Diagnostic) { l.diags = append(l.diags, diags...) }
 
-// Load reads every *.wdc.hcl file of dir (sorted by name, not recursive),
+// Load reads every *.wdc.hcl file of dir (sorted by name, not recursive,
+// skipping hidden and editor files: see ignoredFile),
 // resolves variables from in, evaluates locals and expressions, expands
 // count and depends_on, and validates the result.
 //
@@ -116,7 +119,7 @@ func (l *loader) load(dir string, in Inputs) {
 	}
 	var names []string
 	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), FileSuffix) {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), FileSuffix) && !ignoredFile(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
@@ -125,14 +128,24 @@ func (l *loader) load(dir string, in Inputs) {
 		l.add(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "No configuration files",
-			Detail:   fmt.Sprintf("The directory %s holds no *%s files.", abs, FileSuffix),
+			Detail:   fmt.Sprintf("The directory %s holds no *%s files (hidden and editor files, named .* or #* or *~, are skipped).", abs, FileSuffix),
 		})
 		return
 	}
 
 	var blocks hcl.Blocks
 	for _, name := range names {
-		f, diags := l.parser.ParseHCLFile(filepath.Join(dir, name))
+		path := filepath.Join(dir, name)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			l.add(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read configuration file",
+				Detail:   fmt.Sprintf("The configuration file %s could not be read: %s.", path, ioReason(err)),
+			})
+			continue
+		}
+		f, diags := l.parser.ParseHCL(src, path)
 		l.add(diags...)
 		if f == nil || f.Body == nil {
 			continue
@@ -151,6 +164,15 @@ func (l *loader) load(dir string, in Inputs) {
 	l.settings(byType["wdc"])
 	l.pools(byType["pool"])
 	l.tasks(byType["task"])
+}
+
+// ignoredFile reports whether a directory entry is an editor or hidden
+// file that Load skips, as Terraform does: a name starting with "." or "#"
+// or ending with "~" or "#" (Emacs lock files are ".#main.wdc.hcl",
+// dangling symbolic links).
+func ignoredFile(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "#") ||
+		strings.HasSuffix(name, "~") || strings.HasSuffix(name, "#")
 }
 
 // cleanDiags drops follow-up "value must be known" errors when another

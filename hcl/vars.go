@@ -1,7 +1,10 @@
 package hcl
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sort"
 	"strings"
 
@@ -97,6 +100,13 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 		}
 	}
 
+	// An input that failed may have been meant to set some variables:
+	// their "No value for required variable" errors would only mislead.
+	// failed names them; failedAll is set when the failing input cannot be
+	// attributed (an unreadable or malformed var file).
+	failed := map[string]bool{}
+	failedAll := false
+
 	// WDC_VAR_NAME environment variables. Undeclared ones are ignored.
 	for _, kv := range in.Environ {
 		if !strings.HasPrefix(kv, EnvVarPrefix) {
@@ -112,11 +122,15 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 
 	// --var-file files.
 	for _, path := range in.VarFiles {
-		l.varFile(path, decls)
+		names, all := l.varFile(path, decls)
+		for _, n := range names {
+			failed[n] = true
+		}
+		failedAll = failedAll || all
 	}
 
 	// --var flags.
-	for i, kv := range in.Vars {
+	for _, kv := range in.Vars {
 		name, raw, ok := strings.Cut(kv, "=")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
@@ -125,6 +139,11 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 				Summary:  "Invalid --var option",
 				Detail:   fmt.Sprintf("The value %q is not of the form NAME=VALUE.", kv),
 			})
+			if name == "" {
+				failedAll = true
+			} else {
+				failed[name] = true
+			}
 			continue
 		}
 		d := decls[name]
@@ -137,11 +156,7 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 			})
 			continue
 		}
-		src := "--var " + name
-		if i > 0 {
-			src = fmt.Sprintf("--var %s #%d", name, i+1)
-		}
-		l.setRaw(d, raw, src)
+		l.setRaw(d, raw, "--var "+name)
 	}
 
 	for _, name := range order {
@@ -150,6 +165,9 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 			continue
 		}
 		if !d.set && !d.v.HasDefault {
+			if failed[name] || failedAll {
+				continue
+			}
 			l.add(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "No value for required variable",
@@ -208,64 +226,122 @@ func (l *loader) setRaw(d *varDecl, raw, source string) {
 	if !d.ok {
 		return
 	}
-	name := d.v.Name
 	if d.v.Type == cty.String {
 		d.v.Value, d.set = cty.StringVal(raw), true
 		return
 	}
-	fname := fmt.Sprintf("<value for %s>", source)
+	// The text gets a pseudo file, so diagnostics can show it. A variable
+	// set twice by the same kind of input gets a second, distinct file.
+	fname := fmt.Sprintf("<value of %s>", source)
+	for n := 2; l.parser.Files()[fname] != nil; n++ {
+		fname = fmt.Sprintf("<value of %s, occurrence %d>", source, n)
+	}
 	src := []byte(raw)
-	expr, diags := hclsyntax.ParseExpression(src, fname, hcl.InitialPos)
 	l.parser.AddFile(fname, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
+	expr, diags := hclsyntax.ParseExpression(src, fname, hcl.InitialPos)
+	rng := hcl.Range{Filename: fname, Start: hcl.InitialPos, End: hcl.InitialPos}
+	if expr != nil {
+		rng = expr.Range()
+	}
 	var val cty.Value
 	if !diags.HasErrors() {
 		var vd hcl.Diagnostics
 		val, vd = expr.Value(nil)
 		diags = append(diags, vd...)
 	}
+	if diags.HasErrors() && d.v.Type == cty.DynamicPseudoType {
+		d.v.Value, d.set = cty.StringVal(raw), true
+		return
+	}
+	var reason string
 	if diags.HasErrors() {
-		if d.v.Type == cty.DynamicPseudoType {
-			d.v.Value, d.set = cty.StringVal(raw), true
-			return
-		}
-		for _, diag := range diags {
-			diag.Detail = fmt.Sprintf("The value of variable %q from %s is not a valid %s value. %s",
-				name, source, typeexpr.TypeString(d.v.Type), diag.Detail)
-		}
-		l.add(diags...)
-		d.ok = false
+		reason = rawReason(raw, d.v.Type, diags)
+	} else if cv, err := d.convert(val); err != nil {
+		reason = fmt.Sprintf("%q is not %s: %s", raw, typeArticle(d.v.Type), err)
+	} else {
+		d.v.Value, d.set = cv, true
 		return
 	}
-	cv, err := d.convert(val)
-	if err != nil {
-		l.add(&hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid value for variable",
-			Detail:   fmt.Sprintf("The value of variable %q from %s does not match its type %s: %s.", name, source, typeexpr.TypeString(d.v.Type), err),
-			Subject:  expr.Range().Ptr(),
-		})
-		d.ok = false
-		return
+	l.add(&hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Invalid value for variable %q", d.v.Name),
+		Detail:   fmt.Sprintf("The value of %s is invalid: %s.", source, reason),
+		Subject:  rng.Ptr(),
+	})
+	d.ok = false
+}
+
+// rawReason explains why the text of a --var or WDC_VAR_ value is not
+// a valid HCL value of type ty.
+func rawReason(raw string, ty cty.Type, diags hcl.Diagnostics) string {
+	if ty.IsPrimitiveType() {
+		// "abc" for a number parses as a reference: saying so would only
+		// confuse. What matters is that it is not a number.
+		hint := ""
+		if ty == cty.Bool {
+			hint = " (write true or false)"
+		}
+		return fmt.Sprintf("%q is not %s%s", raw, typeArticle(ty), hint)
 	}
-	d.v.Value, d.set = cv, true
+	var first *hcl.Diagnostic
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			first = d
+			break
+		}
+	}
+	why := ""
+	switch {
+	case first == nil:
+	case first.Summary == "Variables not allowed" || first.Summary == "Function calls not allowed":
+		why = "it must be a literal value, without references or function calls; quote strings, as in [\"a\", \"b\"]"
+	default:
+		why = strings.TrimSuffix(first.Summary+": "+first.Detail, ".")
+	}
+	msg := fmt.Sprintf("%q is not a valid %s value", raw, typeexpr.TypeString(ty))
+	if why != "" {
+		msg += ": " + why
+	}
+	return msg
+}
+
+// typeArticle names a type for a message: "a number", "a bool",
+// "a list(string)".
+func typeArticle(ty cty.Type) string {
+	return "a " + typeexpr.TypeString(ty)
 }
 
 // varFile reads one --var-file: HCL (or JSON, for a .json file) holding
-// NAME = value attributes.
-func (l *loader) varFile(path string, decls map[string]*varDecl) {
+// NAME = value attributes. It returns the names of the variables whose
+// values it failed to give, and all = true when it failed in a way that
+// cannot be attributed to names (unreadable or malformed file).
+func (l *loader) varFile(path string, decls map[string]*varDecl) (failed []string, all bool) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read variables file",
+			Detail:   fmt.Sprintf("The variables file %s could not be read: %s.", path, ioReason(err)),
+		})
+		return nil, true
+	}
 	var f *hcl.File
 	var diags hcl.Diagnostics
 	if strings.HasSuffix(path, ".json") {
-		f, diags = l.parser.ParseJSONFile(path)
+		f, diags = l.parser.ParseJSON(src, path)
 	} else {
-		f, diags = l.parser.ParseHCLFile(path)
+		f, diags = l.parser.ParseHCL(src, path)
 	}
 	l.add(diags...)
 	if f == nil || f.Body == nil || diags.HasErrors() {
-		return
+		return nil, true
 	}
 	attrs, diags := f.Body.JustAttributes()
 	l.add(diags...)
+	if diags.HasErrors() {
+		// A duplicate name, a block: the file is not what was meant.
+		all = true
+	}
 	list := make([]*hcl.Attribute, 0, len(attrs))
 	for _, a := range attrs {
 		list = append(list, a)
@@ -277,7 +353,7 @@ func (l *loader) varFile(path string, decls map[string]*varDecl) {
 			l.add(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Value for undeclared variable",
-				Detail: fmt.Sprintf("The file %s sets a variable named %q, but no variable %q is declared in the configuration.",
+				Detail: fmt.Sprintf("The variables file %s sets a variable named %q, but no variable %q is declared in the configuration.",
 					path, a.Name, a.Name),
 				Subject: a.NameRange.Ptr(),
 			})
@@ -290,15 +366,29 @@ func (l *loader) varFile(path string, decls map[string]*varDecl) {
 		l.add(vd...)
 		if vd.HasErrors() {
 			d.ok = false
+			failed = append(failed, a.Name)
 			continue
 		}
 		cv, err := d.convert(val)
 		if err != nil {
-			l.add(attrErr(a, "Invalid value for variable",
-				fmt.Sprintf("The value of variable %q does not match its type %s: %s.", a.Name, typeexpr.TypeString(d.v.Type), err)))
+			l.add(attrErr(a, fmt.Sprintf("Invalid value for variable %q", a.Name),
+				fmt.Sprintf("The value of variable %q in %s is not %s: %s.", a.Name, path, typeArticle(d.v.Type), err)))
 			d.ok = false
+			failed = append(failed, a.Name)
 			continue
 		}
 		d.v.Value, d.set = cv, true
 	}
+	return failed, all
+}
+
+// ioReason is the reason of a file error without the path, which the
+// message gives already: "no such file or directory", "is a directory",
+// "permission denied".
+func ioReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

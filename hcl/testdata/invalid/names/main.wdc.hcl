@@ -14,3 +14,18 @@ task "ok" {
     max_lost     = -1 # ERROR: must be at least 0
   }
 }
+
+pool "p\u200dx" { # ERROR: "p\u200dx" is not a valid pool name: a name starts with an ASCII letter
+  provider = "local"
+}
+
+task "café" { # ERROR: Invalid task name
+  command = ["true"]
+}
+
+variable "v\u200dx" { # ERROR: Invalid variable name
+}
+
+task "" { # ERROR: a name must not be empty
+  command = ["true"]
+}

@@ -27,3 +27,13 @@ pool "f" {
   local { # ERROR: Duplicate provider block
   }
 }
+
+pool "g" {
+  provider = null # ERROR: The provider of pool "g" is required; it must not be null
+  local {
+  }
+}
+
+pool "h" {
+  provider = "" # ERROR: must not be empty
+}
