@@ -22,6 +22,7 @@ type CLI struct {
 	NoColor bool     `name:"no-color" help:"Do not color output. Colors are used only on a terminal, and never when NO_COLOR is set."`
 
 	Validate    ValidateCmd    `cmd:"" help:"Check the configuration files and report every problem with its file:line:column."`
+	Fmt         FmtCmd         `cmd:"" help:"Rewrite the configuration files in canonical HCL style (--check lists unformatted files, --diff shows the changes). Never opens the state."`
 	Plan        PlanCmd        `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
 	Apply       ApplyCmd       `cmd:"" help:"Plan under the state lock, confirm, then launch workers and run the tasks until every one is finished."`
 	ForceUnlock ForceUnlockCmd `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
