@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	_ "github.com/wdc-dev/wdc/providers/local"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// applyFixture loads src as a configuration and plans it against a fresh
+// state file.
+func applyFixture(t *testing.T, src string) (*state.Store, *wdchcl.Config, *Plan, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	store, err := state.Open(context.Background(), filepath.Join(dir, ".wdc", "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	snap, err := store.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, diags := NewPlan(cfg, snap, time.Now(), PlanOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return store, cfg, p, dir
+}
+
+// A pool whose workers never register (here: the worker executable exits at
+// once) fails its remaining tasks after three launches in a row, with a
+// reason naming the worker logs; apply ends instead of hanging.
+func TestApplyFailsPoolWhoseWorkersNeverRegister(t *testing.T) {
+	store, cfg, p, dir := applyFixture(t, `
+pool "broken" {
+  provider = "local"
+  max      = 1
+}
+
+task "a" {
+  command = ["true"]
+}
+
+task "b" {
+  depends_on = [task.a]
+  command    = ["true"]
+}
+`)
+	pools, tasks := ApplyInputs(cfg, p)
+	var mu sync.Mutex
+	var events []Event
+	res, err := Apply(context.Background(), ApplyOptions{
+		Store: store, Plan: p, Pools: pools, Tasks: tasks,
+		WorkDir:    filepath.Join(dir, ".wdc"),
+		Executable: "/bin/false", // exits 1 at once: never registers
+		OnEvent: func(e Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 2 || res.Succeeded != 0 || res.OK() {
+		t.Fatalf("result = %+v, want both tasks failed", res)
+	}
+	if res.Workers != neverRegisteredLimit {
+		t.Errorf("launched %d workers, want %d", res.Workers, neverRegisteredLimit)
+	}
+	var poolFailed string
+	for _, e := range events {
+		if e.Kind == EventPoolFailed {
+			poolFailed = e.Message
+		}
+	}
+	if !strings.Contains(poolFailed, "3 workers launched in a row never registered") || !strings.Contains(poolFailed, "workers") {
+		t.Errorf("pool_failed event = %q", poolFailed)
+	}
+	got, err := store.Task(context.Background(), "task.a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != state.TaskFailed || !strings.Contains(got.LastError, "never registered") {
+		t.Errorf("task.a = %s %q, want failed naming the launches", got.Status, got.LastError)
+	}
+}
+
+func TestSplitAddress(t *testing.T) {
+	tests := []struct {
+		in    string
+		name  string
+		index int
+	}{
+		{"task.a", "a", -1},
+		{"task.a[0]", "a", 0},
+		{"task.shard-x[12]", "shard-x", 12},
+		{"task.a[x]", "a[x]", -1},
+	}
+	for _, tt := range tests {
+		name, index := splitAddress(tt.in)
+		if name != tt.name || index != tt.index {
+			t.Errorf("splitAddress(%q) = %q, %d; want %q, %d", tt.in, name, index, tt.name, tt.index)
+		}
+	}
+}
+
+func TestListenAddress(t *testing.T) {
+	for in, want := range map[string]string{"": "127.0.0.1:0", "127.0.0.1": "127.0.0.1:0", "0.0.0.0:7420": "0.0.0.0:7420", "::1": "[::1]:0"} {
+		if got := listenAddress(in); got != want {
+			t.Errorf("listenAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
