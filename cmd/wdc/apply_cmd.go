@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
@@ -24,6 +25,8 @@ import (
 // ApplyCmd computes the plan under the state lock, asks for confirmation,
 // and carries it out.
 type ApplyCmd struct {
+	PlanFile    string        `arg:"" optional:"" name:"plan-file" help:"A plan saved with wdc plan --out: carry out exactly its changes, without asking (refused if it went stale)."`
+	JSON        bool          `name:"json" help:"Print one JSON object per line (NDJSON): the plan, each event, the summary (docs/json.md)."`
 	AutoApprove bool          `name:"auto-approve" help:"Apply without asking for confirmation (needed when there is no terminal)."`
 	LockTimeout time.Duration `name:"lock-timeout" default:"0s" help:"How long to wait for a state lock held by another running apply, e.g. 30s (default: fail at once)."`
 	Replace     []string      `name:"replace" sep:"none" placeholder:"ADDR" help:"Run this succeeded task again, and the tasks downstream of it (repeatable)."`
@@ -69,11 +72,39 @@ func (c *ApplyCmd) Run(e *env) error {
 		}
 	}()
 
+	var saved *planDoc
+	if c.PlanFile != "" {
+		if len(c.Replace) > 0 {
+			return errors.New("--replace cannot be used with a saved plan: the plan already records what to replace")
+		}
+		dir, err := e.configDir()
+		if err != nil {
+			return err
+		}
+		if saved, err = readPlanFile(resolve(dir, c.PlanFile)); err != nil {
+			return err
+		}
+		if err := checkPlanFresh(saved, cfg); err != nil {
+			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
+		}
+	}
+
 	store, err := state.Open(context.Background(), path)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	var serialBefore int64
+	if saved != nil {
+		lineage, serial, err := store.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if err := checkStateFresh(saved, lineage, serial); err != nil {
+			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
+		}
+		serialBefore = serial
+	}
 
 	lock, err := engine.AcquireApplyLock(ctx, store, engine.LockOptions{Wait: c.LockTimeout})
 	if err != nil {
@@ -89,6 +120,15 @@ func (c *ApplyCmd) Run(e *env) error {
 		case <-ctx.Done():
 		}
 	}()
+	if saved != nil {
+		// Taking the lock is one write; anything more means another apply
+		// ran between the check above and the lock.
+		if _, serial, err := store.Info(ctx); err != nil {
+			return err
+		} else if serial != serialBefore+1 {
+			return fmt.Errorf("refusing the saved plan %s: the state changed while taking the lock (serial %d, now %d): save a new plan", c.PlanFile, serialBefore, serial-1)
+		}
+	}
 	now := e.now()
 	if prev := lock.Previous; prev != nil {
 		fmt.Fprintf(e.stderr, "Took over the state lock of an apply that is gone (%s, host %s, pid %d, started %s).\n",
@@ -102,23 +142,41 @@ func (c *ApplyCmd) Run(e *env) error {
 		fmt.Fprintf(e.stderr, "Revoked %s left by an earlier apply; their tasks are retried as lost.\n", count(revoked, "lease", "leases"))
 	}
 
-	snap, err := store.Snapshot(ctx)
-	if err != nil {
-		return err
+	var plan *engine.Plan
+	doc := saved
+	if saved != nil {
+		if plan, err = planFromDoc(saved, cfg); err != nil {
+			return err
+		}
+	} else {
+		snap, err := store.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		var diags hcl.Diagnostics
+		plan, diags = engine.NewPlan(cfg, snap, now, engine.PlanOptions{Replace: c.Replace})
+		e.printDiags(cfg, diags)
+		if diags.HasErrors() {
+			return errExit{1}
+		}
+		if doc, err = newPlanDoc(cfg, plan, c.Replace); err != nil {
+			return err
+		}
 	}
-	plan, diags := engine.NewPlan(cfg, snap, now, engine.PlanOptions{Replace: c.Replace})
-	e.printDiags(cfg, diags)
-	if diags.HasErrors() {
-		return errExit{1}
+	var out applyOutput
+	if c.JSON {
+		out = newJSONOutput(e.stdout)
+	} else {
+		out = newProgressView(e.stdout, e.isTerminal(e.stdout))
 	}
-	if err := renderPlan(e.stdout, plan, e.color(e.stdout)); err != nil {
+	if err := out.plan(doc, e.color(e.stdout)); err != nil {
 		return err
 	}
 	if !plan.HasChanges() {
-		fmt.Fprintln(e.stdout, "\nApply complete! Nothing to do.")
-		return nil
+		out.close()
+		return out.summary(&engine.ApplyResult{}, true)
 	}
-	if !c.AutoApprove {
+	if !c.AutoApprove && saved == nil {
 		ok, err := e.confirm()
 		if err != nil {
 			return err
@@ -128,9 +186,9 @@ func (c *ApplyCmd) Run(e *env) error {
 			return errExit{1}
 		}
 	}
+	out.start()
 
 	pools, tasks := engine.ApplyInputs(cfg, plan)
-	view := newProgressView(e.stdout, e.isTerminal(e.stdout))
 	res, err := engine.Apply(ctx, engine.ApplyOptions{
 		Store:   store,
 		Plan:    plan,
@@ -139,15 +197,16 @@ func (c *ApplyCmd) Run(e *env) error {
 		Listen:  e.listenAddress(cfg),
 		WorkDir: filepath.Dir(path),
 		Now:     e.now,
-		OnEvent: view.event,
+		OnEvent: out.event,
 		Abort:   abort,
 	})
-	view.close()
+	out.close()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout)
-	fmt.Fprintln(e.stdout, applySummary(res))
+	if err := out.summary(res, false); err != nil {
+		return err
+	}
 	if !res.OK() {
 		return errExit{1}
 	}

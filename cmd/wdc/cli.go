@@ -26,6 +26,7 @@ type CLI struct {
 	Plan        PlanCmd        `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
 	Apply       ApplyCmd       `cmd:"" help:"Plan under the state lock, confirm, then launch workers and run the tasks until every one is finished."`
 	ForceUnlock ForceUnlockCmd `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
+	Show        ShowCmd        `cmd:"" help:"Show a saved plan as wdc plan would, or with no file the state: pools, workers, tasks, leases."`
 	Tasks       TasksCmd       `cmd:"" help:"Inspect tasks recorded in the state."`
 	Workers     WorkersCmd     `cmd:"" help:"Inspect workers recorded in the state."`
 	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state."`

@@ -41,9 +41,7 @@ func (c *LeasesListCmd) Run(e *env) error {
 	if c.JSON {
 		out := make([]leaseJSON, 0, len(leases))
 		for _, l := range leases {
-			out = append(out, leaseJSON{FencingToken: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: l.WorkerID, DefHash: l.DefHash,
-				Status: string(l.Status), GrantedAt: jsonTime(l.GrantedAt), RenewedAt: jsonTime(l.RenewedAt), ExpiresAt: jsonTime(l.ExpiresAt),
-				HardExpiresAt: jsonTime(l.HardExpiresAt), EndedAt: jsonTime(l.EndedAt)})
+			out = append(out, newLeaseJSON(l))
 		}
 		return writeJSON(e.stdout, out)
 	}
@@ -82,4 +80,10 @@ func (e *env) readLeases() ([]state.Lease, error) {
 	}
 	defer st.Close()
 	return st.Leases(ctx, "")
+}
+
+func newLeaseJSON(l state.Lease) leaseJSON {
+	return leaseJSON{FencingToken: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: l.WorkerID, DefHash: l.DefHash,
+		Status: string(l.Status), GrantedAt: jsonTime(l.GrantedAt), RenewedAt: jsonTime(l.RenewedAt), ExpiresAt: jsonTime(l.ExpiresAt),
+		HardExpiresAt: jsonTime(l.HardExpiresAt), EndedAt: jsonTime(l.EndedAt)}
 }

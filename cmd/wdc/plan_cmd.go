@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/wdc-dev/wdc/engine"
 )
@@ -11,6 +12,8 @@ import (
 type PlanCmd struct {
 	Replace          []string `name:"replace" sep:"none" placeholder:"ADDR" help:"Run this succeeded task again, and the tasks downstream of it (repeatable; task.NAME, task.NAME[INDEX] or NAME)."`
 	DetailedExitcode bool     `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are changes, 1 on error."`
+	Out              string   `name:"out" placeholder:"FILE" help:"Also save the plan to FILE (relative to the configuration directory), for wdc apply FILE to carry out exactly (refused if the state, configuration or variables change in between)."`
+	JSON             bool     `name:"json" help:"Print the plan as one JSON document (docs/json.md) instead of text."`
 }
 
 // Run prints the plan. Exit codes: 0 success, 1 error, and with
@@ -34,8 +37,30 @@ func (c *PlanCmd) Run(e *env) error {
 	if diags.HasErrors() {
 		return errExit{1}
 	}
-	if err := renderPlan(e.stdout, plan, e.color(e.stdout)); err != nil {
+	doc, err := newPlanDoc(cfg, plan, c.Replace)
+	if err != nil {
 		return err
+	}
+	if c.Out != "" {
+		dir, err := e.configDir()
+		if err != nil {
+			return err
+		}
+		if err := writePlanFile(resolve(dir, c.Out), doc); err != nil {
+			return err
+		}
+	}
+	if c.JSON {
+		if err := writeJSON(e.stdout, doc); err != nil {
+			return err
+		}
+	} else {
+		if err := renderPlan(e.stdout, doc, e.color(e.stdout)); err != nil {
+			return err
+		}
+		if c.Out != "" {
+			fmt.Fprintf(e.stdout, "\nSaved the plan to %s. To carry out exactly these actions, run:\n  wdc apply %s\n", c.Out, c.Out)
+		}
 	}
 	if c.DetailedExitcode && plan.HasChanges() {
 		return errExit{2}

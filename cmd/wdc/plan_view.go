@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wdc-dev/wdc/engine"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -19,9 +18,11 @@ const (
 	colorBold   = "\x1b[1m"
 )
 
-// renderPlan writes p in the Terraform-like grammar of DESIGN §6: one block
-// per change with its symbol and reason, then the summary line.
-func renderPlan(w io.Writer, p *engine.Plan, color bool) error {
+// renderPlan writes the plan document in the Terraform-like grammar of
+// DESIGN §6: one block per change with its symbol, reason and placement
+// (the pool it counts toward, the other pools that could run it), each
+// pool's worker count with why, then the summary line.
+func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 	var b strings.Builder
 	paint := func(c, s string) string {
 		if !color {
@@ -29,72 +30,70 @@ func renderPlan(w io.Writer, p *engine.Plan, color bool) error {
 		}
 		return c + s + colorReset
 	}
-	sum := p.Summary()
-	if !p.HasChanges() {
+	if !doc.Summary.HasChanges {
 		b.WriteString(paint(colorBold, "No changes.") + " The state matches the configuration: every task succeeded with its current definition.\n")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
 	b.WriteString("wdc will perform the following actions:\n")
-	symbolColor := map[engine.Action]string{
-		engine.ActionLaunch:  colorGreen,
-		engine.ActionRun:     colorGreen,
-		engine.ActionReplace: colorYellow,
-		engine.ActionRetry:   colorYellow,
-		engine.ActionCancel:  colorRed,
-	}
-	sym := func(a engine.Action) string {
-		return paint(symbolColor[a], fmt.Sprintf("%3s", a.Symbol()))
-	}
-	for _, pc := range p.Pools {
-		if pc.Workers == 0 {
+	symbolColor := map[string]string{"+": colorGreen, "-/+": colorYellow, "~": colorYellow, "-": colorRed}
+	sym := func(s string) string { return paint(symbolColor[s], fmt.Sprintf("%3s", s)) }
+	for _, pd := range doc.Pools {
+		if pd.Workers == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n  # pool.%s will launch %s (%s counted toward it, capacity %d, min %d, max %d)\n",
-			pc.Name, count(pc.Workers, "worker", "workers"), count(pc.Tasks, "task", "tasks"), pc.Capacity, pc.Min, pc.Max)
-		fmt.Fprintf(&b, "%s pool.%s\n", sym(engine.ActionLaunch), pc.Name)
+		fmt.Fprintf(&b, "\n  # %s will launch %s (%s counted toward it, capacity %d, min %d, max %d)\n",
+			pd.Address, count(pd.Workers, "worker", "workers"), count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Min, pd.Max)
+		fmt.Fprintf(&b, "%s %s\n", sym("+"), pd.Address)
 	}
-	for _, tc := range p.Tasks {
-		fmt.Fprintf(&b, "\n  # %s %s: %s\n", tc.Address, actionPhrase(tc.Action), tc.Reason)
-		line := sym(tc.Action) + " " + tc.Address
-		switch tc.Action {
-		case engine.ActionReplace:
-			if tc.OldHash == tc.NewHash {
-				line += fmt.Sprintf("  %s (definition unchanged)", protocol.ShortHash(tc.NewHash))
-			} else {
-				line += fmt.Sprintf("  %s → %s", protocol.ShortHash(tc.OldHash), protocol.ShortHash(tc.NewHash))
-			}
-		case engine.ActionRun, engine.ActionRetry:
-			line += "  " + protocol.ShortHash(tc.NewHash)
+	for _, cd := range doc.Changes {
+		fmt.Fprintf(&b, "\n  # %s %s: %s\n", cd.Address, actionPhrase(cd.Action), cd.Reason)
+		line := sym(cd.Symbol) + " " + cd.Address
+		switch {
+		case cd.Action == "replace" && cd.Before != nil && cd.After != nil && cd.Before.DefHash == cd.After.DefHash:
+			line += fmt.Sprintf("  %s (definition unchanged)", protocol.ShortHash(cd.After.DefHash))
+		case cd.Action == "replace" && cd.Before != nil && cd.After != nil:
+			line += fmt.Sprintf("  %s → %s", protocol.ShortHash(cd.Before.DefHash), protocol.ShortHash(cd.After.DefHash))
+		case cd.After != nil:
+			line += "  " + protocol.ShortHash(cd.After.DefHash)
 		}
-		if tc.Pool != "" {
-			line += "  on pool." + tc.Pool
+		if cd.Pool != "" {
+			line += "  on pool." + cd.Pool
+			if len(cd.Candidates) > 1 {
+				var others []string
+				for _, c := range cd.Candidates {
+					if c != cd.Pool {
+						others = append(others, "pool."+c)
+					}
+				}
+				line += " (could also run on " + strings.Join(others, ", ") + ")"
+			}
 		}
 		b.WriteString(line + "\n")
-		if def, ok := p.Definitions[tc.Address]; ok && tc.Action != engine.ActionCancel {
-			b.WriteString("      command    = " + hclList(def.Definition.Command) + "\n")
-			if len(def.Definition.DependsOn) > 0 {
-				b.WriteString("      depends_on = [" + strings.Join(def.Definition.DependsOn, ", ") + "]\n")
+		if a := cd.After; a != nil {
+			b.WriteString("      command    = " + hclList(a.Command) + "\n")
+			if len(a.DependsOn) > 0 {
+				b.WriteString("      depends_on = [" + strings.Join(a.DependsOn, ", ") + "]\n")
 			}
 		}
 	}
-	b.WriteString("\n" + paint(colorBold, sum.String()) + "\n")
+	b.WriteString("\n" + paint(colorBold, doc.Summary.Text) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func actionPhrase(a engine.Action) string {
-	switch a {
-	case engine.ActionRun:
+func actionPhrase(action string) string {
+	switch action {
+	case "run":
 		return "will run"
-	case engine.ActionReplace:
+	case "replace":
 		return "will be replaced"
-	case engine.ActionRetry:
+	case "retry":
 		return "will be retried"
-	case engine.ActionCancel:
+	case "cancel":
 		return "will be cancelled"
 	}
-	return string(a)
+	return action
 }
 
 // hclList renders strings as an HCL list literal: ["a", "b"].

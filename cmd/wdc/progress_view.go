@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -9,13 +10,28 @@ import (
 	"github.com/wdc-dev/wdc/engine"
 )
 
-// progressView renders apply's progress: one line per event, and on a
-// terminal a status line under them that updates in place.
+// applyOutput is how apply reports: the plan, each event, the summary.
+type applyOutput interface {
+	// plan shows the plan before anything runs.
+	plan(doc *planDoc, color bool) error
+	// start begins live progress (after confirmation).
+	start()
+	// event reports one event; safe to call from several goroutines.
+	event(e engine.Event)
+	// close ends live progress.
+	close()
+	// summary reports the outcome; nothingToDo when the plan had no changes.
+	summary(res *engine.ApplyResult, nothingToDo bool) error
+}
+
+// progressView renders apply's progress for people: one line per event,
+// and on a terminal a status line under them that updates in place.
 type progressView struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
-	start    time.Time
+	begin    time.Time
+	started  bool
 	counts   map[string]int
 	running  int
 	stop     chan struct{}
@@ -23,15 +39,30 @@ type progressView struct {
 }
 
 func newProgressView(w io.Writer, terminal bool) *progressView {
-	v := &progressView{w: w, terminal: terminal, start: time.Now(), counts: map[string]int{},
+	return &progressView{w: w, terminal: terminal, counts: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	fmt.Fprintln(w)
-	if terminal {
+}
+
+func (v *progressView) plan(doc *planDoc, color bool) error {
+	return renderPlan(v.w, doc, color)
+}
+
+func (v *progressView) start() {
+	v.begin = time.Now()
+	fmt.Fprintln(v.w)
+	if v.terminal {
+		v.started = true
 		go v.tick()
-	} else {
-		close(v.done)
 	}
-	return v
+}
+
+func (v *progressView) summary(res *engine.ApplyResult, nothingToDo bool) error {
+	if nothingToDo {
+		_, err := fmt.Fprintln(v.w, "\nApply complete! Nothing to do.")
+		return err
+	}
+	_, err := fmt.Fprintf(v.w, "\n%s\n", applySummary(res))
+	return err
 }
 
 func (v *progressView) tick() {
@@ -77,11 +108,12 @@ func (v *progressView) event(e engine.Event) {
 func (v *progressView) status() {
 	fmt.Fprintf(v.w, "\r\x1b[K%d succeeded, %d failed, %d running, %d attempts  %s",
 		v.counts[engine.EventSucceeded], v.counts[engine.EventFailed], max(v.running, 0), v.counts[engine.EventLeased],
-		time.Since(v.start).Round(100*time.Millisecond))
+		time.Since(v.begin).Round(100*time.Millisecond))
 }
 
 func (v *progressView) close() {
-	if v.terminal {
+	if v.started {
+		v.started = false
 		close(v.stop)
 		<-v.done
 		fmt.Fprint(v.w, "\r\x1b[K")
@@ -117,4 +149,72 @@ func eventLine(e engine.Event) string {
 		return fmt.Sprintf("%-10s %s", e.Kind, subject)
 	}
 	return fmt.Sprintf("%-10s %s: %s", e.Kind, subject, detail)
+}
+
+// jsonOutput reports apply as NDJSON: one object per line, each with a
+// "type": "plan" (the plan document), "event" (one event), "summary".
+type jsonOutput struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func newJSONOutput(w io.Writer) *jsonOutput { return &jsonOutput{enc: json.NewEncoder(w)} }
+
+// eventDoc is one "event" line of apply --json.
+type eventDoc struct {
+	Type     string    `json:"type"`
+	Kind     string    `json:"kind"`
+	At       time.Time `json:"at"`
+	Task     string    `json:"task,omitempty"`
+	Pool     string    `json:"pool,omitempty"`
+	WorkerID string    `json:"worker_id,omitempty"`
+	Attempt  int       `json:"attempt,omitempty"`
+	Token    int64     `json:"fencing_token,omitempty"`
+	Message  string    `json:"message,omitempty"`
+}
+
+// summaryLine is the last line of apply --json.
+type summaryLine struct {
+	Type        string  `json:"type"`
+	OK          bool    `json:"ok"`
+	Succeeded   int     `json:"succeeded"`
+	Failed      int     `json:"failed"`
+	Cancelled   int     `json:"cancelled"`
+	Unfinished  int     `json:"unfinished"`
+	Attempts    int     `json:"attempts"`
+	Workers     int     `json:"workers"`
+	Interrupted bool    `json:"interrupted"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Text        string  `json:"text"`
+}
+
+func (j *jsonOutput) write(v any) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.enc.Encode(v)
+}
+
+func (j *jsonOutput) plan(doc *planDoc, _ bool) error {
+	return j.write(struct {
+		Type string   `json:"type"`
+		Plan *planDoc `json:"plan"`
+	}{"plan", doc})
+}
+
+func (j *jsonOutput) start() {}
+func (j *jsonOutput) close() {}
+
+func (j *jsonOutput) event(e engine.Event) {
+	_ = j.write(eventDoc{Type: "event", Kind: e.Kind, At: e.At.UTC(), Task: e.Task, Pool: e.Pool, WorkerID: e.WorkerID,
+		Attempt: e.Attempt, Token: e.Token, Message: e.Message})
+}
+
+func (j *jsonOutput) summary(res *engine.ApplyResult, nothingToDo bool) error {
+	text := applySummary(res)
+	if nothingToDo {
+		text = "Apply complete! Nothing to do."
+	}
+	return j.write(summaryLine{Type: "summary", OK: res.OK(), Succeeded: res.Succeeded, Failed: res.Failed, Cancelled: res.Cancelled,
+		Unfinished: res.Unfinished, Attempts: res.Attempts, Workers: res.Workers, Interrupted: res.Interrupted,
+		WallSeconds: res.Wall.Seconds(), Text: text})
 }

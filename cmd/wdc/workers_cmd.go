@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/wdc-dev/wdc/state"
 )
 
 // WorkersListCmd lists the workers recorded in the state.
@@ -36,13 +38,7 @@ func (c *WorkersListCmd) Run(e *env) error {
 	if c.JSON {
 		out := make([]workerJSON, 0, len(snap.Workers))
 		for _, w := range snap.Workers {
-			labels := w.Labels
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			out = append(out, workerJSON{ID: w.ID, Pool: w.Pool, Labels: labels, Capacity: w.Capacity, Status: string(w.Status),
-				Host: w.Host, PID: w.PID, Version: w.Version, RegisteredAt: jsonTime(w.RegisteredAt), LastHeartbeatAt: jsonTime(w.LastHeartbeatAt),
-				HeartbeatInterval: w.HeartbeatInterval.Seconds(), TTL: w.TTL.Seconds(), LeasesHeld: w.LeasesHeld})
+			out = append(out, newWorkerJSON(w))
 		}
 		return writeJSON(e.stdout, out)
 	}
@@ -56,4 +52,14 @@ func (c *WorkersListCmd) Run(e *env) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", w.ID, w.Pool, formatLabels(w.Labels), w.Status, orDash(w.Host), w.PID, formatTime(w.LastHeartbeatAt), w.LeasesHeld)
 	}
 	return tw.Flush()
+}
+
+func newWorkerJSON(w state.Worker) workerJSON {
+	labels := w.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return workerJSON{ID: w.ID, Pool: w.Pool, Labels: labels, Capacity: w.Capacity, Status: string(w.Status),
+		Host: w.Host, PID: w.PID, Version: w.Version, RegisteredAt: jsonTime(w.RegisteredAt), LastHeartbeatAt: jsonTime(w.LastHeartbeatAt),
+		HeartbeatInterval: w.HeartbeatInterval.Seconds(), TTL: w.TTL.Seconds(), LeasesHeld: w.LeasesHeld}
 }

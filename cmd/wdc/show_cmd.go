@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// ShowCmd renders a saved plan as `wdc plan` would, or with no file the
+// state: pools, workers, tasks and leases.
+type ShowCmd struct {
+	PlanFile string `arg:"" optional:"" name:"plan-file" help:"A plan saved with wdc plan --out (relative to the configuration directory). Without it, show the state."`
+	JSON     bool   `name:"json" help:"Print one JSON document (docs/json.md) instead of text."`
+}
+
+// stateDoc is the document `wdc show --json` prints for the state.
+type stateDoc struct {
+	FormatVersion string       `json:"format_version"`
+	Path          string       `json:"path"`
+	Exists        bool         `json:"exists"`
+	State         stateRef     `json:"state"`
+	Lock          *lockDoc     `json:"lock"`
+	Pools         []poolState  `json:"pools"`
+	Workers       []workerJSON `json:"workers"`
+	Tasks         []taskJSON   `json:"tasks"`
+	Leases        []leaseJSON  `json:"leases"`
+}
+
+type lockDoc struct {
+	ID        string    `json:"id"`
+	Holder    string    `json:"holder"`
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+type poolState struct {
+	Name     string            `json:"name"`
+	Provider string            `json:"provider"`
+	Min      int               `json:"min"`
+	Max      int               `json:"max"`
+	Capacity int               `json:"capacity"`
+	Labels   map[string]string `json:"labels"`
+}
+
+// Run prints the plan file or the state.
+func (c *ShowCmd) Run(e *env) error {
+	if c.PlanFile != "" {
+		dir, err := e.configDir()
+		if err != nil {
+			return err
+		}
+		doc, err := readPlanFile(resolve(dir, c.PlanFile))
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return writeJSON(e.stdout, doc)
+		}
+		return renderPlan(e.stdout, doc, e.color(e.stdout))
+	}
+
+	path, err := e.statePathForReading()
+	if err != nil {
+		return err
+	}
+	doc := &stateDoc{FormatVersion: planFormatVersion, Path: path, Pools: []poolState{}, Workers: []workerJSON{}, Tasks: []taskJSON{}, Leases: []leaseJSON{}}
+	ctx := context.Background()
+	st, err := state.OpenReadOnly(ctx, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	default:
+		defer st.Close()
+		snap, err := st.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		leases, err := st.Leases(ctx, "")
+		if err != nil {
+			return err
+		}
+		doc.Exists = true
+		doc.State = stateRef{Lineage: snap.Lineage, Serial: snap.Serial}
+		if l := snap.Lock; l != nil {
+			doc.Lock = &lockDoc{ID: l.ID, Holder: l.Holder, Host: l.Host, PID: l.PID, StartedAt: l.StartedAt.UTC(), ExpiresAt: l.ExpiresAt.UTC()}
+		}
+		for _, p := range snap.Pools {
+			labels := p.Labels
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			doc.Pools = append(doc.Pools, poolState{Name: p.Name, Provider: p.Provider, Min: p.Min, Max: p.Max, Capacity: p.Capacity, Labels: labels})
+		}
+		for _, w := range snap.Workers {
+			doc.Workers = append(doc.Workers, newWorkerJSON(w))
+		}
+		for _, t := range snap.Tasks {
+			doc.Tasks = append(doc.Tasks, newTaskJSON(t))
+		}
+		for _, l := range leases {
+			doc.Leases = append(doc.Leases, newLeaseJSON(l))
+		}
+	}
+	if c.JSON {
+		return writeJSON(e.stdout, doc)
+	}
+	return renderState(e, doc)
+}
+
+func renderState(e *env, doc *stateDoc) error {
+	w := e.stdout
+	if !doc.Exists {
+		_, err := fmt.Fprintf(w, "There is no state file at %s yet: wdc apply creates it.\n", doc.Path)
+		return err
+	}
+	fmt.Fprintf(w, "State %s (lineage %s, serial %d)\n", doc.Path, doc.State.Lineage, doc.State.Serial)
+	if l := doc.Lock; l != nil {
+		fmt.Fprintf(w, "Locked by %s (host %s, pid %d) since %s, until %s; lock ID %s\n", l.Holder, l.Host, l.PID, formatTime(l.StartedAt), formatTime(l.ExpiresAt), l.ID)
+	}
+	section := func(title string, n int) {
+		fmt.Fprintf(w, "\n%s (%d):\n", title, n)
+	}
+	section("Pools", len(doc.Pools))
+	tw := newTable(w)
+	for _, p := range doc.Pools {
+		fmt.Fprintf(tw, "  pool.%s\t%s\tmin %d\tmax %d\tcapacity %d\t%s\n", p.Name, p.Provider, p.Min, p.Max, p.Capacity, formatLabels(p.Labels))
+	}
+	tw.Flush()
+	section("Workers", len(doc.Workers))
+	tw = newTable(w)
+	for _, wk := range doc.Workers {
+		fmt.Fprintf(tw, "  %s\tpool.%s\t%s\t%s\tpid %d\tleases %d\n", wk.ID, wk.Pool, wk.Status, orDash(wk.Host), wk.PID, wk.LeasesHeld)
+	}
+	tw.Flush()
+	section("Tasks", len(doc.Tasks))
+	tw = newTable(w)
+	for _, t := range doc.Tasks {
+		fmt.Fprintf(tw, "  %s\t%s\tattempts %d\t%s\t%s\n", t.Address, t.Status, t.Attempts, protocol.ShortHash(t.DefHash), orDash(oneLine(t.LastError)))
+	}
+	tw.Flush()
+	section("Leases", len(doc.Leases))
+	tw = newTable(w)
+	for _, l := range doc.Leases {
+		fmt.Fprintf(tw, "  token %d\t%s\tattempt %d\t%s\t%s\n", l.FencingToken, l.Task, l.Attempt, l.WorkerID, l.Status)
+	}
+	return tw.Flush()
+}
