@@ -213,7 +213,9 @@ func TestConcurrentClaimsHTTP(t *testing.T) {
 	for i := range nTasks {
 		tasks = append(tasks, withRetry(rtTask(fmt.Sprintf("t%02d", i)), 3, 3, time.Millisecond))
 	}
-	h := newHarness(t, []PoolRuntime{rtPool("p", 2)}, tasks, harnessOpts{realClock: true, maxClaimWait: 200 * time.Millisecond})
+	p := rtPool("p", 2)
+	p.HeartbeatInterval, p.TTL = time.Minute, 10*time.Minute // the workers below never heartbeat
+	h := newHarness(t, []PoolRuntime{p}, tasks, harnessOpts{realClock: true, maxClaimWait: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	go h.c.Run(ctx) //nolint:errcheck // returns nil on cancel
@@ -267,9 +269,8 @@ func TestConcurrentClaimsHTTP(t *testing.T) {
 	for _, v := range violations {
 		t.Error(v)
 	}
-	p := h.c.Progress()
-	if p.Tasks[state.TaskSucceeded] != nTasks {
-		t.Errorf("progress %+v", p)
+	if prog := h.c.Progress(); prog.Tasks[state.TaskSucceeded] != nTasks {
+		t.Errorf("progress %+v", prog)
 	}
 	checkLeaseHistory(t, h.store)
 }
