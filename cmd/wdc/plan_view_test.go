@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/wdc-dev/wdc/engine"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// Golden-file tests of the human plan output (renderPlan). The expected
+// outputs are in testdata/golden/*.txt; run with WDC_UPDATE_GOLDEN=1 to
+// rewrite them, then review the diff.
+
+var goldenNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func gPool(name string, capacity, min, max int, labels map[string]string) *wdchcl.Pool {
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return &wdchcl.Pool{Name: name, Provider: "local", Capacity: capacity, Min: min, Max: max, Labels: labels}
+}
+
+func gTask(name string, index int, placement map[string]string, command []string, deps ...string) *wdchcl.Task {
+	if placement == nil {
+		placement = map[string]string{}
+	}
+	return &wdchcl.Task{Name: name, Index: index, Command: command, Env: map[string]string{},
+		Dir: "/cfg", Placement: placement, DependsOn: deps, Retry: wdchcl.Retry{MaxAttempts: 1, MaxLost: 3}}
+}
+
+// goldenConfig: fetch → test[0], test[1] → report, and lint on its own.
+// Pool "builders" (can = build) is the only one for test; fetch, report
+// and lint may run on either pool.
+func goldenConfig() *wdchcl.Config {
+	return &wdchcl.Config{
+		Dir: "/cfg",
+		Pools: []*wdchcl.Pool{
+			gPool("builders", 1, 0, 2, map[string]string{"can": "build"}),
+			gPool("general", 2, 1, 3, nil),
+		},
+		Tasks: []*wdchcl.Task{
+			gTask("fetch", -1, nil, []string{"curl", "-o", "src.tgz", "https://example.com/src.tgz"}),
+			gTask("test", 0, map[string]string{"can": "build"}, []string{"go", "test", "-run", "Shard0", "./..."}, "task.fetch"),
+			gTask("test", 1, map[string]string{"can": "build"}, []string{"go", "test", "-run", "Shard1", "./..."}, "task.fetch"),
+			gTask("report", -1, nil, []string{"sh", "-c", "cat reports/*.json > summary.json"}, "task.test[0]", "task.test[1]"),
+			gTask("lint", -1, nil, []string{"golangci-lint", "run"}),
+		},
+	}
+}
+
+// goldenState records every task of cfg as an apply would have left it,
+// succeeded unless overridden (address → status); failed and cancelled
+// tasks get a last error.
+func goldenState(cfg *wdchcl.Config, overrides map[string]state.TaskStatus) *state.Snapshot {
+	snap := &state.Snapshot{Lineage: "0123456789abcdef0123456789abcdef", Serial: 12}
+	defs := engine.Definitions(cfg)
+	for _, t := range cfg.Tasks {
+		status := state.TaskSucceeded
+		if o, ok := overrides[t.Address()]; ok {
+			status = o
+		}
+		d := defs[t.Address()]
+		task := state.Task{Address: t.Address(), Name: t.Name, Index: t.Index, DefHash: d.Hash,
+			Spec: d.Definition.Canonical(), Status: status, Attempts: 1}
+		switch status {
+		case state.TaskFailed:
+			task.LastError = "attempt 1 failed (failure budget spent): exit status 2"
+		case state.TaskCancelled:
+			task.LastError = "dependency task.fetch failed"
+		}
+		snap.Tasks = append(snap.Tasks, task)
+	}
+	return snap
+}
+
+// withTask adds a task that is not in the configuration to snap.
+func withTask(snap *state.Snapshot, addr string, status state.TaskStatus) *state.Snapshot {
+	name := strings.TrimPrefix(addr, "task.")
+	snap.Tasks = append(snap.Tasks, state.Task{Address: addr, Name: name, Index: -1,
+		DefHash: strings.Repeat("5e", 32), Spec: []byte(`{}`), Status: status})
+	return snap
+}
+
+// withLease records an active lease of attempt 1 for addr, expiring at
+// expires.
+func withLease(snap *state.Snapshot, addr string, token int64, expires time.Time) *state.Snapshot {
+	snap.Leases = append(snap.Leases, state.Lease{Token: token, Task: addr, WorkerID: "w-0123456789ab", Attempt: 1,
+		Status: state.LeaseActive, GrantedAt: expires.Add(-10 * time.Second), ExpiresAt: expires})
+	return snap
+}
+
+func TestRenderPlanGolden(t *testing.T) {
+	edited := goldenConfig()
+	edited.Tasks[0].Command = []string{"curl", "-fsSL", "-o", "src.tgz", "https://example.com/src.tgz"}
+
+	lintEdited := goldenConfig()
+	lintEdited.Tasks[4].Command = []string{"golangci-lint", "run", "--fix"}
+
+	// test[1] is no longer in the configuration; lint is removed too.
+	shrunk := goldenConfig()
+	shrunk.Tasks = shrunk.Tasks[:2]
+	shrunk.Tasks[1].Name, shrunk.Tasks[1].Index = "test", -1
+
+	// A third pool that also satisfies can = build, so test has two
+	// candidates and lint three.
+	threePools := goldenConfig()
+	threePools.Pools = append(threePools.Pools, gPool("spare", 4, 0, 8, map[string]string{"can": "build", "zone": "eu"}))
+
+	// fetch succeeded, test[0] succeeded (its command changes below),
+	// test[1] failed; report and lint are not in the state (they run);
+	// task.old runs under a lease but left the configuration.
+	mixedState := goldenState(goldenConfig(), map[string]state.TaskStatus{"task.test[1]": state.TaskFailed})
+	mixedState.Tasks = mixedState.Tasks[:3]
+	mixedState = withLease(withTask(mixedState, "task.old", state.TaskRunning), "task.old", 9, goldenNow.Add(time.Minute))
+	mixed := goldenConfig()
+	mixed.Tasks[1].Command = []string{"go", "test", "-count=1", "-run", "Shard0", "./..."}
+
+	tests := []struct {
+		name    string
+		cfg     *wdchcl.Config
+		snap    *state.Snapshot
+		replace []string
+		color   bool
+	}{
+		{name: "run_fresh_state", cfg: goldenConfig(), snap: state.EmptySnapshot()},
+		{name: "run_pending_from_earlier_apply", cfg: goldenConfig(), snap: goldenState(goldenConfig(), map[string]state.TaskStatus{
+			"task.report": state.TaskPending, "task.lint": state.TaskQueued})},
+		{name: "replace_definition_changed", cfg: edited, snap: goldenState(goldenConfig(), nil)},
+		{name: "replace_own_definition_only", cfg: lintEdited, snap: goldenState(goldenConfig(), nil)},
+		{name: "replace_requested_unchanged", cfg: goldenConfig(), snap: goldenState(goldenConfig(), nil), replace: []string{"task.test[0]"}},
+		{name: "retry_failed_and_cancelled", cfg: goldenConfig(), snap: goldenState(goldenConfig(), map[string]state.TaskStatus{
+			"task.test[1]": state.TaskFailed, "task.report": state.TaskCancelled})},
+		{name: "retry_lease_expired_or_running", cfg: goldenConfig(), snap: withLease(withLease(goldenState(goldenConfig(), map[string]state.TaskStatus{
+			"task.test[0]": state.TaskRunning, "task.test[1]": state.TaskRunning, "task.lint": state.TaskRunning}),
+			"task.test[0]", 4, goldenNow.Add(-time.Second)), "task.test[1]", 5, goldenNow.Add(time.Minute))},
+		{name: "cancel_removed_tasks", cfg: shrunk, snap: withTask(withTask(goldenState(goldenConfig(), map[string]state.TaskStatus{
+			"task.test[1]": state.TaskQueued, "task.lint": state.TaskFailed}), "task.ghost", state.TaskRunning), "task.zombie", state.TaskPending)},
+		{name: "no_changes", cfg: goldenConfig(), snap: goldenState(goldenConfig(), nil)},
+		{name: "several_candidate_pools", cfg: threePools, snap: state.EmptySnapshot()},
+		{name: "every_action_no_color", cfg: mixed, snap: mixedState},
+		{name: "every_action_color", cfg: mixed, snap: mixedState, color: true},
+		{name: "no_changes_color", cfg: goldenConfig(), snap: goldenState(goldenConfig(), nil), color: true},
+	}
+	update := os.Getenv("WDC_UPDATE_GOLDEN") != ""
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, diags := engine.NewPlan(tt.cfg, tt.snap, goldenNow, engine.PlanOptions{Replace: tt.replace})
+			if diags.HasErrors() {
+				t.Fatalf("NewPlan: %s", diags.Error())
+			}
+			doc, err := newPlanDoc(tt.cfg, p, tt.replace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := renderPlan(&buf, doc, tt.color); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("testdata", "golden", "plan_"+tt.name+".txt"), buf.Bytes(), update)
+		})
+	}
+}
+
+// TestRenderPlanGoldenCoverage keeps the golden files honest: together
+// they show every action, every reason phrase and both color modes.
+func TestRenderPlanGoldenCoverage(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "plan_*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	var all strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	for _, want := range []string{
+		"will run: new task",
+		"will run: pending by an earlier apply that stopped before running it",
+		"will be replaced: definition changed",
+		"will be replaced: depends on task.fetch, which is replaced",
+		"will be replaced: replacement requested with --replace",
+		"(definition unchanged)",
+		" → ",
+		"will be retried: failed earlier: ",
+		"will be retried: cancelled earlier: ",
+		"will be retried: lease of attempt 1 (fencing token 4) expired",
+		"will be retried: attempt 1 (fencing token 5) was running when an earlier apply stopped",
+		"will be retried: was running when an earlier apply stopped",
+		"will be cancelled: no longer in the configuration",
+		"(could also run on pool.general, pool.spare)",
+		"No changes.",
+		"\x1b[32m  +\x1b[0m",
+		"\x1b[33m-/+\x1b[0m",
+		"\x1b[33m  ~\x1b[0m",
+		"\x1b[31m  -\x1b[0m",
+		"\x1b[1mPlan: ",
+	} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("no golden file shows %q", want)
+		}
+	}
+}
+
+// checkGolden compares got with the golden file at path, or rewrites the
+// file when update is set.
+func checkGolden(t *testing.T, path string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with WDC_UPDATE_GOLDEN=1 to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (-want +got; WDC_UPDATE_GOLDEN=1 rewrites it):\n%s", path,
+			cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")))
+	}
+}

@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/wdc-dev/wdc/engine"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// The JSON documents of the CLI are described by the schemas in
+// docs/schema; these tests validate real output of the commands against
+// them (docs/json.md).
+
+// loadSchema compiles one schema of docs/schema, asserting formats
+// (date-time) too.
+func loadSchema(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("..", "..", "docs", "schema", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	sch, err := c.Compile(path)
+	if err != nil {
+		t.Fatalf("compiling %s: %v", name, err)
+	}
+	return sch
+}
+
+// validateDoc checks that data is one JSON value valid against sch.
+func validateDoc(t *testing.T, sch *jsonschema.Schema, what string, data []byte) {
+	t.Helper()
+	if err := checkDoc(sch, data); err != nil {
+		t.Errorf("%s does not match its schema: %v\ndocument:\n%s", what, err, data)
+	}
+}
+
+func checkDoc(sch *jsonschema.Schema, data []byte) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	return sch.Validate(inst)
+}
+
+// schemaConfig has two pools, a counted task, dependencies, placement, env
+// and a sensitive variable.
+const schemaConfig = `
+variable "greeting" {
+  type    = string
+  default = "hello"
+}
+
+variable "token" {
+  type      = string
+  sensitive = true
+  default   = "s3cr3t-value"
+}
+
+pool "cpu" {
+  provider = "local"
+  max      = 2
+  labels   = { arch = "amd64" }
+}
+
+pool "big" {
+  provider = "local"
+  max      = 1
+  capacity = 2
+  labels   = { arch = "amd64", mem = "high" }
+}
+
+task "fetch" {
+  command = ["echo", var.greeting]
+}
+
+task "shard" {
+  count      = 2
+  depends_on = [task.fetch]
+  command    = ["sh", "-c", "echo ${count.index} ${var.token}"]
+  env        = { SHARD = "yes" }
+  placement  = { arch = "amd64" }
+}
+
+task "merge" {
+  depends_on = [task.shard]
+  command    = ["true"]
+  placement  = { mem = "high" }
+}
+`
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// seedSchemaState records, in dir's default state file, task.fetch and
+// task.shard[0] as succeeded, task.shard[1] as failed and task.gone (not
+// in the configuration) as running under a lease of a registered worker,
+// and takes the apply lock, so every list of the state document has an
+// entry.
+func seedSchemaState(t *testing.T, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	st, err := state.Open(ctx, filepath.Join(dir, defaultStatePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	defs := engine.Definitions(cfg)
+	for _, task := range cfg.Tasks {
+		d := defs[task.Address()]
+		switch task.Address() {
+		case "task.fetch", "task.shard[0]", "task.shard[1]":
+		default:
+			continue
+		}
+		must(st.UpsertTask(ctx, state.TaskDef{Address: task.Address(), Name: task.Name, Index: task.Index, DefHash: d.Hash,
+			Spec: d.Definition.Canonical(), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, now))
+	}
+	must(st.FinishTask(ctx, "task.fetch", state.TaskSucceeded, "", now))
+	must(st.FinishTask(ctx, "task.shard[0]", state.TaskSucceeded, "", now))
+	must(st.FinishTask(ctx, "task.shard[1]", state.TaskFailed, "exit status 1", now))
+	must(st.UpsertPool(ctx, state.Pool{Name: "cpu", Provider: "local", Max: 2, Capacity: 1, Labels: map[string]string{"arch": "amd64"}}, now))
+	w, err := st.RegisterWorker(ctx, state.Worker{Pool: "cpu", Labels: map[string]string{"arch": "amd64"}, Capacity: 1,
+		Host: "lab1", PID: 4242, Version: "test", HeartbeatInterval: 2 * time.Second, TTL: 10 * time.Second}, now)
+	must(err)
+	must(st.UpsertTask(ctx, state.TaskDef{Address: "task.gone", Name: "gone", Index: -1, DefHash: strings.Repeat("ab", 32),
+		Spec: []byte(`{}`), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, now))
+	_, err = st.GrantLease(ctx, state.GrantRequest{Task: "task.gone", WorkerID: w.ID, Timeout: time.Hour, Grace: time.Minute}, now)
+	must(err)
+	_, _, err = st.AcquireLock(ctx, state.LockRequest{Holder: "tester@lab1", Host: "lab1", PID: 4242, TTL: time.Minute}, now)
+	must(err)
+}
+
+// wdcOut runs wdc in-process and fails the test unless it exits 0.
+func wdcOut(t *testing.T, args ...string) []byte {
+	t.Helper()
+	stdout, stderr, code := runWDC(t, args...)
+	if code != 0 {
+		t.Fatalf("wdc %s: exit %d, stderr:\n%s", strings.Join(args, " "), code, stderr)
+	}
+	return []byte(stdout)
+}
+
+func TestSchemaPlanAndShow(t *testing.T) {
+	planSchema := loadSchema(t, "plan.schema.json")
+	stateSchema := loadSchema(t, "state.schema.json")
+
+	dir := writeConfig(t, schemaConfig)
+
+	// No state yet: every task runs.
+	fresh := wdcOut(t, "--chdir", dir, "plan", "--json")
+	validateDoc(t, planSchema, "plan --json (no state)", fresh)
+	validateDoc(t, stateSchema, "show --json (no state)", wdcOut(t, "--chdir", dir, "show", "--json"))
+	if _, err := os.Stat(filepath.Join(dir, defaultStatePath)); err == nil {
+		t.Fatal("plan or show created the state")
+	}
+
+	seedSchemaState(t, dir)
+	validateDoc(t, planSchema, "plan --json (seeded)", wdcOut(t, "--chdir", dir, "plan", "--json"))
+	validateDoc(t, stateSchema, "show --json (seeded)", wdcOut(t, "--chdir", dir, "show", "--json"))
+
+	// --replace fetch: fetch and shard[0] are replaced, shard[1] retried,
+	// merge run and gone cancelled; every action appears.
+	all := wdcOut(t, "--chdir", dir, "plan", "--json", "--replace", "fetch", "--out", "saved.json")
+	validateDoc(t, planSchema, "plan --json --replace", all)
+	var doc planDoc
+	if err := json.Unmarshal(all, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range doc.Changes {
+		got[c.Address] = c.Action
+	}
+	want := map[string]string{"task.fetch": "replace", "task.shard[0]": "replace", "task.shard[1]": "retry", "task.merge": "run", "task.gone": "cancel"}
+	for addr, action := range want {
+		if got[addr] != action {
+			t.Errorf("%s: action %q, want %q (changes: %v)", addr, got[addr], action, got)
+		}
+	}
+	if doc.Variables["token"].Sensitive != true || string(doc.Variables["token"].Value) != `"(sensitive)"` {
+		t.Errorf("variable token = %+v, want a sensitive, redacted value", doc.Variables["token"])
+	}
+
+	saved, err := os.ReadFile(filepath.Join(dir, "saved.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateDoc(t, planSchema, "saved plan file", saved)
+	if bytes.Contains(saved, []byte("s3cr3t")) {
+		t.Error("the saved plan holds the sensitive value")
+	}
+	shown := wdcOut(t, "--chdir", dir, "show", "saved.json", "--json")
+	validateDoc(t, planSchema, "show FILE --json", shown)
+	if !bytes.Equal(bytes.TrimSpace(shown), bytes.TrimSpace(saved)) {
+		t.Errorf("show FILE --json differs from the saved file:\n%s\nsaved:\n%s", shown, saved)
+	}
+
+	// A plan with no changes.
+	noop := writeConfig(t, "pool \"p\" {\n  provider = \"local\"\n}\n")
+	validateDoc(t, planSchema, "plan --json (no tasks)", wdcOut(t, "--chdir", noop, "plan", "--json"))
+}
+
+// TestSchemaRejectsBrokenDocuments proves the schemas catch what they
+// should: each mutation of a valid plan document must be refused.
+func TestSchemaRejectsBrokenDocuments(t *testing.T) {
+	planSchema := loadSchema(t, "plan.schema.json")
+	dir := writeConfig(t, schemaConfig)
+	seedSchemaState(t, dir)
+	valid := wdcOut(t, "--chdir", dir, "plan", "--json", "--replace", "fetch")
+	if err := checkDoc(planSchema, valid); err != nil {
+		t.Fatalf("the valid document is refused: %v", err)
+	}
+	mutations := []struct {
+		name   string
+		mutate func(doc map[string]any)
+	}{
+		{"unknown action", func(d map[string]any) { change(d, 0)["action"] = "explode" }},
+		{"symbol does not match the action", func(d map[string]any) { change(d, 0)["symbol"] = "~" }},
+		{"missing summary", func(d map[string]any) { delete(d, "summary") }},
+		{"unknown top-level field", func(d map[string]any) { d["extra"] = true }},
+		{"unknown field in a change", func(d map[string]any) { change(d, 0)["note"] = "x" }},
+		{"status outside the enum", func(d map[string]any) { change(d, 0)["before"].(map[string]any)["status"] = "done" }},
+		{"serial is a string", func(d map[string]any) { d["state"].(map[string]any)["serial"] = "7" }},
+		{"created_at is not a date-time", func(d map[string]any) { d["created_at"] = "yesterday" }},
+		{"another major format version", func(d map[string]any) { d["format_version"] = "2.0" }},
+		{"cancel with a definition", func(d map[string]any) {
+			changes := d["changes"].([]any)
+			last := changes[len(changes)-1].(map[string]any)
+			last["after"] = change(d, 0)["after"]
+		}},
+		{"sensitive value shown", func(d map[string]any) {
+			d["variables"].(map[string]any)["token"].(map[string]any)["value"] = "s3cr3t-value"
+		}},
+		{"command is not a list", func(d map[string]any) { change(d, 0)["after"].(map[string]any)["command"] = "true" }},
+	}
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			var doc map[string]any
+			if err := json.Unmarshal(valid, &doc); err != nil {
+				t.Fatal(err)
+			}
+			m.mutate(doc)
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkDoc(planSchema, b); err == nil {
+				t.Errorf("the schema accepts a document with %s", m.name)
+			}
+		})
+	}
+
+	// The apply line schema refuses an unknown event kind and a line
+	// without a type.
+	lineSchema := loadSchema(t, "apply-event.schema.json")
+	for _, line := range []string{
+		`{"type":"event","kind":"exploded","at":"2026-11-29T12:00:00Z"}`,
+		`{"kind":"leased","at":"2026-11-29T12:00:00Z"}`,
+		`{"type":"event","kind":"leased","at":"2026-11-29T12:00:00Z","task":"task.a"}`,
+		`{"type":"summary","ok":true}`,
+	} {
+		if err := checkDoc(lineSchema, []byte(line)); err == nil {
+			t.Errorf("apply-event schema accepts %s", line)
+		}
+	}
+	if err := checkDoc(lineSchema, []byte(`{"type":"event","kind":"draining","at":"2026-11-29T12:00:00.123456789Z","message":"draining workers"}`)); err != nil {
+		t.Errorf("apply-event schema refuses a valid event line: %v", err)
+	}
+}
+
+// change returns the i-th change of a decoded plan document.
+func change(doc map[string]any, i int) map[string]any {
+	return doc["changes"].([]any)[i].(map[string]any)
+}
+
+// applyConfig: a task that fails its first attempt (a retry), one that
+// depends on it, and one more on a second pool.
+const applyConfig = `
+pool "p" {
+  provider = "local"
+  max      = 1
+
+  heartbeat {
+    interval = "500ms"
+    ttl      = "5s"
+  }
+}
+
+pool "q" {
+  provider = "local"
+  labels   = { role = "q" }
+}
+
+task "flaky" {
+  command = ["sh", "-c", "if [ \"$WDC_ATTEMPT\" = 1 ]; then echo first attempt fails >&2; exit 1; fi"]
+
+  retry {
+    max_attempts = 2
+    backoff      = "100ms"
+  }
+}
+
+task "after" {
+  depends_on = [task.flaky]
+  command    = ["true"]
+}
+
+task "other" {
+  command   = ["true"]
+  placement = { role = "q" }
+}
+`
+
+// TestSchemaApplyNDJSON validates every line of a real `wdc apply --json
+// --auto-approve`. apply launches workers with os.Executable, which in a
+// unit test is the test binary, so this builds wdc and runs it.
+func TestSchemaApplyNDJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds wdc and runs a real apply")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build wdc with")
+	}
+	lineSchema := loadSchema(t, "apply-event.schema.json")
+	bin := filepath.Join(t.TempDir(), "wdc")
+	build := exec.Command(gobin, "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	dir := writeConfig(t, applyConfig)
+	apply := func() ([]byte, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "--chdir", dir, "apply", "--json", "--auto-approve")
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("apply: %v\nstderr:\n%s", err, stderr.String())
+		}
+		if stderr.Len() > 0 {
+			t.Logf("apply stderr:\n%s", stderr.String())
+		}
+		return stdout.Bytes(), code
+	}
+	checkLines := func(out []byte) (types []string, kinds map[string]int) {
+		t.Helper()
+		kinds = map[string]int{}
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		n := 0
+		for sc.Scan() {
+			n++
+			line := sc.Bytes()
+			validateDoc(t, lineSchema, "apply --json line "+strconv.Itoa(n), line)
+			var head struct{ Type, Kind string }
+			if err := json.Unmarshal(line, &head); err != nil {
+				t.Fatalf("line %d is not JSON: %v\n%s", n, err, line)
+			}
+			types = append(types, head.Type)
+			if head.Type == "event" {
+				kinds[head.Kind]++
+			}
+		}
+		return types, kinds
+	}
+
+	out, code := apply()
+	if code != 0 {
+		t.Fatalf("apply exit %d, stdout:\n%s", code, out)
+	}
+	types, kinds := checkLines(out)
+	if len(types) < 3 || types[0] != "plan" || types[len(types)-1] != "summary" {
+		t.Errorf("line types %v: want plan, events…, summary", types)
+	}
+	for _, k := range []string{"launched", "registered", "leased", "succeeded", "retried", "queued"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %q event; kinds seen: %v\nstdout:\n%s", k, kinds, out)
+		}
+	}
+
+	// Again: nothing to do, a plan line and a summary line.
+	out, code = apply()
+	if code != 0 {
+		t.Fatalf("second apply exit %d, stdout:\n%s", code, out)
+	}
+	types, _ = checkLines(out)
+	if strings.Join(types, ",") != "plan,summary" {
+		t.Errorf("second apply line types %v, want plan, summary", types)
+	}
+}
