@@ -85,6 +85,9 @@ type ApplyResult struct {
 	// (cancellations of removed tasks included); Unfinished counts those
 	// an interrupted apply left to the next one.
 	Succeeded, Failed, Cancelled, Unfinished int
+	// Removed counts the cancellations the plan asked for (tasks no longer
+	// in the configuration); they are part of Cancelled but not a failure.
+	Removed int
 	// Attempts is the number of leases granted.
 	Attempts int
 	// Workers is the number of workers launched.
@@ -96,9 +99,10 @@ type ApplyResult struct {
 }
 
 // OK reports whether every task of the plan succeeded (or there was
-// nothing to do) and the apply was not interrupted.
+// nothing to do; removed tasks cancelled as planned do not count against
+// it) and the apply was not interrupted.
 func (r *ApplyResult) OK() bool {
-	return r.Failed == 0 && r.Cancelled == 0 && r.Unfinished == 0 && !r.Interrupted
+	return r.Failed == 0 && r.Cancelled == r.Removed && r.Unfinished == 0 && !r.Interrupted
 }
 
 // ApplyInputs derives the runtime settings apply needs from the
@@ -225,6 +229,7 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 				return nil, err
 			}
 			a.res.Cancelled++
+			a.res.Removed++
 			a.emit(Event{At: now(), Kind: EventCancelled, Task: tc.Address, Message: "no longer in the configuration"})
 			continue
 		}

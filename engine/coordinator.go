@@ -110,7 +110,7 @@ const (
 	EventRetried    = "retried"    // the task will be retried; Message names the budget and not-before time
 	EventExpired    = "expired"    // the sweep expired a lease; its attempt is lost
 	EventRejected   = "rejected"   // a result was rejected; Message starts with the reason
-	EventCancelled  = "cancelled"  // a dependent was cancelled because a dependency failed
+	EventCancelled  = "cancelled"  // a task was cancelled: a dependency failed, or (from apply) it left the configuration
 	EventStale      = "stale"      // a worker went silent past its ttl
 	EventQueued     = "queued"     // a pending task's dependencies all succeeded
 	EventReleased   = "released"   // a granted lease was handed back undelivered (no budget spent)

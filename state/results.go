@@ -470,11 +470,16 @@ func describe(in ResultInput) string {
 		parts = append(parts, in.Error)
 	}
 	if in.Class != "" {
+		// The agent's error usually says this already ("exit status 1").
+		var status string
 		switch {
 		case in.Signal != "":
-			parts = append(parts, "killed by "+in.Signal)
+			status = "killed by " + in.Signal
 		case in.ExitCode != nil:
-			parts = append(parts, fmt.Sprintf("exit status %d", *in.ExitCode))
+			status = fmt.Sprintf("exit status %d", *in.ExitCode)
+		}
+		if status != "" && !strings.Contains(in.Error, status) {
+			parts = append(parts, status)
 		}
 	}
 	return strings.Join(parts, "; ")

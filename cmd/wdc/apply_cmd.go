@@ -36,6 +36,9 @@ type ApplyCmd struct {
 // Exit codes: 0 when every task succeeded or there was nothing to do; 1 on
 // an error, a failed or cancelled task, or an interruption.
 func (c *ApplyCmd) Run(e *env) error {
+	if c.JSON && !c.AutoApprove && c.PlanFile == "" {
+		return errors.New("apply --json cannot ask for confirmation: pass --auto-approve, or apply a saved plan")
+	}
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 		return c + s + colorReset
 	}
 	if !doc.Summary.HasChanges {
-		b.WriteString(paint(colorBold, "No changes.") + " The state matches the configuration: every task succeeded with its current definition.\n")
+		b.WriteString(paint(colorBold, "No changes.") + " The state matches the configuration.\n")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
