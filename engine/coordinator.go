@@ -114,6 +114,7 @@ const (
 	EventStale      = "stale"      // a worker went silent past its ttl
 	EventQueued     = "queued"     // a pending task's dependencies all succeeded
 	EventReleased   = "released"   // a granted lease was handed back undelivered (no budget spent)
+	EventRevoked    = "revoked"    // RevokeLeases ended a lease; its attempt is lost
 )
 
 // Event is one progress event of the coordinator.
@@ -730,6 +731,37 @@ func (c *Coordinator) FailPool(pool, reason string) error {
 	c.mu.Unlock()
 	c.emit(evs)
 	return nil
+}
+
+// RevokeLeases ends every active lease in the state through
+// state.RevokeAllLeases (each attempt lost: its task is queued with a lost
+// retry directive due at once, or failed when max_lost is spent) and marks
+// every worker gone, keeping the coordinator's view (Progress, Finished) in
+// step. Apply calls it after draining, for leases whose workers are gone.
+// It returns the number of leases revoked. Dependents of a task failed
+// this way are left for the next plan.
+func (c *Coordinator) RevokeLeases(ctx context.Context, reason string) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	res, err := c.store.RevokeAllLeases(ctx, reason, now)
+	if err != nil {
+		return 0, err
+	}
+	var evs []Event
+	c.mu.Lock()
+	for _, out := range res.Revoked {
+		evs = append(evs, Event{At: now, Kind: EventRevoked, Task: out.Task, WorkerID: out.WorkerID, Pool: c.poolOfWorker(out.WorkerID),
+			Attempt: out.Attempt, Token: out.Token, Message: "attempt lost: lease revoked: " + reason})
+		evs = c.applyOutcomeLocked(out, now, evs)
+	}
+	for _, w := range c.workers {
+		w.status = state.WorkerGone
+	}
+	c.broadcastLocked()
+	c.mu.Unlock()
+	c.emit(evs)
+	return len(res.Revoked), nil
 }
 
 // emit passes events to OnEvent and the logger. Called with wmu held (so

@@ -788,3 +788,30 @@ func TestHandlerNeverPanicsOnRawGarbage(t *testing.T) {
 		}
 	}
 }
+
+func TestRevokeLeases(t *testing.T) {
+	t.Parallel()
+	tasks := []TaskRuntime{withRetry(rtTask("a"), 1, 2, time.Second), withRetry(rtTask("z"), 1, 0, time.Second)}
+	h := newHarness(t, []PoolRuntime{rtPool("p", 2)}, tasks, harnessOpts{})
+	w := h.register("p")
+	if got := w.claim(2); len(got) != 2 {
+		t.Fatalf("claimed %+v", got)
+	}
+	n, err := h.c.RevokeLeases(context.Background(), "apply stopped")
+	if err != nil || n != 2 {
+		t.Fatalf("RevokeLeases = %d, %v", n, err)
+	}
+	p := h.c.Progress()
+	if p.Tasks[state.TaskQueued] != 1 || p.Tasks[state.TaskFailed] != 1 || p.Pools[0].Gone != 1 || p.Pools[0].Leases != 0 {
+		t.Errorf("progress %+v", p)
+	}
+	if a := h.task("task.a"); a.Status != state.TaskQueued || a.LostUsed != 1 {
+		t.Errorf("task.a %+v", a)
+	}
+	if r := w.heartbeat(1, 2); !r.Drain || len(r.CancelLeases) != 2 {
+		t.Errorf("heartbeat of a gone worker: %+v", r)
+	}
+	if got := h.eventKinds("task.z"); !slices.Equal(got, []string{"leased", "revoked", "failed"}) {
+		t.Errorf("events of task.z: %v", got)
+	}
+}
