@@ -618,16 +618,17 @@ func (c *Coordinator) Drain() {
 // Finished reports whether every task of the apply has a final status
 // (succeeded, failed or cancelled).
 func (c *Coordinator) Finished() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unfinished == 0
 }
 
 // Done returns a channel closed when Finished becomes true.
-func (c *Coordinator) Done() <-chan struct{} { return c.done }
+func (c *Coordinator) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
 
 // Progress returns counts of the apply's tasks by status, the attempts
 // granted, and per pool its unfinished tasks, workers and leases.

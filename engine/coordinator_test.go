@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -813,5 +814,43 @@ func TestRevokeLeases(t *testing.T) {
 	}
 	if got := h.eventKinds("task.z"); !slices.Equal(got, []string{"leased", "revoked", "failed"}) {
 		t.Errorf("events of task.z: %v", got)
+	}
+}
+
+// TestAbandonedClaimIsReleased: when the claim's request context ends
+// after the lease was granted but before the answer is sent, the lease is
+// released (no budget spent) and the task can be claimed again.
+func TestAbandonedClaimIsReleased(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{rtTask("a")}, harnessOpts{})
+	w := h.register("p")
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := NewCoordinator(CoordinatorOptions{Store: h.store, Pools: []PoolRuntime{rtPool("p", 1)}, Tasks: []TaskRuntime{rtTask("a")},
+		Now: h.clock.Now, OnEvent: func(e Event) {
+			if e.Kind == EventLeased {
+				cancel() // the client goes away while the grant commits
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := c.poolByNam["p"]
+	c.mu.Lock()
+	c.workers[w.id] = &workerState{id: w.id, pool: ps, status: state.WorkerActive}
+	ws := c.workers[w.id]
+	c.mu.Unlock()
+	if resp, err := c.claim(ctx, ws, 1, 0); !errors.Is(err, context.Canceled) || len(resp.Assignments) != 0 {
+		t.Fatalf("claim = %+v, %v; want context.Canceled", resp, err)
+	}
+	ls, _ := h.store.Leases(context.Background(), "task.a")
+	if len(ls) != 1 || ls[0].Status != state.LeaseReleased {
+		t.Fatalf("leases %+v", ls)
+	}
+	if tk := h.task("task.a"); tk.Status != state.TaskQueued || tk.LostUsed != 0 {
+		t.Errorf("task %+v", tk)
+	}
+	resp, err := c.claim(context.Background(), ws, 1, 0)
+	if err != nil || len(resp.Assignments) != 1 || resp.Assignments[0].Attempt != 2 {
+		t.Errorf("reclaim %+v, %v", resp, err)
 	}
 }
