@@ -428,7 +428,7 @@ loop:
 	a.stopWorkers(workers, provs, abort)
 
 	// Leases still active belong to workers that are gone now.
-	if _, err := RecoverState(context.Background(), a.opts.Store, "apply stopped before the attempt reported", a.opts.Now()); err != nil {
+	if _, err := coord.RevokeLeases(context.Background(), "apply stopped before the attempt reported"); err != nil {
 		return err
 	}
 	prog := coord.Progress()

@@ -81,18 +81,27 @@ func TestAcquireApplyLock(t *testing.T) {
 func TestApplyLockKeepAliveAndLost(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
-	l, err := AcquireApplyLock(ctx, st, LockOptions{TTL: 60 * time.Millisecond})
+	l, err := AcquireApplyLock(ctx, st, LockOptions{TTL: 600 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.KeepAlive(ctx)
-	// renewals keep it past several TTLs
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(l.Lock().StartedAt.Add(200 * time.Millisecond)) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
+	// Wait until the lock was renewed (its expiry moved), then well past its
+	// first expiry: renewals keep it held.
+	first := l.Lock().ExpiresAt
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		snap, err := st.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		if snap.Lock != nil && snap.Lock.ExpiresAt.After(first) && time.Now().After(first.Add(100*time.Millisecond)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lock was not renewed past its first expiry within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if _, err := AcquireApplyLock(ctx, st, LockOptions{PID: 1}); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("a renewed lock must still be held; got %v", err)
