@@ -74,6 +74,10 @@ type ApplyOptions struct {
 	// drained (a second Ctrl-C). Cancelling ctx stops cleanly: no new
 	// leases, workers drained within their drain_timeout.
 	Abort <-chan struct{}
+	// LockLost, when closed, means the apply lock was taken over or
+	// removed: apply stops at once, kills its workers and writes nothing
+	// more to the state (another apply owns it now).
+	LockLost <-chan struct{}
 	// RegisterTimeout is how long a launched worker may take to register
 	// before it counts as never registered (default 30 s).
 	RegisterTimeout time.Duration
@@ -195,6 +199,8 @@ type applier struct {
 
 	coord *Coordinator
 	url   string
+
+	lockLost bool
 
 	mu         sync.Mutex
 	registered []string // worker ids registered, not yet matched to a launch
@@ -350,6 +356,10 @@ loop:
 		case <-a.opts.Abort:
 			a.res.Interrupted = true
 			break loop
+		case <-a.opts.LockLost:
+			a.res.Interrupted = true
+			a.lockLost = true
+			break loop
 		case <-tick.C:
 		}
 		a.matchRegistrations(ctx, workers, failedInRow)
@@ -418,7 +428,7 @@ loop:
 
 	// Stop: no new leases; drain (or kill, on abort) every worker.
 	coord.Drain()
-	abort := false
+	abort := a.lockLost
 	select {
 	case <-a.opts.Abort:
 		abort = true
@@ -427,11 +437,18 @@ loop:
 	a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: map[bool]string{true: "killing workers", false: "draining workers"}[abort]})
 	a.stopWorkers(workers, provs, abort)
 
+	prog := coord.Progress()
+	if a.lockLost {
+		// Another apply owns the state now: write nothing more.
+		a.res.Unfinished = prog.Total - prog.Finished
+		a.res.Attempts = prog.AttemptsGranted
+		return errors.New("the state lock was taken over or removed while applying; stopped without writing more to the state")
+	}
 	// Leases still active belong to workers that are gone now.
 	if _, err := coord.RevokeLeases(context.Background(), "apply stopped before the attempt reported"); err != nil {
 		return err
 	}
-	prog := coord.Progress()
+	prog = coord.Progress()
 	a.res.Succeeded += prog.Tasks[state.TaskSucceeded]
 	a.res.Failed += prog.Tasks[state.TaskFailed]
 	a.res.Cancelled += prog.Tasks[state.TaskCancelled]

@@ -74,7 +74,7 @@ func (l *loader) settings(blocks hcl.Blocks) {
 		l.cfg.Settings.State = l.setting(body.State)
 		if body.Listen != nil {
 			if addr := l.setting(body.Listen); addr != "" {
-				if msg := checkListen(addr); msg != "" {
+				if msg := CheckListen(addr); msg != "" {
 					l.add(attrErr(body.Listen, "Invalid listen address", msg))
 				} else {
 					l.cfg.Settings.Listen = addr
@@ -103,10 +103,11 @@ func (l *loader) setting(attr *hcl.Attribute) string {
 	return s
 }
 
-// checkListen validates a listen address, "host" or "host:port" (the host
+// CheckListen validates a listen address, "host" or "host:port" (the host
 // may be empty in "host:port", meaning every interface), and returns an
-// error message or "".
-func checkListen(addr string) string {
+// error message saying what is wrong and how to write it, or "". The CLI
+// applies it to WDC_LISTEN too.
+func CheckListen(addr string) string {
 	const form = `; write "host" or "host:port", as in "127.0.0.1", "0.0.0.0:7070" or "[::1]:7070"`
 	if strings.ContainsAny(addr, " \t\r\n/") {
 		return fmt.Sprintf("%q is not a listen address: it holds a space or a slash%s.", addr, form)

@@ -132,6 +132,19 @@ type RevokeResult struct {
 // event is appended per lease, one EventWorker event for the workers.
 func (s *Store) RevokeAllLeases(ctx context.Context, reason string, now time.Time) (RevokeResult, error) {
 	var res RevokeResult
+	// A read first: with no active lease and no live worker there is
+	// nothing to write, and the serial must not move (a saved plan stays
+	// fresh across an apply that had nothing to recover).
+	var due bool
+	if err := s.read(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM leases WHERE status = 'active')
+			OR EXISTS (SELECT 1 FROM workers WHERE status <> 'gone')`).Scan(&due)
+	}); err != nil {
+		return RevokeResult{}, fmt.Errorf("revoke leases: %w", err)
+	}
+	if !due {
+		return res, nil
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res = RevokeResult{}
 		leases, err := queryLeases(ctx, tx, `WHERE status = 'active'`)

@@ -51,6 +51,14 @@ func (c *ApplyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	listen, err := e.listenAddress(cfg)
+	if err != nil {
+		return err
+	}
+	// Refuse before touching the state when confirmation is impossible.
+	if !c.AutoApprove && c.PlanFile == "" && !e.stdinIsTerminal() {
+		return errors.New("no terminal to confirm on: review the plan with wdc plan, then run wdc apply --auto-approve (or save it with wdc plan --out FILE and run wdc apply FILE)")
+	}
 
 	// First signal: stop cleanly. Second: stop at once.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -118,8 +126,9 @@ func (c *ApplyCmd) Run(e *env) error {
 	go func() {
 		select {
 		case <-lock.Lost():
+			// Apply sees LockLost too: it kills the workers and writes
+			// nothing more.
 			fmt.Fprintln(e.stderr, "wdc: error: the state lock was removed or taken over; stopping")
-			cancel()
 		case <-ctx.Done():
 		}
 	}()
@@ -134,8 +143,12 @@ func (c *ApplyCmd) Run(e *env) error {
 	}
 	now := e.now()
 	if prev := lock.Previous; prev != nil {
-		fmt.Fprintf(e.stderr, "Took over the state lock of an apply that is gone (%s, host %s, pid %d, started %s).\n",
-			prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
+		why := "that is gone"
+		if h, _ := os.Hostname(); prev.Host != h || engine.ProcessAlive(prev.PID) {
+			why = "that stopped renewing it (its lock expired at " + formatTime(prev.ExpiresAt) + ")"
+		}
+		fmt.Fprintf(e.stderr, "Took over the state lock of an apply %s (%s, host %s, pid %d, started %s).\n",
+			why, prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
 	}
 	revoked, err := engine.RecoverState(ctx, store, "the apply that granted the lease is gone", now)
 	if err != nil {
@@ -193,15 +206,16 @@ func (c *ApplyCmd) Run(e *env) error {
 
 	pools, tasks := engine.ApplyInputs(cfg, plan)
 	res, err := engine.Apply(ctx, engine.ApplyOptions{
-		Store:   store,
-		Plan:    plan,
-		Pools:   pools,
-		Tasks:   tasks,
-		Listen:  e.listenAddress(cfg),
-		WorkDir: filepath.Dir(path),
-		Now:     e.now,
-		OnEvent: out.event,
-		Abort:   abort,
+		Store:    store,
+		Plan:     plan,
+		Pools:    pools,
+		Tasks:    tasks,
+		Listen:   listen,
+		LockLost: lock.Lost(),
+		WorkDir:  filepath.Dir(path),
+		Now:      e.now,
+		OnEvent:  out.event,
+		Abort:    abort,
 	})
 	out.close()
 	if err != nil {
@@ -235,8 +249,7 @@ func applySummary(r *engine.ApplyResult) string {
 
 // confirm asks on the terminal; without one it refuses.
 func (e *env) confirm() (bool, error) {
-	f, ok := e.stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !e.stdinIsTerminal() {
 		return false, errors.New("no terminal to confirm on: review the plan above and run again with --auto-approve")
 	}
 	fmt.Fprint(e.stdout, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
@@ -247,6 +260,12 @@ func (e *env) confirm() (bool, error) {
 	return strings.TrimSpace(line) == "yes", nil
 }
 
+// stdinIsTerminal reports whether standard input is a terminal.
+func (e *env) stdinIsTerminal() bool {
+	f, ok := e.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // isTerminal reports whether w is a terminal.
 func (e *env) isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -255,9 +274,12 @@ func (e *env) isTerminal(w io.Writer) bool {
 
 // listenAddress resolves the coordinator's listen address: WDC_LISTEN >
 // the wdc block's listen > 127.0.0.1 on a free port.
-func (e *env) listenAddress(cfg *wdchcl.Config) string {
+func (e *env) listenAddress(cfg *wdchcl.Config) (string, error) {
 	if v := e.getenv("WDC_LISTEN"); v != "" {
-		return v
+		if msg := wdchcl.CheckListen(v); msg != "" {
+			return "", fmt.Errorf("WDC_LISTEN: %s", msg)
+		}
+		return v, nil
 	}
-	return cfg.Settings.Listen
+	return cfg.Settings.Listen, nil
 }
