@@ -58,7 +58,8 @@ type ApplyOptions struct {
 	// (default 127.0.0.1 on a free port).
 	Listen string
 	// WorkDir is the work folder (the state file's folder): attempt logs,
-	// scratch folders and worker logs (workers/<pool>-<n>.log) go there.
+	// scratch folders and worker logs (workers/<apply start>/<pool>-<n>.log)
+	// go there.
 	WorkDir string
 	// Executable is the wdc binary workers run (default os.Executable()).
 	Executable string
@@ -175,7 +176,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		}
 		opts.Executable = exe
 	}
-	a := &applier{opts: opts, res: &ApplyResult{}}
+	a := &applier{opts: opts, res: &ApplyResult{},
+		// One folder of worker logs per apply, so applies do not mix.
+		logDir: filepath.Join(opts.WorkDir, "workers", started.UTC().Format("20060102T150405.000Z"))}
 	a.emitMu = &sync.Mutex{}
 	defer func() { a.res.Wall = time.Since(started) }()
 
@@ -197,8 +200,9 @@ type applier struct {
 	res    *ApplyResult
 	emitMu *sync.Mutex
 
-	coord *Coordinator
-	url   string
+	coord  *Coordinator
+	url    string
+	logDir string
 
 	lockLost bool
 
@@ -321,7 +325,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	launch := func(p *ApplyPool) {
 		n := index[p.Runtime.Name]
 		index[p.Runtime.Name]++
-		logPath := filepath.Join(a.opts.WorkDir, "workers", fmt.Sprintf("%s-%d.log", p.Runtime.Name, n))
+		logPath := filepath.Join(a.logDir, fmt.Sprintf("%s-%d.log", p.Runtime.Name, n))
 		resp, err := provs[p.Provider].Launch(ctx, providers.LaunchRequest{
 			Pool: p.Runtime.Name, Index: n, ServerURL: a.url, Token: coord.PoolToken(p.Runtime.Name),
 			WorkDir: a.opts.WorkDir, LogPath: logPath, Env: p.Env, Executable: a.opts.Executable, DrainTimeout: p.DrainTimeout,
@@ -403,7 +407,7 @@ loop:
 			if failedInRow[name] >= neverRegisteredLimit {
 				poolFailed[name] = true
 				reason := fmt.Sprintf("%d workers launched in a row never registered with the coordinator (see the worker logs under %s)",
-					neverRegisteredLimit, filepath.Join(a.opts.WorkDir, "workers"))
+					neverRegisteredLimit, a.logDir)
 				a.emit(Event{At: a.opts.Now(), Kind: EventPoolFailed, Pool: name, Message: reason})
 				if err := coord.FailPool(name, reason); err != nil {
 					return err

@@ -260,6 +260,8 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 				tc.Action, tc.Reason = ActionRetry, "cancelled earlier"+suffix(old.LastError)
 			case old.Status == state.TaskRunning:
 				tc.Action, tc.Reason = ActionRetry, runningReason(leases[addr], now)
+			case old.LastError != "": // queued again after an attempt that did not succeed (revoked, lost, failed)
+				tc.Action, tc.Reason = ActionRetry, "an earlier apply stopped before it finished: "+old.LastError
 			default: // pending or queued: an earlier apply stopped before running it
 				tc.Action, tc.Reason = ActionRun, fmt.Sprintf("%s by an earlier apply that stopped before running it", old.Status)
 			}

@@ -297,3 +297,21 @@ func TestSatisfies(t *testing.T) {
 		}
 	}
 }
+
+func TestNewPlanRetriesInterruptedAttempts(t *testing.T) {
+	snap := stateOf(baseConfig(), state.TaskSucceeded, map[string]state.TaskStatus{"task.lint": state.TaskQueued})
+	for i := range snap.Tasks {
+		if snap.Tasks[i].Address == "task.lint" {
+			snap.Tasks[i].Attempts = 2
+			snap.Tasks[i].LastError = "lease revoked: the apply that granted the lease is gone"
+		}
+	}
+	p, diags := NewPlan(baseConfig(), snap, now, PlanOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	want := []change{{"task.lint", "retry", "an earlier apply stopped before it finished: lease revoked: the apply that granted the lease is gone", "builders"}}
+	if diff := cmp.Diff(want, summarize(p)); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}

@@ -470,12 +470,15 @@ func validName(kind string, block *hcl.Block) *hcl.Diagnostic {
 		return nil
 	}
 	name := block.Labels[0]
-	if isName(name) {
+	if isName(name) && len(name) <= MaxNameLength {
 		return nil
 	}
 	why := "a name starts with an ASCII letter or underscore and holds only ASCII letters, digits, underscores and dashes"
-	if name == "" {
+	switch {
+	case name == "":
 		why = "a name must not be empty"
+	case isName(name):
+		why = fmt.Sprintf("a name is at most %d characters long (it names log folders on disk); this one has %d", MaxNameLength, len(name))
 	}
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
@@ -484,6 +487,11 @@ func validName(kind string, block *hcl.Block) *hcl.Diagnostic {
 		Subject:  block.LabelRanges[0].Ptr(),
 	}
 }
+
+// MaxNameLength bounds pool, task and variable names: a task's address
+// names its attempt log and scratch folders, and file names are limited to
+// 255 bytes.
+const MaxNameLength = 128
 
 // isName reports whether s matches ^[a-zA-Z_][a-zA-Z0-9_-]*$.
 func isName(s string) bool {

@@ -48,6 +48,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}
+	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("state file %s is not a regular file (%s): give --state a file path", path, fi.Mode().Type())
+	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}

@@ -583,3 +583,14 @@ func TestFinishTask(t *testing.T) {
 		t.Fatalf("events = %+v", events)
 	}
 }
+
+func TestOpenRefusesNonRegularFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, path := range []string{dir, "/dev/null"} {
+		_, err := Open(context.Background(), path)
+		if err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+			t.Errorf("Open(%s) = %v, want an error saying it is not a regular file", path, err)
+		}
+	}
+}

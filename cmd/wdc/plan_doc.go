@@ -160,7 +160,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 			Capacity: pc.Capacity, Min: pc.Min, Max: pc.Max, Labels: map[string]string{}}
 		if pool := provider[pc.Name]; pool != nil {
 			pd.Provider = pool.Provider
-			pd.Labels = pool.Labels
+			pd.Labels = red.env(pool.Labels)
 		}
 		doc.Pools = append(doc.Pools, pd)
 	}
@@ -176,9 +176,9 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		}
 		if def, ok := p.Definitions[tc.Address]; ok && tc.Action != engine.ActionCancel {
 			a := &afterDoc{DefHash: def.Hash, Command: red.list(def.Definition.Command), Env: red.env(def.Definition.Env),
-				Dir: def.Definition.Dir, DependsOn: append([]string{}, def.Definition.DependsOn...), Placement: map[string]string{}}
+				Dir: red.text(def.Definition.Dir), DependsOn: append([]string{}, def.Definition.DependsOn...), Placement: map[string]string{}}
 			if t := tasks[tc.Address]; t != nil {
-				a.Placement = t.Placement
+				a.Placement = red.env(t.Placement)
 			}
 			cd.After = a
 		}
@@ -302,10 +302,12 @@ func (r *redactor) list(items []string) []string {
 	return out
 }
 
+// env redacts the keys and values of a string map (env, labels,
+// placement).
 func (r *redactor) env(env map[string]string) map[string]string {
 	out := make(map[string]string, len(env))
 	for k, v := range env {
-		out[k] = r.text(v)
+		out[r.text(k)] = r.text(v)
 	}
 	return out
 }

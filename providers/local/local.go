@@ -111,7 +111,7 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 }
 
 // environ builds a worker's environment: the base minus the token
-// variable, the request's Env (sorted), then the token.
+// variable and wdc's own WDC_VAR_*, WDC_STATE and WDC_LISTEN, the request's Env (sorted), then the token.
 func (p *Provider) environ(req providers.LaunchRequest) []string {
 	base := p.Environ
 	if base == nil {
@@ -119,9 +119,14 @@ func (p *Provider) environ(req providers.LaunchRequest) []string {
 	}
 	env := make([]string, 0, len(base)+len(req.Env)+1)
 	for _, kv := range base {
-		if !strings.HasPrefix(kv, protocol.TokenEnv+"=") {
-			env = append(env, kv)
+		// Not the token (it is added last), and not wdc's own inputs:
+		// WDC_VAR_* may hold sensitive variable values, and WDC_STATE,
+		// WDC_LISTEN concern apply, not the tasks.
+		if strings.HasPrefix(kv, protocol.TokenEnv+"=") || strings.HasPrefix(kv, "WDC_VAR_") ||
+			strings.HasPrefix(kv, "WDC_STATE=") || strings.HasPrefix(kv, "WDC_LISTEN=") {
+			continue
 		}
+		env = append(env, kv)
 	}
 	keys := make([]string, 0, len(req.Env))
 	for k := range req.Env {

@@ -186,3 +186,12 @@ func waitForLog(t *testing.T, path, substr string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestEnvironDropsWDCInputs(t *testing.T) {
+	p := &Provider{Environ: []string{"PATH=/bin", "WDC_VAR_secret=s3cr3t", "WDC_STATE=/x", "WDC_LISTEN=:1", "WDC_WORKER_TOKEN=old", "KEEP=1"}}
+	got := strings.Join(p.environ(providers.LaunchRequest{Token: "tok", Env: map[string]string{"B": "2", "A": "1"}}), " ")
+	want := "PATH=/bin KEEP=1 A=1 B=2 WDC_WORKER_TOKEN=tok"
+	if got != want {
+		t.Fatalf("environ = %q, want %q", got, want)
+	}
+}

@@ -29,3 +29,11 @@ variable "v\u200dx" { # ERROR: Invalid variable name
 task "" { # ERROR: a name must not be empty
   command = ["true"]
 }
+
+task "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" { # ERROR: a name is at most 128 characters long
+  command = ["true"]
+}
+
+task "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy" {
+  command = ["true"]
+}
