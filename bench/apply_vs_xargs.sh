@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-CGO_ENABLED=0 go build -o "$work/wdc" "$root/cmd/wdc"
+(cd "$root" && CGO_ENABLED=0 go build -o "$work/wdc" ./cmd/wdc)
 mkdir -p "$work/cfg"
 cat > "$work/cfg/main.wdc.hcl" <<HCL
 pool "p" {
