@@ -28,7 +28,7 @@ const (
 	EnvAttemptDir   = "WDC_ATTEMPT_DIR"   // a fresh, empty scratch folder for this attempt
 )
 
-// Failure classes the agent reports (DESIGN §2).
+// Failure classes the agent reports (docs/design.md §2).
 const (
 	ClassFailure = "failure" // non-zero exit, a signal the command caused, a timeout
 	ClassLost    = "lost"    // the agent stopped the attempt: cancelled lease, drain timeout, shutdown, local I/O error

@@ -17,7 +17,7 @@ import (
 	"github.com/wdc-dev/wdc/state"
 )
 
-// Coordinator defaults (DESIGN §5). A zero field of PoolRuntime,
+// Coordinator defaults (docs/design.md §5). A zero field of PoolRuntime,
 // TaskRuntime or CoordinatorOptions takes these.
 const (
 	DefaultHeartbeatInterval = 2 * time.Second
@@ -34,7 +34,7 @@ const (
 )
 
 // PoolRuntime is a pool as the coordinator serves it: workers that present
-// the pool's token get its name, labels and capacity (DESIGN §7).
+// the pool's token get its name, labels and capacity (docs/design.md §7).
 type PoolRuntime struct {
 	Name   string
 	Labels map[string]string

@@ -14,14 +14,14 @@ import (
 
 // BenchmarkClaim measures coordinator claims per second — one grant and
 // the acceptance of its (successful) result, each its own state
-// transaction — next to the raw-SQL claim loop of FACTS.md
+// transaction — next to the raw-SQL claim loop of docs/sqlite.md
 // (state.RawClaimForBenchmark: BEGIN IMMEDIATE; pick; update; bump the
 // counter; insert the lease; COMMIT) on a second, fresh state file, in the
 // same run. Both use the store's settings (WAL, synchronous=FULL). The
 // "api" case calls the coordinator's Go methods; "http" goes through the
 // handler with protocol.Client over loopback. Metrics: coord_claims/s,
 // raw_claims/s and their ratio coord/raw (compare ratios, not absolute
-// numbers: FACTS). ns/op covers the coordinator loop only.
+// numbers: docs/sqlite.md). ns/op covers the coordinator loop only.
 func BenchmarkClaim(b *testing.B) {
 	for _, via := range []string{"api", "http"} {
 		b.Run(via, func(b *testing.B) {

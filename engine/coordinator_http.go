@@ -15,7 +15,7 @@ import (
 	"github.com/wdc-dev/wdc/state"
 )
 
-// Handler returns the HTTP handler of worker protocol v1 (DESIGN §7,
+// Handler returns the HTTP handler of worker protocol v1 (docs/design.md §7,
 // protocol/wire.go):
 //
 //	POST /v1/workers                   register → RegisterResponse

@@ -5,7 +5,7 @@
 //
 // Planning is a pure function: NewPlan(cfg, snapshot, now, opts) reads
 // nothing but its arguments and writes nothing, so `wdc plan` can never
-// change the state (DESIGN §3 invariant 8). Rendering a plan for people or
+// change the state (docs/design.md §3 invariant 8). Rendering a plan for people or
 // machines belongs to the CLI (cmd/wdc), not here.
 //
 // Placement is claim-side label matching: a worker may run a task when its

@@ -18,7 +18,7 @@ import (
 // holder renews it every third of that.
 const DefaultLockTTL = 30 * time.Second
 
-// LockOptions shape how an apply takes the state lock (DESIGN §3 invariant 9).
+// LockOptions shape how an apply takes the state lock (docs/design.md §3 invariant 9).
 type LockOptions struct {
 	// Holder names who holds the lock, e.g. "alice@build-7"; default
 	// user@host.

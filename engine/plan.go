@@ -140,7 +140,7 @@ func (p *Plan) HasChanges() bool {
 	return s.Total > 0 || s.WorkersToLaunch > 0
 }
 
-// String renders the summary line of DESIGN §6, zeros left out:
+// String renders the summary line of docs/design.md §6, zeros left out:
 // "Plan: 2 workers to launch, 3 tasks to run, 1 to replace, 1 to retry, 1 to cancel."
 // or "No changes.".
 func (s Summary) String() string {

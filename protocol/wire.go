@@ -2,7 +2,7 @@ package protocol
 
 import "time"
 
-// Wire types of worker protocol v1 (DESIGN §7, docs/protocol.md): HTTP and
+// Wire types of worker protocol v1 (docs/design.md §7, docs/protocol.md): HTTP and
 // JSON, every call with "Authorization: Bearer <pool token>". Durations on
 // the wire are integer milliseconds (fields ending in _ms); times are
 // RFC 3339 strings in UTC.
@@ -106,7 +106,7 @@ const (
 	DecisionRejected = "rejected"
 )
 
-// Rejection reasons (DESIGN §3 rule 3).
+// Rejection reasons (docs/design.md §3 rule 3).
 const (
 	ReasonStaleToken   = "stale_token"   // a newer lease exists for the task
 	ReasonLeaseExpired = "lease_expired" // the task's latest lease, past its expiry

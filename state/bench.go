@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// RawClaimForBenchmark performs one claim the way FACTS.md measures the
+// RawClaimForBenchmark performs one claim the way docs/sqlite.md measures the
 // physical limit of the state file, with nothing else around it: BEGIN
 // IMMEDIATE; pick the next queued task (by address); make it running;
 // bump the fencing counter (UPDATE … RETURNING); insert the lease; COMMIT.

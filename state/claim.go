@@ -13,7 +13,7 @@ import (
 // the caller tries another task.
 var ErrNotClaimable = errors.New("task is not claimable")
 
-// RetryDirective is the record that an attempt will be retried (DESIGN §2).
+// RetryDirective is the record that an attempt will be retried (docs/design.md §2).
 type RetryDirective struct {
 	ID          int64
 	Task        string

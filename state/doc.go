@@ -44,7 +44,7 @@
 // granted again to another worker, and two holders would share one token.
 // With WAL and synchronous=NORMAL the last transactions can roll back on
 // power loss, so wdc uses synchronous=FULL: every commit is synced before it
-// returns. FACTS measured the cost (claims ~2,800/s → ~935/s on one process;
+// returns. docs/sqlite.md has the measured cost (claims ~2,800/s → ~935/s on one process;
 // renewals ~23,000/s → ~1,390/s); when that matters, the remedy is group
 // commit (several claims or renewals in one transaction), not weaker syncing.
 //

@@ -21,7 +21,7 @@ type GrantRequest struct {
 //   - the task's attempts counter goes up by one; that is the lease's attempt;
 //   - the fencing counter goes up by one; that is the lease's token;
 //   - hard_expires_at = now + Timeout + Grace and
-//     expires_at = min(now + worker ttl, hard_expires_at) (DESIGN §3);
+//     expires_at = min(now + worker ttl, hard_expires_at) (docs/design.md §3);
 //   - the lease and the attempt row are inserted, the task becomes running
 //     and an EventLeased event is appended.
 //

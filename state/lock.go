@@ -60,7 +60,7 @@ const (
 // now + TTL. When a lock exists it is taken over if it has expired
 // (expires_at <= now) or its ID equals req.TakeOver; previous then returns
 // the lock that was replaced, so the caller can revoke the leases of its
-// workers (DESIGN §3 invariant 9). Otherwise nothing changes and the error
+// workers (docs/design.md §3 invariant 9). Otherwise nothing changes and the error
 // is a *LockedError (wrapping ErrLocked). Errors: ErrInvalid for TTL <= 0
 // or PID < 0.
 func (s *Store) AcquireLock(ctx context.Context, req LockRequest, now time.Time) (lock Lock, previous *Lock, err error) {

@@ -1,6 +1,6 @@
 package state
 
-// Status enumerations (DESIGN §2). The schema carries the same lists in
+// Status enumerations (docs/design.md §2). The schema carries the same lists in
 // CHECK constraints; keep both in step.
 
 // WorkerStatus is the liveness status of a worker.
@@ -50,7 +50,7 @@ const (
 	FailureClassRefused FailureClass = "refused" // fails the task at once
 )
 
-// Valid reports whether s is one of the worker statuses of DESIGN §2.
+// Valid reports whether s is one of the worker statuses of docs/design.md §2.
 func (s WorkerStatus) Valid() bool {
 	switch s {
 	case WorkerActive, WorkerDraining, WorkerStale, WorkerGone:
@@ -59,7 +59,7 @@ func (s WorkerStatus) Valid() bool {
 	return false
 }
 
-// Valid reports whether s is one of the task statuses of DESIGN §2.
+// Valid reports whether s is one of the task statuses of docs/design.md §2.
 func (s TaskStatus) Valid() bool {
 	switch s {
 	case TaskPending, TaskQueued, TaskRunning, TaskSucceeded, TaskFailed, TaskCancelled:
@@ -68,7 +68,7 @@ func (s TaskStatus) Valid() bool {
 	return false
 }
 
-// Valid reports whether s is one of the lease statuses of DESIGN §2.
+// Valid reports whether s is one of the lease statuses of docs/design.md §2.
 func (s LeaseStatus) Valid() bool {
 	switch s {
 	case LeaseActive, LeaseCompleted, LeaseExpired, LeaseReleased, LeaseRevoked:
@@ -77,7 +77,7 @@ func (s LeaseStatus) Valid() bool {
 	return false
 }
 
-// Valid reports whether c is one of the failure classes of DESIGN §2.
+// Valid reports whether c is one of the failure classes of docs/design.md §2.
 // The empty class (an attempt that has not ended, or succeeded) is not valid.
 func (c FailureClass) Valid() bool {
 	switch c {

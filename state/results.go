@@ -11,7 +11,7 @@ import (
 )
 
 // Result decisions and rejection reasons, as stored in the results table
-// (the same words as protocol.Decision*/Reason*, DESIGN §3 rule 3).
+// (the same words as protocol.Decision*/Reason*, docs/design.md §3 rule 3).
 const (
 	DecisionAccepted = "accepted"
 	DecisionRejected = "rejected"
@@ -326,7 +326,7 @@ type Result struct {
 	ReceivedAt time.Time
 }
 
-// AcceptResult decides a posted result in one write transaction (DESIGN §3
+// AcceptResult decides a posted result in one write transaction (docs/design.md §3
 // rules 3 and 4):
 //
 //   - a key seen before returns the first decision with Duplicate set, and

@@ -22,7 +22,7 @@ import (
 
 // openRetryBudget bounds how long Open and OpenReadOnly retry a step that
 // fails with SQLITE_BUSY ("database is locked"), e.g. when several processes
-// create the same new file at once (FACTS: the switch to WAL can fail).
+// create the same new file at once (docs/sqlite.md: the switch to WAL can fail).
 const openRetryBudget = 10 * time.Second
 
 // Store is an open state file. Its methods are safe for concurrent use; write
@@ -138,7 +138,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // given as an SQLite URI (file:...) so that mode=ro reaches SQLite and odd
 // characters in the path are escaped. The driver runs busy_timeout(5000)
 // first, then the pragmas in order. _time_format is deliberately absent: it
-// silently disables _txlock (FACTS).
+// silently disables _txlock (docs/sqlite.md).
 func dsnFor(abs string, readOnly bool) string {
 	u := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
 	if readOnly {

@@ -17,7 +17,7 @@ type SweepResult struct {
 	Stale []Worker
 }
 
-// Sweep is the coordinator's periodic pass (DESIGN §2), in one write
+// Sweep is the coordinator's periodic pass (docs/design.md §2), in one write
 // transaction, run only when there is something to do (a read checks
 // first, so an idle sweep does not bump the serial):
 //
@@ -31,7 +31,7 @@ type SweepResult struct {
 //     ago (last_heartbeat_at + ttl <= now) becomes stale, with an
 //     EventStale event.
 //
-// Sweep never marks a task succeeded (DESIGN §3 invariant 5).
+// Sweep never marks a task succeeded (docs/design.md §3 invariant 5).
 func (s *Store) Sweep(ctx context.Context, now time.Time, pol PolicyFunc) (SweepResult, error) {
 	var due bool
 	err := s.read(ctx, func(tx *sql.Tx) error {
@@ -123,7 +123,7 @@ type RevokeResult struct {
 }
 
 // RevokeAllLeases is what apply does when it takes over the lock of a dead
-// apply (DESIGN §3 invariant 9), in one write transaction: every active
+// apply (docs/design.md §3 invariant 9), in one write transaction: every active
 // lease becomes revoked, its attempt ends lost (error: reason), and its task
 // spends one of max_lost: it becomes queued with a lost retry directive due
 // at once (not_before = now), or failed when the budget is spent. Every
@@ -217,7 +217,7 @@ type TaskFinish struct {
 
 // FinishTasks ends several unfinished tasks in one write transaction, each
 // with its status (failed or cancelled: only an accepted result succeeds a
-// task, DESIGN §3 invariant 5) and reason, consuming their open retry
+// task, docs/design.md §3 invariant 5) and reason, consuming their open retry
 // directives and appending an EventFailed or EventCancelled event each.
 // Tasks that are unknown, already finished or hold an active lease are
 // skipped. It returns the addresses it finished.

@@ -13,7 +13,7 @@ import (
 // the same address: name, index, def_hash, spec, budgets (max_attempts,
 // max_lost) and status are set from d; failures_used, lost_used, last_error
 // and finished_at are reset (a fresh budget, whether or not the def_hash
-// changed: DESIGN §1 retries a failed task with a fresh budget). attempts is
+// changed: docs/design.md §1 retries a failed task with a fresh budget). attempts is
 // kept, so attempt numbers stay unique per task. finished_at is set to now
 // when d.Status is final. now is updated_at (and created_at for a new task).
 //

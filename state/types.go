@@ -7,7 +7,7 @@ import "time"
 // Durations are stored in whole milliseconds.
 
 // Pool is a named group of identical workers launched by one provider
-// (DESIGN §2), as apply last recorded it.
+// (docs/design.md §2), as apply last recorded it.
 type Pool struct {
 	Name     string            // unique, non-empty
 	Provider string            // provider name, e.g. "local"
@@ -117,7 +117,7 @@ const (
 	EventFinished = "finished"
 )
 
-// Lock is the apply lock (DESIGN §3 invariant 9).
+// Lock is the apply lock (docs/design.md §3 invariant 9).
 type Lock struct {
 	ID        string // random id of this acquisition; names it for renew/release/force-unlock
 	Holder    string // who holds it, e.g. "user@host"

@@ -8,7 +8,7 @@ import (
 )
 
 // PlanCmd computes and prints a plan. It opens the state read-only and
-// never creates it (DESIGN §3 invariant 8).
+// never creates it (docs/design.md §3 invariant 8).
 type PlanCmd struct {
 	Replace          []string `name:"replace" sep:"none" placeholder:"ADDR" help:"Run this succeeded task again, and the tasks downstream of it (repeatable; task.NAME, task.NAME[INDEX] or NAME)."`
 	DetailedExitcode bool     `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are changes, 1 on error."`

@@ -19,7 +19,7 @@ const (
 )
 
 // renderPlan writes the plan document in the Terraform-like grammar of
-// DESIGN §6: one block per change with its symbol, reason and placement
+// docs/design.md §6: one block per change with its symbol, reason and placement
 // (the pool it counts toward, the other pools that could run it), each
 // pool's worker count with why, then the summary line.
 func renderPlan(w io.Writer, doc *planDoc, color bool) error {
