@@ -71,6 +71,7 @@ func (at *attempt) stopped() (bool, string) {
 // attemptPaths are where an attempt's files live inside the work folder.
 type attemptPaths struct {
 	logDir, stdout, stderr, scratch string
+	groups                          string // GroupsDir of the work folder
 }
 
 // pathsFor returns the log and scratch locations of an assignment:
@@ -85,6 +86,7 @@ func pathsFor(workDir string, asg protocol.Assignment) attemptPaths {
 		stdout:  filepath.Join(logDir, "stdout"),
 		stderr:  filepath.Join(logDir, "stderr"),
 		scratch: filepath.Join(workDir, "scratch", name, n),
+		groups:  GroupsDir(workDir),
 	}
 }
 
@@ -273,6 +275,11 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	}
 	ex.ran = true
 	pgid := cmd.Process.Pid
+	// Record the group while it runs: if this agent dies (SIGKILL, OOM),
+	// Pdeathsig ends only the command itself, and whoever supervises the
+	// agent kills what the command started with KillOrphanGroups.
+	unrecord := recordGroup(paths.groups, pgid)
+	defer unrecord()
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait() // the exit status is read from cmd.ProcessState below
@@ -336,4 +343,67 @@ func killGroup(pgid int, done <-chan struct{}, grace time.Duration) {
 	case <-t.C:
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// GroupsDir is the folder of the work folder where running attempts'
+// process groups are recorded, one empty file "<agent pid>.<pgid>" each,
+// removed when the attempt ends. A supervisor that sees an agent die kills
+// the groups left there (KillOrphanGroups).
+func GroupsDir(workDir string) string { return filepath.Join(workDir, "groups") }
+
+// recordGroup records pgid as a running attempt of this agent, and returns
+// the function that removes the record. Failing to record is not fatal: it
+// only loses the clean-up after a crash.
+func recordGroup(dir string, pgid int) func() {
+	if dir == "" {
+		return func() {}
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%d.%d", os.Getpid(), pgid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return func() {}
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return func() {}
+	}
+	f.Close()
+	return func() { os.Remove(name) }
+}
+
+// KillOrphanGroups kills (SIGKILL) the process groups of attempts recorded
+// in GroupsDir(workDir) whose agent is gone: those of agentPID when it is
+// > 0, otherwise those of every recorded agent that is no longer running.
+// It removes their records and returns how many groups it signalled. A
+// record of a live agent is left alone unless agentPID names it.
+func KillOrphanGroups(workDir string, agentPID int) int {
+	dir := GroupsDir(workDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	killed := 0
+	for _, e := range entries {
+		var owner, pgid int
+		if _, err := fmt.Sscanf(e.Name(), "%d.%d", &owner, &pgid); err != nil || pgid <= 1 {
+			continue
+		}
+		if agentPID > 0 && owner != agentPID {
+			continue
+		}
+		if agentPID <= 0 && processAlive(owner) {
+			continue
+		}
+		if err := syscall.Kill(-pgid, syscall.SIGKILL); err == nil {
+			killed++
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+	return killed
+}
+
+// processAlive reports whether pid exists (kill(pid, 0) succeeds or is
+// refused for permission).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

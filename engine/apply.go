@@ -385,6 +385,7 @@ loop:
 					failedInRow[w.pool.Runtime.Name]++
 					msg += " before it registered; see " + w.log
 				}
+				a.cleanup(ctx, provs[w.pool.Provider], w)
 				a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Message: msg})
 				continue
 			}
@@ -503,6 +504,15 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 			time.Sleep(50 * time.Millisecond)
 		}
 		w.exited = true
+		a.cleanup(ctx, prov, w)
+	}
+}
+
+// cleanup asks the provider, when it can, to remove what an exited worker
+// left running (for local workers: its attempts' process groups).
+func (a *applier) cleanup(ctx context.Context, prov providers.Provider, w *launched) {
+	if c, ok := prov.(providers.Cleaner); ok {
+		_ = c.Cleanup(ctx, providers.CleanupRequest{ID: w.id, WorkDir: a.opts.WorkDir})
 	}
 }
 

@@ -34,6 +34,22 @@ type Provider interface {
 	Status(ctx context.Context, req StatusRequest) (StatusResponse, error)
 }
 
+// Cleaner is implemented by providers that can clean up after a worker that
+// exited without finishing its attempts: the local provider kills the
+// process groups its attempts left behind (a killed agent takes only its
+// direct children with it). Apply calls it for every worker that exited.
+type Cleaner interface {
+	Cleanup(ctx context.Context, req CleanupRequest) error
+}
+
+// CleanupRequest names a worker that has exited.
+type CleanupRequest struct {
+	// ID is a LaunchResponse.ID.
+	ID string
+	// WorkDir is the work folder the worker was launched with.
+	WorkDir string
+}
+
 // LaunchRequest describes one worker to launch.
 type LaunchRequest struct {
 	// Pool is the name of the worker's pool.

@@ -19,7 +19,7 @@ import (
 	"github.com/wdc-dev/wdc/state"
 	"golang.org/x/term"
 
-	_ "github.com/wdc-dev/wdc/providers/local" // registers the local provider
+	"github.com/wdc-dev/wdc/providers/local" // also registers the local provider
 )
 
 // ApplyCmd computes the plan under the state lock, asks for confirmation,
@@ -149,6 +149,14 @@ func (c *ApplyCmd) Run(e *env) error {
 		}
 		fmt.Fprintf(e.stderr, "Took over the state lock of an apply %s (%s, host %s, pid %d, started %s).\n",
 			why, prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
+	}
+	if lock.Previous != nil {
+		// Stop what the previous apply left running on this host before its
+		// tasks run again: its agents, and the attempts they started.
+		if agents, groups := stopStrays(ctx, store, filepath.Dir(path)); agents+groups > 0 {
+			fmt.Fprintf(e.stderr, "Stopped %s and %s left running by that apply.\n",
+				count(agents, "worker", "workers"), count(groups, "attempt process group", "attempt process groups"))
+		}
 	}
 	revoked, err := engine.RecoverState(ctx, store, "the apply that granted the lease is gone", now)
 	if err != nil {
@@ -282,4 +290,22 @@ func (e *env) listenAddress(cfg *wdchcl.Config) (string, error) {
 		return v, nil
 	}
 	return cfg.Settings.Listen, nil
+}
+
+// stopStrays kills the local workers of this host that the state still
+// counts as alive (an apply that died or stalled left them), and the
+// attempt process groups of dead agents.
+func stopStrays(ctx context.Context, store *state.Store, workDir string) (agents, groups int) {
+	snap, err := store.Snapshot(ctx)
+	if err != nil {
+		return 0, 0
+	}
+	host, _ := os.Hostname()
+	var pids []int
+	for _, w := range snap.Workers {
+		if w.Status != state.WorkerGone && w.Host == host {
+			pids = append(pids, w.PID)
+		}
+	}
+	return local.StopStrays(workDir, pids)
 }

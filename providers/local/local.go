@@ -7,14 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wdc-dev/wdc/agent"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers"
 )
@@ -26,7 +29,10 @@ func init() {
 	providers.Register(Name, func() providers.Provider { return New() })
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider = (*Provider)(nil)
+	_ providers.Cleaner  = (*Provider)(nil)
+)
 
 // Provider runs workers as processes on this machine. It reaps the workers
 // it launched, so Status knows their exit codes; workers launched by
@@ -231,4 +237,58 @@ func alive(pid int) bool {
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+}
+
+// Cleanup kills (SIGKILL) the process groups of attempts that the worker
+// req.ID left running when it exited (for example when it was killed): its
+// commands are in their own process groups, and a dying agent takes only
+// its direct children with it.
+func (p *Provider) Cleanup(_ context.Context, req providers.CleanupRequest) error {
+	pid, err := parseID(req.ID)
+	if err != nil {
+		return err
+	}
+	agent.KillOrphanGroups(req.WorkDir, pid)
+	return nil
+}
+
+// StopStrays ends what an apply that is gone left running on this host:
+// each pid in agents that is still a `wdc agent` process is killed
+// (SIGKILL), then the process groups of attempts whose agent is dead are
+// killed. It returns the number of agents and groups it killed. Apply calls
+// it when it takes over the lock of a dead or stalled apply, before it runs
+// those tasks again.
+func StopStrays(workDir string, agents []int) (killedAgents, killedGroups int) {
+	for _, pid := range agents {
+		if pid <= 1 || pid == os.Getpid() || !isAgent(pid) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killedAgents++
+			waitGone(pid, 2*time.Second)
+		}
+	}
+	return killedAgents, agent.KillOrphanGroups(workDir, 0)
+}
+
+// isAgent reports whether pid runs `… agent --server …` (a wdc worker), so a
+// reused pid is never killed.
+func isAgent(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	return len(args) >= 3 && args[1] == "agent" && slices.Contains(args, "--server")
+}
+
+// waitGone polls until pid no longer exists or the timeout passes.
+func waitGone(pid int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

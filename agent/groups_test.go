@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startGroup starts `sleep 60` as the leader of its own process group.
+func startGroup(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	return cmd
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) bool {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
+}
+
+func TestKillOrphanGroups(t *testing.T) {
+	// A pid that cannot exist: pid_max is at most 2^22, and pids are below it.
+	const deadAgent = 1 << 22
+	tests := []struct {
+		name     string
+		owner    int // agent pid written in the record
+		agentPID int // argument to KillOrphanGroups
+		killed   bool
+	}{
+		{"dead agent, sweep of the dead", deadAgent, 0, true},
+		{"live agent is left alone by the sweep", os.Getpid(), 0, false},
+		{"live agent named explicitly", os.Getpid(), os.Getpid(), true},
+		{"another agent named", deadAgent, deadAgent + 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			work := t.TempDir()
+			cmd := startGroup(t)
+			dir := GroupsDir(work)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			rec := filepath.Join(dir, fmt.Sprintf("%d.%d", tt.owner, cmd.Process.Pid))
+			if err := os.WriteFile(rec, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			n := KillOrphanGroups(work, tt.agentPID)
+			if tt.killed {
+				if n != 1 || !waitExit(t, cmd) {
+					t.Fatalf("killed %d groups; the group must be gone", n)
+				}
+				if _, err := os.Stat(rec); !os.IsNotExist(err) {
+					t.Fatalf("record %s not removed", rec)
+				}
+				return
+			}
+			if n != 0 {
+				t.Fatalf("killed %d groups, want none", n)
+			}
+			if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+				t.Fatalf("group leader gone: %v", err)
+			}
+		})
+	}
+}
