@@ -239,16 +239,25 @@ func checkResult(req protocol.ResultRequest) error {
 	return nil
 }
 
-func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
-	var req protocol.RegisterRequest
-	ps, _, herr := c.begin(w, r, &req)
+// decodeRequest authenticates r and decodes and checks its body; when
+// anything is wrong it has written the typed 4xx answer and ok is false.
+func decodeRequest[T any](c *Coordinator, w http.ResponseWriter, r *http.Request, check func(T) error) (ps *poolState, req T, body []byte, ok bool) {
+	ps, body, herr := c.begin(w, r, &req)
 	if herr == nil {
-		if err := checkRegister(req); err != nil {
+		if err := check(req); err != nil {
 			herr = badRequest("%v", err)
 		}
 	}
 	if herr != nil {
 		herr.write(w)
+		return nil, req, nil, false
+	}
+	return ps, req, body, true
+}
+
+func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
+	ps, req, _, ok := decodeRequest(c, w, r, checkRegister)
+	if !ok {
 		return
 	}
 	resp, err := c.register(r.Context(), ps, req)
@@ -260,15 +269,8 @@ func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Coordinator) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
-	var req protocol.HeartbeatRequest
-	ps, _, herr := c.begin(w, r, &req)
-	if herr == nil {
-		if err := checkHeartbeat(req); err != nil {
-			herr = badRequest("%v", err)
-		}
-	}
-	if herr != nil {
-		herr.write(w)
+	ps, req, _, ok := decodeRequest(c, w, r, checkHeartbeat)
+	if !ok {
 		return
 	}
 	wk, err := c.worker(ps, r.PathValue("id"))
@@ -285,15 +287,8 @@ func (c *Coordinator) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Coordinator) serveClaim(w http.ResponseWriter, r *http.Request) {
-	var req protocol.ClaimRequest
-	ps, _, herr := c.begin(w, r, &req)
-	if herr == nil {
-		if err := checkClaim(req); err != nil {
-			herr = badRequest("%v", err)
-		}
-	}
-	if herr != nil {
-		herr.write(w)
+	ps, req, _, ok := decodeRequest(c, w, r, checkClaim)
+	if !ok {
 		return
 	}
 	wk, err := c.worker(ps, r.PathValue("id"))
@@ -314,23 +309,16 @@ func (c *Coordinator) serveClaim(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Coordinator) serveResult(w http.ResponseWriter, r *http.Request) {
-	var req protocol.ResultRequest
-	ps, body, herr := c.begin(w, r, &req)
 	var token int64
-	if herr == nil {
+	ps, req, body, ok := decodeRequest(c, w, r, func(req protocol.ResultRequest) error {
 		var err error
 		token, err = strconv.ParseInt(r.PathValue("token"), 10, 64)
-		switch {
-		case err != nil || token < 1:
-			herr = badRequest("the lease token in the path must be a positive integer, have %q", r.PathValue("token"))
-		default:
-			if err := checkResult(req); err != nil {
-				herr = badRequest("%v", err)
-			}
+		if err != nil || token < 1 {
+			return fmt.Errorf("the lease token in the path must be a positive integer, have %q", r.PathValue("token"))
 		}
-	}
-	if herr != nil {
-		herr.write(w)
+		return checkResult(req)
+	})
+	if !ok {
 		return
 	}
 	poster, err := c.worker(ps, req.WorkerID)
