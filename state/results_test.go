@@ -440,3 +440,71 @@ func TestRawClaimForBenchmark(t *testing.T) {
 		t.Fatalf("second: %v %v", ok, err)
 	}
 }
+
+// TestOnlyAnAcceptedResultSucceedsATask checks invariant 5 of
+// docs/design.md §3: lease and registry operations — grant, heartbeat,
+// expiry by the sweep, release, revoke, worker status changes, finishing
+// tasks in bulk — never mark a task succeeded; only an accepted successful
+// result does.
+func TestOnlyAnAcceptedResultSucceedsATask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s) // task.a queued, worker w1
+	pol := func(string) TaskPolicy { return TaskPolicy{Backoff: time.Millisecond, MaxBackoff: time.Millisecond} }
+	now := t0
+	notSucceeded := func(step string) {
+		t.Helper()
+		if got := taskOf(t, s, "task.a"); got.Status == TaskSucceeded {
+			t.Fatalf("after %s: task.a is succeeded without an accepted result", step)
+		}
+	}
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"grant", func() error { _, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, now); return err }},
+		{"heartbeat", func() error { _, err := s.Heartbeat(ctx, "w1", now.Add(time.Second)); return err }},
+		{"sweep expiry", func() error { now = now.Add(time.Minute); _, err := s.Sweep(ctx, now, pol); return err }},
+		{"worker back", func() error { return s.SetWorkerStatus(ctx, "w1", WorkerActive, now) }},
+		{"grant again", func() error {
+			now = now.Add(time.Second)
+			_, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, now)
+			return err
+		}},
+		{"release", func() error { _, err := s.ReleaseLease(ctx, 2, "not delivered", now); return err }},
+		{"grant a third time", func() error {
+			_, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, now)
+			return err
+		}},
+		{"revoke all", func() error { _, err := s.RevokeAllLeases(ctx, "apply gone", now); return err }},
+		{"finish as succeeded in bulk", func() error {
+			if _, err := s.FinishTasks(ctx, []TaskFinish{{"task.a", TaskSucceeded, ""}}, now); !errors.Is(err, ErrInvalid) {
+				return errors.New("FinishTasks accepted succeeded")
+			}
+			return nil
+		}},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		notSucceeded(st.name)
+	}
+	// Now the one way: an accepted successful result for the current lease.
+	if err := s.SetWorkerStatus(ctx, "w1", WorkerActive, now); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "k", Token: l.Token, Task: "task.a", Attempt: l.Attempt, WorkerID: "w1", ExitCode: &zero}, pol, now)
+	if err != nil || dec.Decision != "accepted" {
+		t.Fatalf("AcceptResult = %+v, %v", dec, err)
+	}
+	if got := taskOf(t, s, "task.a"); got.Status != TaskSucceeded {
+		t.Fatalf("after an accepted result task.a is %s", got.Status)
+	}
+}
