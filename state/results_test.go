@@ -463,7 +463,10 @@ func TestOnlyAnAcceptedResultSucceedsATask(t *testing.T) {
 		name string
 		do   func() error
 	}{
-		{"grant", func() error { _, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, now); return err }},
+		{"grant", func() error {
+			_, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, now)
+			return err
+		}},
 		{"heartbeat", func() error { _, err := s.Heartbeat(ctx, "w1", now.Add(time.Second)); return err }},
 		{"sweep expiry", func() error { now = now.Add(time.Minute); _, err := s.Sweep(ctx, now, pol); return err }},
 		{"worker back", func() error { return s.SetWorkerStatus(ctx, "w1", WorkerActive, now) }},
