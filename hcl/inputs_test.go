@@ -352,3 +352,23 @@ func TestUnreadableConfigFile(t *testing.T) {
 		t.Errorf("want one read error giving the reason, got %v", diags)
 	}
 }
+
+func TestSensitiveInputErrorsDoNotEchoTheValue(t *testing.T) {
+	dir := t.TempDir()
+	src := "variable \"pin\" {\n  type      = number\n  sensitive = true\n}\n\npool \"p\" {\n  provider = \"local\"\n}\n\ntask \"t\" {\n  command = [\"echo\", var.pin]\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []Inputs{{Vars: []string{"pin=SECRETPIN"}}, {Environ: []string{"WDC_VAR_pin=SECRETPIN"}}} {
+		cfg, diags := Load(dir, in)
+		if !diags.HasErrors() {
+			t.Fatalf("%+v: want an error", in)
+		}
+		var buf strings.Builder
+		w := hcl.NewDiagnosticTextWriter(&buf, cfg.Files, 100, false)
+		_ = w.WriteDiagnostics(diags)
+		if strings.Contains(buf.String(), "SECRETPIN") || !strings.Contains(buf.String(), "(sensitive)") {
+			t.Errorf("%+v: diagnostics echo the sensitive value or do not say it is hidden:\n%s", in, buf.String())
+		}
+	}
+}

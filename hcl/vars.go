@@ -237,7 +237,12 @@ func (l *loader) setRaw(d *varDecl, raw, source string) {
 		fname = fmt.Sprintf("<value of %s, occurrence %d>", source, n)
 	}
 	src := []byte(raw)
-	l.parser.AddFile(fname, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
+	shown := raw // what messages may repeat of the value
+	if d.v.Sensitive {
+		shown = "(sensitive)" // no snippet and no echo of a sensitive value
+	} else {
+		l.parser.AddFile(fname, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
+	}
 	expr, diags := hclsyntax.ParseExpression(src, fname, hcl.InitialPos)
 	rng := hcl.Range{Filename: fname, Start: hcl.InitialPos, End: hcl.InitialPos}
 	if expr != nil {
@@ -255,9 +260,9 @@ func (l *loader) setRaw(d *varDecl, raw, source string) {
 	}
 	var reason string
 	if diags.HasErrors() {
-		reason = rawReason(raw, d.v.Type, diags)
+		reason = rawReason(shown, d.v.Type, diags)
 	} else if cv, err := d.convert(val); err != nil {
-		reason = fmt.Sprintf("%q is not %s: %s", raw, typeArticle(d.v.Type), err)
+		reason = fmt.Sprintf("%q is not %s: %s", shown, typeArticle(d.v.Type), err)
 	} else {
 		d.v.Value, d.set = cv, true
 		return
