@@ -117,6 +117,15 @@ func (c *TasksShowCmd) Run(e *env) error {
 		}
 	}
 	if task == nil {
+		var instances []string
+		for _, t := range snap.Tasks {
+			if strings.HasPrefix(t.Address, addr+"[") {
+				instances = append(instances, t.Address)
+			}
+		}
+		if len(instances) > 0 {
+			return fmt.Errorf("%s is a counted task: show one instance, e.g. wdc tasks show %s (instances: %s)", addr, instances[0], strings.Join(instances, ", "))
+		}
 		return fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
 	}
 	attempts, err := st.Attempts(ctx, addr)
