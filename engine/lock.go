@@ -105,7 +105,8 @@ func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions)
 	}
 }
 
-// KeepAlive renews the lock every third of its TTL until Release. If the
+// KeepAlive renews the lock every third of its TTL (at most every 2 s)
+// until Release. If the
 // lock is lost (forced or taken over), Lost is closed.
 func (l *ApplyLock) KeepAlive(ctx context.Context) {
 	if l.kept.Swap(true) {
@@ -113,7 +114,9 @@ func (l *ApplyLock) KeepAlive(ctx context.Context) {
 	}
 	go func() {
 		defer close(l.done)
-		t := time.NewTicker(l.opts.TTL / 3)
+		// Renew often enough that a lost lock is noticed within seconds
+		// (writes are fenced by the lock anyway: state.GuardWrites).
+		t := time.NewTicker(min(l.opts.TTL/3, 2*time.Second))
 		defer t.Stop()
 		for {
 			select {

@@ -25,9 +25,14 @@
 // sets busy_timeout(5000) first. _time_format is never used (it silently
 // disables _txlock). Every write method goes through one helper, which also
 // bumps state_info.serial in the same transaction: the serial changes on
-// every write, and a saved plan that recorded (lineage, serial) can tell that
-// the state moved. The lineage is random hex set once when the file is
-// created.
+// every write of the state's content, and a saved plan that recorded
+// (lineage, serial) can tell that the state moved. The apply lock's own
+// methods (acquire, renew, release, force-unlock) do not bump it: the lock
+// is coordination beside the content, as Terraform's lock is, and taking it
+// must not make a saved plan stale. GuardWrites fences a Store by its lock:
+// each content write then checks, in its own transaction, that the lock is
+// still held, so an apply whose lock was removed or taken over cannot write
+// a row more. The lineage is random hex set once when the file is created.
 //
 // Opening a new file is safe when several processes race: migrations run in
 // one BEGIN IMMEDIATE transaction that re-reads schema_migrations after taking

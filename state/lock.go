@@ -74,7 +74,7 @@ func (s *Store) AcquireLock(ctx context.Context, req LockRequest, now time.Time)
 		ID: randomHex(16), Holder: req.Holder, Host: req.Host, PID: req.PID,
 		StartedAt: fromMS(ms(now)), ExpiresAt: fromMS(ms(now) + durMS(req.TTL)),
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.writeLock(ctx, func(tx *sql.Tx) error {
 		cur, err := queryLock(ctx, tx)
 		if err != nil {
 			return err
@@ -113,7 +113,7 @@ func (s *Store) RenewLock(ctx context.Context, lockID string, ttl time.Duration,
 		return Lock{}, invalidf("lock ttl must be positive, have %s", ttl)
 	}
 	var l *Lock
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeLock(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE apply_lock SET expires_at = max(started_at, ?) WHERE id = 1 AND lock_id = ?`,
 			ms(now)+durMS(ttl), lockID)
 		if err != nil {
@@ -134,7 +134,7 @@ func (s *Store) RenewLock(ctx context.Context, lockID string, ttl time.Duration,
 // ReleaseLock removes the lock with the given ID. Errors: ErrLockLost when
 // the lock is no longer held under that ID.
 func (s *Store) ReleaseLock(ctx context.Context, lockID string, now time.Time) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.writeLock(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID)
 		if err != nil {
 			return fmt.Errorf("release lock: %w", err)
@@ -151,7 +151,7 @@ func (s *Store) ReleaseLock(ctx context.Context, lockID string, now time.Time) e
 // removed lock. Errors: ErrNotFound when no lock has that ID.
 func (s *Store) ForceUnlock(ctx context.Context, lockID string, now time.Time) (Lock, error) {
 	var l *Lock
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeLock(ctx, func(tx *sql.Tx) error {
 		var err error
 		if l, err = queryLock(ctx, tx); err != nil {
 			return err

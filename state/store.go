@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -33,6 +34,23 @@ type Store struct {
 	db       *sql.DB
 	readOnly bool
 	wmu      chan struct{} // one writer at a time within this Store
+	// guard, when set, is the apply lock ID every content write must still
+	// hold (GuardWrites).
+	guard atomic.Pointer[string]
+}
+
+// GuardWrites makes every later write of this Store that changes the
+// state's content (everything but the lock methods) check, inside its own
+// transaction, that the apply lock is still held under lockID, and fail
+// with ErrLockLost otherwise. An apply whose lock was removed or taken over
+// therefore cannot write a single row more: the lock fences the state the
+// way a fencing token fences a result. An empty lockID turns the check off.
+func (s *Store) GuardWrites(lockID string) {
+	if lockID == "" {
+		s.guard.Store(nil)
+		return
+	}
+	s.guard.Store(&lockID)
 }
 
 // Open opens the state file at path for reading and writing, creating its
@@ -231,6 +249,18 @@ func isUniqueViolation(err error, target string) bool {
 // the same transaction. Every write method goes through it. fn's error (or a
 // failed commit) rolls everything back, including the serial bump.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeTx(ctx, true, fn)
+}
+
+// writeLock is write for the apply lock's own row and events: neither the
+// guard nor the serial applies, because the lock is coordination beside the
+// state's content (as Terraform's lock is), and taking or releasing it must
+// not make a saved plan stale.
+func (s *Store) writeLock(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeTx(ctx, false, fn)
+}
+
+func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *sql.Tx) error) error {
 	if s.readOnly {
 		return fmt.Errorf("state file %s: %w", s.path, ErrReadOnly)
 	}
@@ -245,9 +275,27 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin write: %w", err)
 	}
+	if guard := s.guard.Load(); content && guard != nil {
+		var held string
+		err := tx.QueryRowContext(ctx, `SELECT lock_id FROM apply_lock WHERE id = 1`).Scan(&held)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && held != *guard) {
+			_ = tx.Rollback()
+			return fmt.Errorf("state file %s: write refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("check the apply lock: %w", err)
+		}
+	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
+	}
+	if !content {
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE state_info SET serial = serial + 1 WHERE id = 1`)
 	if err == nil {

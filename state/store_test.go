@@ -378,41 +378,46 @@ func TestSerialBumpsOnEveryWrite(t *testing.T) {
 	steps := []struct {
 		name string
 		do   func() error
+		// lock: the apply lock's own writes leave the serial alone, so
+		// taking and releasing the lock does not make a saved plan stale.
+		lock bool
 	}{
 		{"UpsertPool", func() error {
 			return s.UpsertPool(ctx, Pool{Name: "p", Provider: "local", Max: 1, Capacity: 1}, t0)
-		}},
+		}, false},
 		{"UpsertPool again", func() error {
 			return s.UpsertPool(ctx, Pool{Name: "p", Provider: "local", Max: 2, Capacity: 1}, t0)
-		}},
+		}, false},
 		{"RegisterWorker", func() error {
 			w, err := s.RegisterWorker(ctx, Worker{Pool: "p", Capacity: 1, HeartbeatInterval: 2 * time.Second, TTL: 10 * time.Second}, t0)
 			worker = w.ID
 			return err
-		}},
+		}, false},
 		{"UpsertTask", func() error {
 			return s.UpsertTask(ctx, TaskDef{Address: "task.a", Name: "a", Index: -1, DefHash: "h", Status: TaskQueued, MaxAttempts: 1}, t0)
-		}},
+		}, false},
 		{"GrantLease", func() error {
 			_, err := s.GrantLease(ctx, GrantRequest{Task: "task.a", WorkerID: worker, Timeout: time.Hour}, t0)
 			return err
-		}},
-		{"Heartbeat", func() error { _, err := s.Heartbeat(ctx, worker, t0.Add(time.Second)); return err }},
-		{"AppendEvent", func() error { return s.AppendEvent(ctx, Event{Kind: "note"}, t0) }},
+		}, false},
+		{"Heartbeat", func() error { _, err := s.Heartbeat(ctx, worker, t0.Add(time.Second)); return err }, false},
+		{"AppendEvent", func() error { return s.AppendEvent(ctx, Event{Kind: "note"}, t0) }, false},
 		{"AcquireLock", func() error {
 			l, _, err := s.AcquireLock(ctx, LockRequest{Holder: "me", TTL: time.Minute}, t0)
 			lockID = l.ID
 			return err
-		}},
-		{"RenewLock", func() error { _, err := s.RenewLock(ctx, lockID, time.Minute, t0); return err }},
-		{"ReleaseLock", func() error { return s.ReleaseLock(ctx, lockID, t0) }},
+		}, true},
+		{"RenewLock", func() error { _, err := s.RenewLock(ctx, lockID, time.Minute, t0); return err }, true},
+		{"ReleaseLock", func() error { return s.ReleaseLock(ctx, lockID, t0) }, true},
 	}
 	want := serial(t, s)
 	for _, st := range steps {
 		if err := st.do(); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		want++
+		if !st.lock {
+			want++
+		}
 		if got := serial(t, s); got != want {
 			t.Errorf("after %s: serial %d, want %d", st.name, got, want)
 		}
@@ -592,5 +597,51 @@ func TestOpenRefusesNonRegularFiles(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "is not a regular file") {
 			t.Errorf("Open(%s) = %v, want an error saying it is not a regular file", path, err)
 		}
+	}
+}
+
+// TestGuardWrites checks that a Store guarded by an apply lock refuses every
+// content write once the lock is removed or taken over, without touching the
+// state, while the lock's own methods still work.
+func TestGuardWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	l, _, err := s.AcquireLock(ctx, LockRequest{Holder: "a", TTL: time.Minute}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.GuardWrites(l.ID)
+	if err := s.AppendEvent(ctx, Event{Kind: "note"}, t0); err != nil {
+		t.Fatalf("write under the held lock: %v", err)
+	}
+	if _, err := s.ForceUnlock(ctx, l.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	before := serial(t, s)
+	writes := map[string]func() error{
+		"AppendEvent": func() error { return s.AppendEvent(ctx, Event{Kind: "note"}, t0) },
+		"ClaimLease": func() error {
+			_, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0)
+			return err
+		},
+		"Heartbeat":       func() error { _, err := s.Heartbeat(ctx, "w1", t0); return err },
+		"RevokeAllLeases": func() error { _, err := s.RevokeAllLeases(ctx, "x", t0); return err },
+	}
+	for name, w := range writes {
+		if err := w(); !errors.Is(err, ErrLockLost) {
+			t.Errorf("%s after the lock was removed: %v, want ErrLockLost", name, err)
+		}
+	}
+	if got := serial(t, s); got != before {
+		t.Errorf("serial moved from %d to %d", before, got)
+	}
+	// Another apply takes the lock: still refused for the guarded store.
+	if _, _, err := s.AcquireLock(ctx, LockRequest{Holder: "b", TTL: time.Minute}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendEvent(ctx, Event{Kind: "note"}, t0); !errors.Is(err, ErrLockLost) {
+		t.Errorf("write under another apply's lock: %v, want ErrLockLost", err)
 	}
 }

@@ -132,13 +132,16 @@ func (c *ApplyCmd) Run(e *env) error {
 		case <-ctx.Done():
 		}
 	}()
+	// From here on every write of this apply checks, in its own
+	// transaction, that the lock is still ours.
+	store.GuardWrites(lock.ID())
 	if saved != nil {
-		// Taking the lock is one write; anything more means another apply
-		// ran between the check above and the lock.
+		// Taking the lock does not move the serial; anything that did means
+		// another apply ran between the check above and the lock.
 		if _, serial, err := store.Info(ctx); err != nil {
 			return err
-		} else if serial != serialBefore+1 {
-			return fmt.Errorf("refusing the saved plan %s: the state changed while taking the lock (serial %d, now %d): save a new plan", c.PlanFile, serialBefore, serial-1)
+		} else if serial != serialBefore {
+			return fmt.Errorf("refusing the saved plan %s: the state changed while taking the lock (serial %d, now %d): save a new plan", c.PlanFile, serialBefore, serial)
 		}
 	}
 	now := e.now()
@@ -150,13 +153,12 @@ func (c *ApplyCmd) Run(e *env) error {
 		fmt.Fprintf(e.stderr, "Took over the state lock of an apply %s (%s, host %s, pid %d, started %s).\n",
 			why, prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
 	}
-	if lock.Previous != nil {
-		// Stop what the previous apply left running on this host before its
-		// tasks run again: its agents, and the attempts they started.
-		if agents, groups := stopStrays(ctx, store, filepath.Dir(path)); agents+groups > 0 {
-			fmt.Fprintf(e.stderr, "Stopped %s and %s left running by that apply.\n",
-				count(agents, "worker", "workers"), count(groups, "attempt process group", "attempt process groups"))
-		}
+	// Stop what an earlier apply left running on this host before its tasks
+	// run again (under our lock, no other apply's worker is legitimate): its
+	// agents, and the attempts they started.
+	if agents, groups := stopStrays(ctx, store, filepath.Dir(path)); agents+groups > 0 {
+		fmt.Fprintf(e.stderr, "Stopped %s and %s left running by an earlier apply.\n",
+			count(agents, "worker", "workers"), count(groups, "attempt process group", "attempt process groups"))
 	}
 	revoked, err := engine.RecoverState(ctx, store, "the apply that granted the lease is gone", now)
 	if err != nil {

@@ -32,6 +32,11 @@ func (c *PlanCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if l := snap.Lock; l != nil && l.ExpiresAt.After(e.now()) {
+		fmt.Fprintf(e.stderr, "Warning: an apply is running (lock held by %s, host %s, pid %d, since %s): "+
+			"the tasks it runs show as retries here; plan again when it has finished.\n",
+			l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
+	}
 	plan, diags := engine.NewPlan(cfg, snap, e.now(), engine.PlanOptions{Replace: c.Replace})
 	e.printDiags(cfg, diags)
 	if diags.HasErrors() {
