@@ -73,7 +73,11 @@ func CheckPlacement(cfg *wdchcl.Config) hcl.Diagnostics {
 		} else {
 			fmt.Fprintf(&b, "No pool's labels satisfy the placement of %s:", t.Address())
 			for _, p := range cfg.Pools {
-				fmt.Fprintf(&b, "\n  %s: %s", p.Address(), strings.Join(Unmet(p.Labels, t.Placement), "; "))
+				unmet := strings.Join(Unmet(p.Labels, t.Placement), "; ")
+				if t.Sensitive.Placement || p.SensitiveLabels {
+					unmet = fmt.Sprintf("%d unmet label requirements (values hidden: computed from a sensitive variable)", len(Unmet(p.Labels, t.Placement)))
+				}
+				fmt.Fprintf(&b, "\n  %s: %s", p.Address(), unmet)
 			}
 		}
 		rng := t.PlacementRange

@@ -83,7 +83,10 @@ type Pool struct {
 	DrainTimeout time.Duration     // default 60s
 	Heartbeat    Heartbeat
 	Local        *LocalPool // nil unless the block is present
-	DeclRange    hcl.Range
+	// SensitiveLabels is true when labels are computed from a sensitive
+	// variable; outputs show "(sensitive)" instead of their values.
+	SensitiveLabels bool
+	DeclRange       hcl.Range
 	// ProviderRange is the range of the provider attribute (DeclRange when
 	// it is missing); LabelsRange that of labels (DeclRange when absent).
 	ProviderRange hcl.Range
@@ -126,6 +129,15 @@ type Task struct {
 	// PlacementRange is the range of the placement attribute, or DeclRange
 	// when it is absent.
 	PlacementRange hcl.Range
+	// Sensitive says which attributes are computed from a sensitive
+	// variable; outputs show "(sensitive)" instead of their values.
+	Sensitive SensitiveFields
+}
+
+// SensitiveFields flags the task attributes whose expressions use a
+// sensitive variable (directly or through local values).
+type SensitiveFields struct {
+	Command, Env, Dir, Placement bool
 }
 
 // Address returns "task.NAME" or "task.NAME[INDEX]".

@@ -250,6 +250,7 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 	p.Capacity, _, d = l.ev.integer(body.Capacity, sc, DefaultPoolCapacity, 1, math.MaxInt32)
 	l.add(d...)
 	p.Labels, d = l.ev.stringMap(body.Labels, sc)
+	p.SensitiveLabels = l.attrSensitive(body.Labels)
 	l.add(d...)
 	if body.Labels != nil {
 		p.LabelsRange = body.Labels.Range
@@ -473,6 +474,12 @@ func (l *loader) instance(tb *taskBlock, body *taskBody, sc scope, index int) (*
 		}
 	}
 	t.Command = cmd
+	t.Sensitive = SensitiveFields{
+		Command:   l.attrSensitive(body.Command),
+		Env:       l.attrSensitive(body.Env),
+		Dir:       l.attrSensitive(body.Dir),
+		Placement: l.attrSensitive(body.Placement),
+	}
 
 	t.Env, d = l.ev.stringMap(body.Env, sc)
 	l.add(d...)

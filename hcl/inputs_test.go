@@ -372,3 +372,59 @@ func TestSensitiveInputErrorsDoNotEchoTheValue(t *testing.T) {
 		}
 	}
 }
+
+func TestSensitiveFieldsFollowReferences(t *testing.T) {
+	dir := t.TempDir()
+	src := `variable "token" {
+  type      = string
+  default   = "abc-def"
+  sensitive = true
+}
+
+variable "plain" {
+  default = "x"
+}
+
+locals {
+  derived = upper(var.token)
+  twice   = "${local.derived}-2"
+  open    = var.plain
+}
+
+pool "p" {
+  provider = "local"
+  labels   = { k = local.twice }
+}
+
+task "secret" {
+  command   = concat(["echo"], split("-", var.token))
+  env       = { T = local.twice }
+  dir       = path.root
+  placement = { k = local.twice }
+}
+
+task "open" {
+  command = ["echo", local.open]
+  env     = { P = var.plain }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := Load(dir, Inputs{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	want := map[string]SensitiveFields{
+		"task.secret": {Command: true, Env: true, Placement: true},
+		"task.open":   {},
+	}
+	for _, tk := range cfg.Tasks {
+		if got := tk.Sensitive; got != want[tk.Address()] {
+			t.Errorf("%s: Sensitive = %+v, want %+v", tk.Address(), got, want[tk.Address()])
+		}
+	}
+	if !cfg.Pools[0].SensitiveLabels {
+		t.Errorf("pool labels computed from a sensitive variable are not flagged")
+	}
+}

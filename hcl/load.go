@@ -49,6 +49,41 @@ type loader struct {
 	cfg    *Config
 	ev     *evaluator
 	diags  hcl.Diagnostics
+	// sensitiveLocals names the local values computed from a sensitive
+	// variable, directly or through other locals.
+	sensitiveLocals map[string]bool
+}
+
+// usesSensitive reports whether expr refers to a sensitive variable, or to
+// a local value computed from one. Values derived from a sensitive value
+// (upper(var.token), a list built from it) are sensitive as a whole, as in
+// Terraform: outputs show "(sensitive)" instead of any part of them.
+func (l *loader) usesSensitive(expr hcl.Expression) bool {
+	if expr == nil {
+		return false
+	}
+	for _, tr := range expr.Variables() {
+		name, ok := traversalStep(tr)
+		if !ok {
+			continue
+		}
+		switch tr.RootName() {
+		case "var":
+			if v := l.cfg.Variables[name]; v != nil && v.Sensitive {
+				return true
+			}
+		case "local":
+			if l.sensitiveLocals[name] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// attrSensitive is usesSensitive for an optional attribute.
+func (l *loader) attrSensitive(a *hcl.Attribute) bool {
+	return a != nil && l.usesSensitive(a.Expr)
 }
 
 func (l *loader) add(diags ...*hcl.Diagnostic) { l.diags = append(l.diags, diags...) }
@@ -64,7 +99,8 @@ func (l *loader) add(diags ...*hcl.Diagnostic) { l.diags = append(l.diags, diags
 // diagnostics hold errors the rest of the Config may be partial.
 func Load(dir string, in Inputs) (cfg *Config, diags hcl.Diagnostics) {
 	l := &loader{
-		parser: hclparse.NewParser(),
+		sensitiveLocals: map[string]bool{},
+		parser:          hclparse.NewParser(),
 		cfg: &Config{
 			Files:     map[string]*hcl.File{},
 			Variables: map[string]*Variable{},

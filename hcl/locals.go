@@ -73,6 +73,9 @@ func (l *loader) locals(blocks hcl.Blocks) {
 			continue
 		}
 		a := attrs[comp[0]]
+		if l.usesSensitive(a.Expr) {
+			l.sensitiveLocals[a.Name] = true
+		}
 		v, diags := l.ev.eval(a.Expr, scope{})
 		l.add(diags...)
 		l.ev.locals[a.Name] = v

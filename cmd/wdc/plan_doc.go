@@ -161,6 +161,9 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		if pool := provider[pc.Name]; pool != nil {
 			pd.Provider = pool.Provider
 			pd.Labels = red.env(pool.Labels)
+			if pool.SensitiveLabels {
+				pd.Labels = hiddenMap(pool.Labels)
+			}
 		}
 		doc.Pools = append(doc.Pools, pd)
 	}
@@ -179,6 +182,21 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 				Dir: red.text(def.Definition.Dir), DependsOn: append([]string{}, def.Definition.DependsOn...), Placement: map[string]string{}}
 			if t := tasks[tc.Address]; t != nil {
 				a.Placement = red.env(t.Placement)
+				// Values computed from a sensitive variable are hidden
+				// whole: a derived value (upper(var.token)) would not
+				// match the text of the secret.
+				if t.Sensitive.Command {
+					a.Command = []string{sensitiveText}
+				}
+				if t.Sensitive.Env {
+					a.Env = hiddenMap(a.Env)
+				}
+				if t.Sensitive.Dir {
+					a.Dir = sensitiveText
+				}
+				if t.Sensitive.Placement {
+					a.Placement = hiddenMap(a.Placement)
+				}
 			}
 			cd.After = a
 		}
@@ -310,6 +328,15 @@ func (r *redactor) env(env map[string]string) map[string]string {
 		out[r.text(k)] = r.text(v)
 	}
 	return out
+}
+
+// hiddenMap stands in for a map computed from a sensitive value: keys and
+// values may both give it away, so one "(sensitive)" entry replaces them.
+func hiddenMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return map[string]string{}
+	}
+	return map[string]string{sensitiveText: sensitiveText}
 }
 
 // writePlanFile writes doc to path as indented JSON, atomically.

@@ -71,7 +71,11 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 		}
 		b.WriteString(line + "\n")
 		if a := cd.After; a != nil {
-			b.WriteString("      command    = " + hclList(a.Command) + "\n")
+			if len(a.Command) == 1 && a.Command[0] == sensitiveText {
+				b.WriteString("      command    = " + sensitiveText + "\n")
+			} else {
+				b.WriteString("      command    = " + hclList(a.Command) + "\n")
+			}
 			if len(a.DependsOn) > 0 {
 				b.WriteString("      depends_on = [" + strings.Join(a.DependsOn, ", ") + "]\n")
 			}
