@@ -533,7 +533,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			err: "not run: the coordinator granted more assignments than the worker's free slots (" + strconv.Itoa(a.reg.Capacity) + ")"}
 		log.Warn("assignment beyond capacity: not running it")
 	} else {
-		log.Info("attempt started", "command", asg.Definition.Command, "dir", asg.WorkDir)
+		log.Info("attempt started") // not the command: it may hold a sensitive value; the plan shows it
 		ex = runAttempt(at, paths, taskEnv(a.environ, asg, a.reg.WorkerID, paths.scratch), a.opts.KillGrace)
 		a.mu.Lock()
 		a.running--
