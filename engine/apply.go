@@ -128,6 +128,10 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		if pool.Local != nil {
 			ap.Env = pool.Local.Env
 		}
+		if pool.SensitiveLabels {
+			// The state and its listings never hold a sensitive value.
+			ap.Runtime.RecordedLabels = map[string]string{"(sensitive)": "(sensitive)"}
+		}
 		pools = append(pools, ap)
 	}
 	tasks := make(map[string]TaskRuntime, len(cfg.Tasks))
@@ -226,8 +230,12 @@ func (a *applier) emit(e Event) {
 func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 	st, now := a.opts.Store, a.opts.Now
 	for _, p := range a.opts.Pools {
+		labels := p.Runtime.Labels
+		if p.Runtime.RecordedLabels != nil {
+			labels = p.Runtime.RecordedLabels
+		}
 		if err := st.UpsertPool(ctx, state.Pool{Name: p.Runtime.Name, Provider: p.Provider, Min: p.Min, Max: p.Max,
-			Capacity: p.Runtime.Capacity, Labels: p.Runtime.Labels}, now()); err != nil {
+			Capacity: p.Runtime.Capacity, Labels: labels}, now()); err != nil {
 			return nil, err
 		}
 	}

@@ -38,6 +38,10 @@ const (
 type PoolRuntime struct {
 	Name   string
 	Labels map[string]string
+	// RecordedLabels, when not nil, is what the state records as the
+	// workers' labels instead of Labels (apply hides labels computed from a
+	// sensitive variable). Placement always matches Labels.
+	RecordedLabels map[string]string
 	// Capacity is the number of attempts one worker runs at once (0 → 1).
 	Capacity int
 	// HeartbeatInterval (0 → 2s) and TTL (0 → 10s) are handed to each

@@ -33,8 +33,12 @@ func (c *Coordinator) register(ctx context.Context, ps *poolState, req protocol.
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	now := c.now()
+	recorded := ps.rt.Labels
+	if ps.rt.RecordedLabels != nil {
+		recorded = ps.rt.RecordedLabels
+	}
 	w, err := c.store.RegisterWorker(ctx, state.Worker{
-		Pool: ps.rt.Name, Labels: ps.rt.Labels, Capacity: ps.rt.Capacity,
+		Pool: ps.rt.Name, Labels: recorded, Capacity: ps.rt.Capacity,
 		Host: req.Host, PID: req.PID, Version: req.Version,
 		HeartbeatInterval: ps.rt.HeartbeatInterval, TTL: ps.rt.TTL,
 	}, now)
