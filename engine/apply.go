@@ -242,8 +242,8 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 	var runtimes []TaskRuntime
 	for _, tc := range a.opts.Plan.Tasks {
 		if tc.Action == ActionCancel {
-			err := st.FinishTask(ctx, tc.Address, state.TaskCancelled, "no longer in the configuration", now())
-			if err != nil && !errors.Is(err, state.ErrNotFound) {
+			if _, err := st.FinishTasks(ctx, []state.TaskFinish{{Address: tc.Address, Status: state.TaskCancelled,
+				Reason: "no longer in the configuration"}}, now()); err != nil {
 				return nil, err
 			}
 			a.res.Cancelled++

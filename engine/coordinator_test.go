@@ -169,7 +169,7 @@ func TestStartQueuesAndCancelsByDependencies(t *testing.T) {
 	}
 	pools := []PoolRuntime{rtPool("p", 1)}
 	upsertAll(t, s, pools, []TaskRuntime{rtTask("ok"), rtTask("bad")}, ct0)
-	if err := s.FinishTask(ctx, "task.bad", state.TaskFailed, "boom", ct0); err != nil {
+	if _, err := s.FinishTasks(ctx, []state.TaskFinish{{Address: "task.bad", Status: state.TaskFailed, Reason: "boom"}}, ct0); err != nil {
 		t.Fatal(err)
 	}
 	// task.ok succeeded in an earlier apply (raw path: grant + accept).

@@ -549,46 +549,6 @@ func TestValidation(t *testing.T) {
 
 func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
 
-func TestFinishTask(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := setup(t)
-	now := time.UnixMilli(1_700_000_000_000)
-	if err := s.UpsertTask(ctx, TaskDef{Address: "task.a", Name: "a", Index: -1, DefHash: "h", Status: TaskQueued, MaxAttempts: 1, MaxLost: 1}, now); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name    string
-		address string
-		status  TaskStatus
-		wantErr error
-	}{
-		{"not a final status", "task.a", TaskQueued, ErrInvalid},
-		{"unknown task", "task.nope", TaskCancelled, ErrNotFound},
-		{"cancel", "task.a", TaskCancelled, nil},
-	}
-	for _, tt := range tests {
-		err := s.FinishTask(ctx, tt.address, tt.status, "dependency task.x failed", now)
-		if !errors.Is(err, tt.wantErr) {
-			t.Fatalf("%s: err = %v, want %v", tt.name, err, tt.wantErr)
-		}
-	}
-	got, err := s.Task(ctx, "task.a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != TaskCancelled || got.LastError != "dependency task.x failed" || !got.FinishedAt.Equal(now) {
-		t.Fatalf("task after FinishTask = %+v", got)
-	}
-	events, err := s.Events(ctx, "task.a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(events) != 1 || events[0].Kind != EventFinished || events[0].Message != "cancelled: dependency task.x failed" {
-		t.Fatalf("events = %+v", events)
-	}
-}
-
 func TestOpenRefusesNonRegularFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

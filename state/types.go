@@ -112,9 +112,6 @@ type Event struct {
 const (
 	// EventLeased is appended by GrantLease; Message is "attempt N".
 	EventLeased = "leased"
-	// EventFinished is appended by FinishTask; Message is the status and
-	// the reason.
-	EventFinished = "finished"
 )
 
 // Lock is the apply lock (docs/design.md §3 invariant 9).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,9 +88,10 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 			Spec: d.Definition.Canonical(), Status: state.TaskQueued, MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost}, now))
 		switch status {
 		case state.TaskFailed, state.TaskCancelled:
-			ts.Check(st.FinishTask(ctx, t.Address(), status, "exit status 1", now))
+			_, err := st.FinishTasks(ctx, []state.TaskFinish{{Address: t.Address(), Status: status, Reason: "exit status 1"}}, now)
+			ts.Check(err)
 		case state.TaskSucceeded:
-			ts.Check(st.FinishTask(ctx, t.Address(), status, "", now))
+			ts.Check(seedSucceeded(ctx, st, now, t.Address()))
 		case state.TaskQueued:
 		default:
 			ts.Fatalf("seed-state: cannot seed status %q", status)
@@ -126,4 +128,51 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// seedSucceeded makes queued tasks succeeded the only way the state allows
+// (an accepted result, docs/design.md §3 invariant 5): a seeding worker
+// claims each and posts exit status 0. The attempts and events it leaves
+// are those of a real run.
+func seedSucceeded(ctx context.Context, st *state.Store, now time.Time, addrs ...string) error {
+	const pool, worker = "seed", "w-seed"
+	if err := st.UpsertPool(ctx, state.Pool{Name: pool, Provider: "local", Max: 1, Capacity: 1}, now); err != nil {
+		return err
+	}
+	if _, err := st.Worker(ctx, worker); errors.Is(err, state.ErrNotFound) {
+		if _, err := st.RegisterWorker(ctx, state.Worker{ID: worker, Pool: pool, Capacity: 1, Host: "seed",
+			HeartbeatInterval: time.Second, TTL: time.Hour}, now); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	} else if err := st.SetWorkerStatus(ctx, worker, state.WorkerActive, now); err != nil {
+		return err
+	}
+	zero := 0
+	for _, addr := range addrs {
+		l, err := st.ClaimLease(ctx, state.GrantRequest{Task: addr, WorkerID: worker, Timeout: time.Hour}, now)
+		if err != nil {
+			return fmt.Errorf("seeding %s: %w", addr, err)
+		}
+		dec, err := st.AcceptResult(ctx, state.ResultInput{Key: fmt.Sprintf("seed-%d", l.Token), Token: l.Token, Task: addr,
+			Attempt: l.Attempt, WorkerID: worker, ExitCode: &zero}, nil, now)
+		if err != nil {
+			return fmt.Errorf("seeding %s: %w", addr, err)
+		}
+		if dec.Decision != state.DecisionAccepted {
+			return fmt.Errorf("seeding %s: result %s: %s", addr, dec.Decision, dec.Detail)
+		}
+	}
+	return st.SetWorkerStatus(ctx, worker, state.WorkerGone, now)
+}
+
+// seedFailed ends queued tasks as failed with reason.
+func seedFailed(ctx context.Context, st *state.Store, now time.Time, reason string, addrs ...string) error {
+	var fin []state.TaskFinish
+	for _, a := range addrs {
+		fin = append(fin, state.TaskFinish{Address: a, Status: state.TaskFailed, Reason: reason})
+	}
+	_, err := st.FinishTasks(ctx, fin, now)
+	return err
 }

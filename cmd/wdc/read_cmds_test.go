@@ -46,8 +46,8 @@ func seedState(t *testing.T) string {
 		must(st.UpsertTask(ctx, state.TaskDef{Address: addr, Name: name, Index: idx, DefHash: strings.Repeat("ab", 32),
 			Spec: []byte(`{}`), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, now))
 	}
-	must(st.FinishTask(ctx, "task.fetch", state.TaskSucceeded, "", now))
-	must(st.FinishTask(ctx, "task.lint", state.TaskFailed, "exit status 2", now))
+	must(seedSucceeded(ctx, st, now, "task.fetch"))
+	must(seedFailed(ctx, st, now, "exit status 2", "task.lint"))
 	_, err = st.GrantLease(ctx, state.GrantRequest{Task: "task.build[0]", WorkerID: w1.ID, Timeout: time.Hour, Grace: 2 * time.Minute}, now)
 	must(err)
 	return path
@@ -70,7 +70,7 @@ func TestReadCommands(t *testing.T) {
 		{"tasks list", []string{"tasks", "list"}, []string{
 			"ADDRESS", "STATUS", "ATTEMPTS", "LAST ERROR",
 			"task.build[0]", "running", "1", "abababab",
-			"task.fetch", "succeeded", "0",
+			"task.fetch", "succeeded", "1",
 			"task.lint", "failed", "0", "exit status 2",
 		}},
 		{"tasks show by bare name", []string{"tasks", "show", "build[0]"}, []string{
@@ -79,7 +79,7 @@ func TestReadCommands(t *testing.T) {
 			"Events:", "leased",
 		}},
 		{"tasks show failed task", []string{"tasks", "show", "task.lint"}, []string{
-			"status:     failed", "last error: exit status 2", "Attempts:", "none", "Events:", "finished", "failed: exit status 2",
+			"status:     failed", "last error: exit status 2", "Attempts:", "none", "Events:", "failed", "exit status 2",
 		}},
 		{"workers list", []string{"workers", "list"}, []string{
 			"ID", "POOL", "LABELS", "STATUS", "HOST", "PID", "LAST HEARTBEAT", "LEASES",
@@ -119,17 +119,22 @@ func TestReadCommandsJSON(t *testing.T) {
 
 	var workers []workerJSON
 	decode(t, &workers, "--state", path, "workers", "list", "--json")
-	if len(workers) != 2 || workers[0].ID != "w-one" || workers[0].LeasesHeld != 1 || workers[0].Labels["can"] != "build" || workers[0].TTL != 10 {
+	// w-one and w-two, and the worker that seeded task.fetch's success
+	if len(workers) != 3 || workers[0].ID != "w-one" || workers[0].LeasesHeld != 1 || workers[0].Labels["can"] != "build" || workers[0].TTL != 10 {
 		t.Errorf("workers list --json = %+v", workers)
 	}
 
 	var leases []leaseJSON
 	decode(t, &leases, "--state", path, "leases", "list", "--json")
-	if len(leases) != 1 || leases[0].FencingToken != 1 || leases[0].WorkerID != "w-one" || leases[0].Status != "active" || leases[0].ExpiresAt == nil {
+	if len(leases) != 2 || leases[0].Status != "completed" {
+		t.Fatalf("leases list --json = %+v, want task.fetch's completed lease and task.build[0]'s active one", leases)
+	}
+	l := leases[1]
+	if l.FencingToken != 2 || l.WorkerID != "w-one" || l.Status != "active" || l.ExpiresAt == nil {
 		t.Errorf("leases list --json = %+v", leases)
 	}
 	// expires_at = min(granted + ttl, granted + timeout + grace) = granted + 10s
-	if got := leases[0].ExpiresAt.Sub(*leases[0].GrantedAt); got != 10*time.Second {
+	if got := l.ExpiresAt.Sub(*l.GrantedAt); got != 10*time.Second {
 		t.Errorf("lease expires %v after its grant, want 10s (the worker's ttl)", got)
 	}
 
@@ -139,7 +144,7 @@ func TestReadCommandsJSON(t *testing.T) {
 		Events      []eventJSON   `json:"events"`
 	}
 	decode(t, &show, "--state", path, "tasks", "show", "task.build[0]", "--json")
-	if show.Address != "task.build[0]" || len(show.AttemptList) != 1 || show.AttemptList[0].FencingToken != 1 || len(show.Events) == 0 {
+	if show.Address != "task.build[0]" || len(show.AttemptList) != 1 || show.AttemptList[0].FencingToken != 2 || len(show.Events) == 0 {
 		t.Errorf("tasks show --json = %+v", show)
 	}
 }

@@ -147,9 +147,8 @@ func seedSchemaState(t *testing.T, dir string) {
 		must(st.UpsertTask(ctx, state.TaskDef{Address: task.Address(), Name: task.Name, Index: task.Index, DefHash: d.Hash,
 			Spec: d.Definition.Canonical(), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, now))
 	}
-	must(st.FinishTask(ctx, "task.fetch", state.TaskSucceeded, "", now))
-	must(st.FinishTask(ctx, "task.shard[0]", state.TaskSucceeded, "", now))
-	must(st.FinishTask(ctx, "task.shard[1]", state.TaskFailed, "exit status 1", now))
+	must(seedSucceeded(ctx, st, now, "task.fetch", "task.shard[0]"))
+	must(seedFailed(ctx, st, now, "exit status 1", "task.shard[1]"))
 	must(st.UpsertPool(ctx, state.Pool{Name: "cpu", Provider: "local", Max: 2, Capacity: 1, Labels: map[string]string{"arch": "amd64"}}, now))
 	w, err := st.RegisterWorker(ctx, state.Worker{Pool: "cpu", Labels: map[string]string{"arch": "amd64"}, Capacity: 1,
 		Host: "lab1", PID: 4242, Version: "test", HeartbeatInterval: 2 * time.Second, TTL: 10 * time.Second}, now)
