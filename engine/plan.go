@@ -60,6 +60,9 @@ type TaskChange struct {
 	// OldHash and NewHash are the full def_hashes before and after; OldHash
 	// is "" for a new task, NewHash "" for a cancelled one.
 	OldHash, NewHash string
+	// OldSpec is the canonical definition (protocol.Definition as JSON) the
+	// state recorded, so a replace can show what changed; nil when none.
+	OldSpec []byte
 	// Pool is the name of the pool the task counts toward for sizing (the
 	// first pool in declaration order that can run it); "" for a cancel.
 	Pool string
@@ -238,6 +241,7 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 		default:
 			tc.PriorStatus = old.Status
 			tc.OldHash = old.DefHash
+			tc.OldSpec = old.Spec
 			ownChanged := string(old.Spec) != string(def.Definition.Canonical())
 			switch {
 			case old.DefHash != def.Hash || (len(upstream) > 0 && old.Status == state.TaskSucceeded):

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
@@ -104,6 +105,13 @@ type changeDoc struct {
 type beforeDoc struct {
 	Status  string `json:"status"`
 	DefHash string `json:"def_hash"`
+	// The definition the state recorded (absent when it has none): what a
+	// replace changes. Values computed from a sensitive variable now are
+	// hidden in the old definition too.
+	Command   []string          `json:"command,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Dir       string            `json:"dir,omitempty"`
+	DependsOn []string          `json:"depends_on,omitempty"`
 }
 
 type afterDoc struct {
@@ -176,6 +184,22 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 			Pool: tc.Pool, Candidates: append([]string{}, tc.Candidates...)}
 		if tc.PriorStatus != "" {
 			cd.Before = &beforeDoc{Status: string(tc.PriorStatus), DefHash: tc.OldHash}
+			var old protocol.Definition
+			if len(tc.OldSpec) > 0 && json.Unmarshal(tc.OldSpec, &old) == nil {
+				cd.Before.Command, cd.Before.Env, cd.Before.Dir = red.list(old.Command), red.env(old.Env), red.text(old.Dir)
+				cd.Before.DependsOn = old.DependsOn
+				if t := tasks[tc.Address]; t != nil {
+					if t.Sensitive.Command {
+						cd.Before.Command = []string{sensitiveText}
+					}
+					if t.Sensitive.Env {
+						cd.Before.Env = hiddenMap(old.Env)
+					}
+					if t.Sensitive.Dir {
+						cd.Before.Dir = sensitiveText
+					}
+				}
+			}
 		}
 		if def, ok := p.Definitions[tc.Address]; ok && tc.Action != engine.ActionCancel {
 			a := &afterDoc{DefHash: def.Hash, Command: red.list(def.Definition.Command), Env: red.env(def.Definition.Env),

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -71,13 +72,14 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 		}
 		b.WriteString(line + "\n")
 		if a := cd.After; a != nil {
-			if len(a.Command) == 1 && a.Command[0] == sensitiveText {
-				b.WriteString("      command    = " + sensitiveText + "\n")
-			} else {
-				b.WriteString("      command    = " + hclList(a.Command) + "\n")
-			}
+			b.WriteString("      command    = " + commandText(a.Command) + "\n")
 			if len(a.DependsOn) > 0 {
 				b.WriteString("      depends_on = [" + strings.Join(a.DependsOn, ", ") + "]\n")
+			}
+			if cd.Action == "replace" && cd.Before != nil && cd.Before.Command != nil {
+				for _, line := range changedLines(cd.Before, a) {
+					b.WriteString("      " + paint(colorYellow, "~") + " " + line + "\n")
+				}
 			}
 		}
 	}
@@ -107,4 +109,52 @@ func hclList(items []string) string {
 		q[i] = strconv.Quote(it)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// commandText renders a command as an HCL list, or "(sensitive)".
+func commandText(cmd []string) string {
+	if len(cmd) == 1 && cmd[0] == sensitiveText {
+		return sensitiveText
+	}
+	return hclList(cmd)
+}
+
+// changedLines lists, for a replace, each definition field that differs
+// from what the state recorded: "command was [...]", "env.KEY: "a" → "b"".
+func changedLines(before *beforeDoc, after *afterDoc) []string {
+	var out []string
+	if hclList(before.Command) != hclList(after.Command) {
+		out = append(out, "command was "+commandText(before.Command))
+	}
+	keys := map[string]bool{}
+	for k := range before.Env {
+		keys[k] = true
+	}
+	for k := range after.Env {
+		keys[k] = true
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		old, had := before.Env[k]
+		cur, has := after.Env[k]
+		switch {
+		case had && !has:
+			out = append(out, fmt.Sprintf("env.%s removed (was %q)", k, old))
+		case !had && has:
+			out = append(out, fmt.Sprintf("env.%s added: %q", k, cur))
+		case old != cur:
+			out = append(out, fmt.Sprintf("env.%s: %q → %q", k, old, cur))
+		}
+	}
+	if before.Dir != after.Dir {
+		out = append(out, fmt.Sprintf("dir: %q → %q", before.Dir, after.Dir))
+	}
+	if strings.Join(before.DependsOn, ",") != strings.Join(after.DependsOn, ",") {
+		out = append(out, fmt.Sprintf("depends_on was [%s]", strings.Join(before.DependsOn, ", ")))
+	}
+	return out
 }
