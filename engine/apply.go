@@ -439,8 +439,13 @@ loop:
 		}
 	}
 
-	// Stop: no new leases; drain (or kill, on abort) every worker.
-	coord.Drain()
+	// Stop: no new leases; drain (or kill, on abort) every worker. An
+	// operator's interruption spends no retry budget.
+	if a.res.Interrupted && !a.lockLost {
+		coord.Interrupt()
+	} else {
+		coord.Drain()
+	}
 	abort := a.lockLost
 	select {
 	case <-a.opts.Abort:
@@ -457,7 +462,11 @@ loop:
 		a.res.Attempts = prog.AttemptsGranted
 		return errors.New("the state lock was taken over or removed while applying; stopped without writing more to the state")
 	}
-	// Leases still active belong to workers that are gone now.
+	// Leases still active belong to workers that are gone now: handed back
+	// without cost after an interruption, revoked as lost otherwise.
+	if a.res.Interrupted {
+		coord.ReleaseLeases(context.Background(), "apply interrupted before the attempt reported")
+	}
 	if _, err := coord.RevokeLeases(context.Background(), "apply stopped before the attempt reported"); err != nil {
 		return err
 	}

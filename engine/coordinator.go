@@ -178,19 +178,20 @@ type Coordinator struct {
 	// that follows it, so memory follows the state's order of writes.
 	wmu sync.Mutex
 
-	mu         sync.Mutex // guards the fields below
-	tasks      map[string]*taskState
-	order      []*taskState
-	external   map[string]state.TaskStatus // dependencies outside the apply
-	workers    map[string]*workerState
-	leases     map[int64]*leaseState // active leases known to the coordinator
-	delayed    map[*taskState]struct{}
-	wake       chan struct{} // closed and replaced to wake waiting claims
-	stopped    bool          // StopGranting
-	draining   bool          // Drain
-	unfinished int
-	granted    int
-	done       chan struct{}
+	mu          sync.Mutex // guards the fields below
+	tasks       map[string]*taskState
+	order       []*taskState
+	external    map[string]state.TaskStatus // dependencies outside the apply
+	workers     map[string]*workerState
+	leases      map[int64]*leaseState // active leases known to the coordinator
+	delayed     map[*taskState]struct{}
+	wake        chan struct{} // closed and replaced to wake waiting claims
+	stopped     bool          // StopGranting
+	draining    bool          // Drain
+	interrupted bool          // Interrupt
+	unfinished  int
+	granted     int
+	done        chan struct{}
 }
 
 type poolState struct {
@@ -617,6 +618,48 @@ func (c *Coordinator) Drain() {
 	c.stopped = true
 	c.draining = true
 	c.broadcastLocked()
+}
+
+// Interrupt is Drain for an apply the operator stopped (Ctrl-C): attempts
+// that workers give up while draining (failure class lost) are handed back
+// without spending retry.max_lost, and ReleaseLeases ends the rest the same
+// way, so an interruption never fails a task.
+func (c *Coordinator) Interrupt() {
+	c.mu.Lock()
+	c.interrupted = true
+	c.mu.Unlock()
+	c.Drain()
+}
+
+func (c *Coordinator) isInterrupted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.interrupted
+}
+
+// ReleaseLeases hands back every active lease this coordinator knows of
+// without spending any budget (the tasks become queued again), for an
+// interrupted apply whose workers are gone. It returns how many it released.
+func (c *Coordinator) ReleaseLeases(ctx context.Context, reason string) int {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	tokens := make([]int64, 0, len(c.leases))
+	for t := range c.leases {
+		tokens = append(tokens, t)
+	}
+	c.mu.Unlock()
+	slices.Sort(tokens)
+	n := 0
+	for _, t := range tokens {
+		l, err := c.store.Lease(ctx, t)
+		if err != nil || l.Status != state.LeaseActive {
+			continue
+		}
+		c.releaseLocked(ctx, l, reason, c.now())
+		n++
+	}
+	return n
 }
 
 // Finished reports whether every task of the apply has a final status

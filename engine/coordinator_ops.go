@@ -323,6 +323,15 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	now := c.now()
+	if in.Class == state.FailureClassLost && c.isInterrupted() {
+		// The operator stopped the apply: an attempt its worker gave up
+		// while draining is handed back, not charged to retry.max_lost.
+		if l, err := c.store.Lease(ctx, token); err == nil && l.Status == state.LeaseActive &&
+			l.WorkerID == poster.id && l.Task == req.Task && l.Attempt == req.Attempt {
+			c.releaseLocked(ctx, l, "apply interrupted: "+req.Error, now)
+			return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
+		}
+	}
 	dec, err := c.store.AcceptResult(ctx, in, c.policy, now)
 	if err != nil {
 		return protocol.ResultResponse{}, err

@@ -854,3 +854,29 @@ func TestAbandonedClaimIsReleased(t *testing.T) {
 		t.Errorf("reclaim %+v, %v", resp, err)
 	}
 }
+
+// An operator's interruption spends no retry budget: an attempt given up
+// while draining (lost) is handed back, and ReleaseLeases ends the rest
+// the same way; with max_lost = 1 neither task fails.
+func TestInterruptSpendsNoBudget(t *testing.T) {
+	t.Parallel()
+	tasks := []TaskRuntime{withRetry(rtTask("a"), 1, 1, time.Second), withRetry(rtTask("b"), 1, 1, time.Second)}
+	h := newHarness(t, []PoolRuntime{rtPool("p", 2)}, tasks, harnessOpts{})
+	w := h.register("p")
+	got := w.claim(2)
+	if len(got) != 2 {
+		t.Fatalf("claimed %+v", got)
+	}
+	h.c.Interrupt()
+	if r := w.post(got[0], "lost", ""); r.Decision != state.DecisionRejected {
+		t.Errorf("lost result while interrupted = %+v, want the lease handed back (rejected)", r)
+	}
+	if n := h.c.ReleaseLeases(context.Background(), "apply interrupted"); n != 1 {
+		t.Errorf("ReleaseLeases = %d, want 1 (the lease still active)", n)
+	}
+	for _, addr := range []string{"task.a", "task.b"} {
+		if tk := h.task(addr); tk.Status != state.TaskQueued || tk.LostUsed != 0 {
+			t.Errorf("%s after the interruption: %s, lost_used %d; want queued with its budget intact", addr, tk.Status, tk.LostUsed)
+		}
+	}
+}
