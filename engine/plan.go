@@ -227,10 +227,15 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 			tc.Pool = tc.Candidates[0]
 		}
 
-		var upstream []string
+		var upstream, replacedUp, newUp []string
 		for _, dep := range t.DependsOn {
 			if c, ok := changes[dep]; ok && (c.Action == ActionReplace || c.Action == ActionRun) {
 				upstream = append(upstream, dep)
+				if c.Action == ActionReplace {
+					replacedUp = append(replacedUp, dep)
+				} else {
+					newUp = append(newUp, dep)
+				}
 			}
 		}
 
@@ -250,8 +255,11 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 				if ownChanged || len(upstream) == 0 {
 					why = append(why, "definition changed")
 				}
-				if len(upstream) > 0 {
-					why = append(why, fmt.Sprintf("depends on %s, which %s replaced", strings.Join(upstream, ", "), plural(len(upstream), "is", "are")))
+				if len(replacedUp) > 0 {
+					why = append(why, fmt.Sprintf("depends on %s, which %s replaced", strings.Join(replacedUp, ", "), plural(len(replacedUp), "is", "are")))
+				}
+				if len(newUp) > 0 {
+					why = append(why, fmt.Sprintf("depends on %s, which %s to run", strings.Join(newUp, ", "), plural(len(newUp), "is", "are")))
 				}
 				tc.Reason = strings.Join(why, "; ")
 			case replace[addr] && old.Status == state.TaskSucceeded:

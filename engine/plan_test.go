@@ -315,3 +315,22 @@ func TestNewPlanRetriesInterruptedAttempts(t *testing.T) {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }
+
+func TestNewPlanCountGrowsReasons(t *testing.T) {
+	two := &wdchcl.Config{Dir: "/cfg", Pools: []*wdchcl.Pool{pool("p", 1, 0, 2, nil)},
+		Tasks: []*wdchcl.Task{task("a", 0, "a0", nil), task("a", 1, "a1", nil), task("b", -1, "b", nil, "task.a[0]", "task.a[1]")}}
+	three := &wdchcl.Config{Dir: "/cfg", Pools: two.Pools,
+		Tasks: []*wdchcl.Task{task("a", 0, "a0", nil), task("a", 1, "a1", nil), task("a", 2, "a2", nil),
+			task("b", -1, "b", nil, "task.a[0]", "task.a[1]", "task.a[2]")}}
+	p, diags := NewPlan(three, stateOf(two, state.TaskSucceeded, nil), now, PlanOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	want := []change{
+		{"task.a[2]", "run", "new task", "p"},
+		{"task.b", "replace", "definition changed; depends on task.a[2], which is to run", "p"},
+	}
+	if diff := cmp.Diff(want, summarize(p)); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -84,6 +85,7 @@ func (c *ApplyCmd) Run(e *env) error {
 	}()
 
 	var saved *planDoc
+	var savedPlan *engine.Plan
 	if c.PlanFile != "" {
 		if len(c.Replace) > 0 {
 			return errors.New("--replace cannot be used with a saved plan: the plan already records what to replace")
@@ -97,6 +99,16 @@ func (c *ApplyCmd) Run(e *env) error {
 		}
 		if err := checkPlanFresh(saved, cfg); err != nil {
 			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
+		}
+		// Every check that needs no state runs before anything is written.
+		if savedPlan, err = planFromDoc(saved, cfg); err != nil {
+			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
+		}
+		if saved.State.Lineage != "" {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("refusing the saved plan %s: it was made for the state with lineage %s, and there is no state file at %s (check --state)",
+					c.PlanFile, saved.State.Lineage, path)
+			}
 		}
 	}
 
@@ -171,9 +183,7 @@ func (c *ApplyCmd) Run(e *env) error {
 	var plan *engine.Plan
 	doc := saved
 	if saved != nil {
-		if plan, err = planFromDoc(saved, cfg); err != nil {
-			return err
-		}
+		plan = savedPlan
 	} else {
 		snap, err := store.Snapshot(ctx)
 		if err != nil {
