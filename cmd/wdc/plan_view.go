@@ -73,6 +73,12 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 		b.WriteString(line + "\n")
 		if a := cd.After; a != nil {
 			b.WriteString("      command    = " + commandText(a.Command) + "\n")
+			if len(a.Env) > 0 {
+				b.WriteString("      env        = " + hclMap(a.Env) + "\n")
+			}
+			if a.Dir != "" && a.Dir != "." {
+				b.WriteString("      dir        = " + strconv.Quote(a.Dir) + "\n")
+			}
 			if len(a.DependsOn) > 0 {
 				b.WriteString("      depends_on = [" + strings.Join(a.DependsOn, ", ") + "]\n")
 			}
@@ -157,4 +163,19 @@ func changedLines(before *beforeDoc, after *afterDoc) []string {
 		out = append(out, fmt.Sprintf("depends_on was [%s]", strings.Join(before.DependsOn, ", ")))
 	}
 	return out
+}
+
+// hclMap renders a string map as an HCL object literal with sorted keys:
+// { A = "1", B = "2" }.
+func hclMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = strconv.Quote(k) + " = " + strconv.Quote(m[k])
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
 }
