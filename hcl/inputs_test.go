@@ -428,3 +428,39 @@ task "open" {
 		t.Errorf("pool labels computed from a sensitive variable are not flagged")
 	}
 }
+
+func TestExpressionErrorsDoNotShowSensitiveValues(t *testing.T) {
+	dir := t.TempDir()
+	src := `variable "tok" {
+  type      = string
+  sensitive = true
+}
+
+locals {
+  l = upper(var.tok)
+  n = tonumber(local.l)
+  m = local.l + 1
+}
+
+pool "p" {
+  provider = "local"
+}
+
+task "t" {
+  command = ["echo", format("%d", var.tok)]
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := Load(dir, Inputs{Vars: []string{"tok=zzsecretaa-bbqq77"}})
+	if !diags.HasErrors() {
+		t.Fatal("want errors")
+	}
+	var buf strings.Builder
+	_ = hcl.NewDiagnosticTextWriter(&buf, cfg.Files, 100, false).WriteDiagnostics(diags)
+	out := strings.ToLower(buf.String())
+	if strings.Contains(out, "zzsecretaa") || strings.Contains(out, "bbqq77") {
+		t.Errorf("diagnostics show the sensitive value:\n%s", buf.String())
+	}
+}

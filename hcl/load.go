@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -125,7 +126,36 @@ func (l *loader) finish() (*Config, hcl.Diagnostics) {
 	for name, f := range l.parser.Files() {
 		l.cfg.Files[name] = f
 	}
-	return l.cfg, cleanDiags(l.diags)
+	return l.cfg, l.scrubSensitive(cleanDiags(l.diags))
+}
+
+// quoted matches a double-quoted string in a diagnostic's text.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// scrubSensitive keeps sensitive values out of diagnostics: a diagnostic
+// about an expression that uses a sensitive variable loses its evaluation
+// context (the HCL printer would list "with var.token as ...") and every
+// quoted string in its text (function errors quote the value); any other
+// diagnostic has the text of sensitive values replaced.
+func (l *loader) scrubSensitive(diags hcl.Diagnostics) hcl.Diagnostics {
+	var secrets []string
+	for _, v := range l.cfg.Variables {
+		if v.Sensitive && v.Value.IsKnown() && !v.Value.IsNull() && v.Value.Type() == cty.String && v.Value.AsString() != "" {
+			secrets = append(secrets, v.Value.AsString())
+		}
+	}
+	for _, d := range diags {
+		if d.Expression != nil && l.usesSensitive(d.Expression) {
+			d.EvalContext = nil
+			d.Summary = quoted.ReplaceAllString(d.Summary, `"(sensitive)"`)
+			d.Detail = quoted.ReplaceAllString(d.Detail, `"(sensitive)"`)
+		}
+		for _, s := range secrets {
+			d.Summary = strings.ReplaceAll(d.Summary, s, "(sensitive)")
+			d.Detail = strings.ReplaceAll(d.Detail, s, "(sensitive)")
+		}
+	}
+	return diags
 }
 
 func (l *loader) load(dir string, in Inputs) {
