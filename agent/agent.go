@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -212,7 +213,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.register(ctx); err != nil {
 		return err
 	}
-	a.log.Info("registered", "worker", a.reg.WorkerID, "pool", a.reg.Pool, "labels", a.reg.Labels,
+	// Label names only: a label's value may come from a sensitive variable.
+	labelNames := make([]string, 0, len(a.reg.Labels))
+	for k := range a.reg.Labels {
+		labelNames = append(labelNames, k)
+	}
+	sort.Strings(labelNames)
+	a.log.Info("registered", "worker", a.reg.WorkerID, "pool", a.reg.Pool, "labels", labelNames,
 		"capacity", a.reg.Capacity, "heartbeat_interval", a.interval, "ttl", a.ttl)
 
 	hbCtx, stopHeartbeats := context.WithCancel(callCtx)

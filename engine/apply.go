@@ -79,6 +79,9 @@ type ApplyOptions struct {
 	// removed: apply stops at once, kills its workers and writes nothing
 	// more to the state (another apply owns it now).
 	LockLost <-chan struct{}
+	// Redact rewrites error texts that workers report before they are
+	// stored or shown (see CoordinatorOptions.Redact); nil keeps them.
+	Redact func(string) string
 	// RegisterTimeout is how long a launched worker may take to register
 	// before it counts as never registered (default 30 s).
 	RegisterTimeout time.Duration
@@ -288,7 +291,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	}
 	coord, err := NewCoordinator(CoordinatorOptions{
 		Store: a.opts.Store, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
-		OnEvent: a.onCoordinatorEvent,
+		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact,
 	})
 	if err != nil {
 		return err

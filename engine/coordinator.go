@@ -103,6 +103,10 @@ type CoordinatorOptions struct {
 	OnEvent func(Event)
 	// Logger receives structured logs (default: discarded).
 	Logger *slog.Logger
+	// Redact, when set, rewrites the error text of posted results before
+	// the state stores it or an event shows it (apply hides the values of
+	// sensitive variables, which a refused command or dir may quote).
+	Redact func(string) string
 }
 
 // Event kinds passed to OnEvent.
@@ -167,6 +171,7 @@ type Coordinator struct {
 	now           func() time.Time
 	log           *slog.Logger
 	onEvent       func(Event)
+	redact        func(string) string
 	sweepInterval time.Duration
 	maxClaimWait  time.Duration
 
@@ -245,6 +250,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		now:           opts.Now,
 		log:           opts.Logger,
 		onEvent:       opts.OnEvent,
+		redact:        opts.Redact,
 		sweepInterval: opts.SweepInterval,
 		maxClaimWait:  opts.MaxClaimWait,
 		poolByNam:     map[string]*poolState{},

@@ -320,6 +320,11 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 		Class: state.FailureClass(req.FailureClass), ExitCode: req.ExitCode, Signal: req.Signal, Error: req.Error,
 		StdoutPath: req.StdoutPath, StderrPath: req.StderrPath, Body: body,
 	}
+	if c.redact != nil {
+		in.Error = c.redact(in.Error)
+		in.Body = []byte(c.redact(string(in.Body)))
+		req.Error = in.Error
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	now := c.now()

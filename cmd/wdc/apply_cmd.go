@@ -235,6 +235,7 @@ func (c *ApplyCmd) Run(e *env) error {
 		WorkDir:  filepath.Dir(path),
 		Now:      e.now,
 		OnEvent:  out.event,
+		Redact:   newRedactor(cfg).text,
 		Abort:    abort,
 	})
 	out.close()
