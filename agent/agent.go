@@ -553,7 +553,9 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		if ex.exitCode != nil {
 			exit = strconv.Itoa(*ex.exitCode)
 		}
-		log.Info("attempt ended", "class", ex.class, "error", ex.err, "exit_code", exit, "signal", ex.signal,
+		// Not the error text: it may quote a dir or command built from a
+		// sensitive value. The coordinator stores it redacted (wdc tasks show).
+		log.Info("attempt ended", "class", ex.class, "exit_code", exit, "signal", ex.signal,
 			"duration", ex.ended.Sub(ex.started).Round(time.Millisecond))
 	}
 

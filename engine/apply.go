@@ -131,9 +131,18 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		if pool.Local != nil {
 			ap.Env = pool.Local.Env
 		}
-		if pool.SensitiveLabels {
+		if pool.SensitiveLabels || len(pool.SensitiveLabelKeys) > 0 {
 			// The state and its listings never hold a sensitive value.
 			ap.Runtime.RecordedLabels = map[string]string{"(sensitive)": "(sensitive)"}
+			if !pool.SensitiveLabels {
+				ap.Runtime.RecordedLabels = map[string]string{}
+				for k, v := range pool.Labels {
+					if pool.SensitiveLabelKeys[k] {
+						v = "(sensitive)"
+					}
+					ap.Runtime.RecordedLabels[k] = v
+				}
+			}
 		}
 		pools = append(pools, ap)
 	}

@@ -74,7 +74,7 @@ func CheckPlacement(cfg *wdchcl.Config) hcl.Diagnostics {
 			fmt.Fprintf(&b, "No pool's labels satisfy the placement of %s:", t.Address())
 			for _, p := range cfg.Pools {
 				unmet := strings.Join(Unmet(p.Labels, t.Placement), "; ")
-				if t.Sensitive.Placement || p.SensitiveLabels {
+				if t.Sensitive.Placement || len(t.Sensitive.PlacementKeys) > 0 || p.SensitiveLabels || len(p.SensitiveLabelKeys) > 0 {
 					unmet = fmt.Sprintf("%d unmet label requirements (values hidden: computed from a sensitive variable)", len(Unmet(p.Labels, t.Placement)))
 				}
 				fmt.Fprintf(&b, "\n  %s: %s", p.Address(), unmet)

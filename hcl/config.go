@@ -83,10 +83,12 @@ type Pool struct {
 	DrainTimeout time.Duration     // default 60s
 	Heartbeat    Heartbeat
 	Local        *LocalPool // nil unless the block is present
-	// SensitiveLabels is true when labels are computed from a sensitive
-	// variable; outputs show "(sensitive)" instead of their values.
-	SensitiveLabels bool
-	DeclRange       hcl.Range
+	// SensitiveLabels is true when labels as a whole are computed from a
+	// sensitive variable; SensitiveLabelKeys names single labels whose
+	// values are. Outputs show "(sensitive)" instead of those values.
+	SensitiveLabels    bool
+	SensitiveLabelKeys map[string]bool
+	DeclRange          hcl.Range
 	// ProviderRange is the range of the provider attribute (DeclRange when
 	// it is missing); LabelsRange that of labels (DeclRange when absent).
 	ProviderRange hcl.Range
@@ -135,9 +137,19 @@ type Task struct {
 }
 
 // SensitiveFields flags the task attributes whose expressions use a
-// sensitive variable (directly or through local values).
+// sensitive variable (directly or through local values). For env and
+// placement, the bool means the whole map; EnvKeys and PlacementKeys name
+// single entries whose values are sensitive (the other entries stay
+// visible).
 type SensitiveFields struct {
 	Command, Env, Dir, Placement bool
+	EnvKeys, PlacementKeys       map[string]bool
+}
+
+// Any reports whether any part of the task is computed from a sensitive
+// variable.
+func (s SensitiveFields) Any() bool {
+	return s.Command || s.Env || s.Dir || s.Placement || len(s.EnvKeys) > 0 || len(s.PlacementKeys) > 0
 }
 
 // Address returns "task.NAME" or "task.NAME[INDEX]".

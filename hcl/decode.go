@@ -250,7 +250,7 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 	p.Capacity, _, d = l.ev.integer(body.Capacity, sc, DefaultPoolCapacity, 1, math.MaxInt32)
 	l.add(d...)
 	p.Labels, d = l.ev.stringMap(body.Labels, sc)
-	p.SensitiveLabels = l.attrSensitive(body.Labels)
+	p.SensitiveLabels, p.SensitiveLabelKeys = l.mapSensitivity(body.Labels)
 	l.add(d...)
 	if body.Labels != nil {
 		p.LabelsRange = body.Labels.Range
@@ -474,12 +474,9 @@ func (l *loader) instance(tb *taskBlock, body *taskBody, sc scope, index int) (*
 		}
 	}
 	t.Command = cmd
-	t.Sensitive = SensitiveFields{
-		Command:   l.attrSensitive(body.Command),
-		Env:       l.attrSensitive(body.Env),
-		Dir:       l.attrSensitive(body.Dir),
-		Placement: l.attrSensitive(body.Placement),
-	}
+	t.Sensitive = SensitiveFields{Command: l.attrSensitive(body.Command), Dir: l.attrSensitive(body.Dir)}
+	t.Sensitive.Env, t.Sensitive.EnvKeys = l.mapSensitivity(body.Env)
+	t.Sensitive.Placement, t.Sensitive.PlacementKeys = l.mapSensitivity(body.Placement)
 
 	t.Env, d = l.ev.stringMap(body.Env, sc)
 	l.add(d...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -416,16 +417,16 @@ task "open" {
 		t.Fatal(diags.Error())
 	}
 	want := map[string]SensitiveFields{
-		"task.secret": {Command: true, Env: true, Placement: true},
+		"task.secret": {Command: true, EnvKeys: map[string]bool{"T": true}, PlacementKeys: map[string]bool{"k": true}},
 		"task.open":   {},
 	}
 	for _, tk := range cfg.Tasks {
-		if got := tk.Sensitive; got != want[tk.Address()] {
-			t.Errorf("%s: Sensitive = %+v, want %+v", tk.Address(), got, want[tk.Address()])
+		if diff := cmp.Diff(want[tk.Address()], tk.Sensitive, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: Sensitive (-want +got):\n%s", tk.Address(), diff)
 		}
 	}
-	if !cfg.Pools[0].SensitiveLabels {
-		t.Errorf("pool labels computed from a sensitive variable are not flagged")
+	if p := cfg.Pools[0]; p.SensitiveLabels || !p.SensitiveLabelKeys["k"] {
+		t.Errorf("pool label k computed from a sensitive variable: whole %v, keys %v; want only k flagged", p.SensitiveLabels, p.SensitiveLabelKeys)
 	}
 }
 

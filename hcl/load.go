@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -80,6 +81,39 @@ func (l *loader) usesSensitive(expr hcl.Expression) bool {
 		}
 	}
 	return false
+}
+
+// mapSensitivity tells which parts of a map attribute come from a sensitive
+// variable. For an object constructor whose keys are plain names or
+// literal strings, each entry is judged alone: keys lists the entries whose
+// value is sensitive, so the rest stays visible for review. Otherwise, or
+// when a key itself is sensitive, whole is true.
+func (l *loader) mapSensitivity(a *hcl.Attribute) (whole bool, keys map[string]bool) {
+	if a == nil || !l.usesSensitive(a.Expr) {
+		return false, nil
+	}
+	obj, ok := a.Expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		return true, nil
+	}
+	keys = map[string]bool{}
+	for _, item := range obj.Items {
+		if l.usesSensitive(item.KeyExpr) {
+			return true, nil
+		}
+		name := hcl.ExprAsKeyword(item.KeyExpr)
+		if name == "" {
+			v, diags := item.KeyExpr.Value(nil)
+			if diags.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+				return true, nil
+			}
+			name = v.AsString()
+		}
+		if l.usesSensitive(item.ValueExpr) {
+			keys[name] = true
+		}
+	}
+	return false, keys
 }
 
 // attrSensitive is usesSensitive for an optional attribute.

@@ -195,7 +195,7 @@ func TestValid(t *testing.T) {
 			want: func(dir string) want {
 				tk := task(dir, "run", 0, "run", "default-name")
 				tk.Env = map[string]string{"CPU": "1", "VERBOSE": "false", "LEVEL": "3", "U": "u", "SECRET": "hunter2"}
-				tk.Sensitive.Env = true // SECRET comes from a sensitive variable
+				tk.Sensitive.EnvKeys = map[string]bool{"SECRET": true} // from a sensitive variable
 				return want{
 					tasks: []*Task{tk},
 					vars: map[string]cty.Value{
@@ -232,7 +232,7 @@ func TestValid(t *testing.T) {
 				for i := range 2 {
 					tk := task(dir, "run", i, "run", "from-second-file", "x", "y,z")
 					tk.Env = map[string]string{"CPU": "4", "VERBOSE": "true", "LEVEL": "3", "U": "from-env", "SECRET": "last"}
-					tk.Sensitive.Env = true
+					tk.Sensitive.EnvKeys = map[string]bool{"SECRET": true}
 					tasks = append(tasks, tk)
 				}
 				return want{

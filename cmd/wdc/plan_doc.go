@@ -169,9 +169,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		if pool := provider[pc.Name]; pool != nil {
 			pd.Provider = pool.Provider
 			pd.Labels = red.env(pool.Labels)
-			if pool.SensitiveLabels {
-				pd.Labels = hiddenMap(pool.Labels)
-			}
+			pd.Labels = hideParts(pd.Labels, pool.SensitiveLabels, pool.SensitiveLabelKeys)
 		}
 		doc.Pools = append(doc.Pools, pd)
 	}
@@ -192,9 +190,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 					if t.Sensitive.Command {
 						cd.Before.Command = []string{sensitiveText}
 					}
-					if t.Sensitive.Env {
-						cd.Before.Env = hiddenMap(old.Env)
-					}
+					cd.Before.Env = hideParts(cd.Before.Env, t.Sensitive.Env, t.Sensitive.EnvKeys)
 					if t.Sensitive.Dir {
 						cd.Before.Dir = sensitiveText
 					}
@@ -212,15 +208,11 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 				if t.Sensitive.Command {
 					a.Command = []string{sensitiveText}
 				}
-				if t.Sensitive.Env {
-					a.Env = hiddenMap(a.Env)
-				}
+				a.Env = hideParts(a.Env, t.Sensitive.Env, t.Sensitive.EnvKeys)
 				if t.Sensitive.Dir {
 					a.Dir = sensitiveText
 				}
-				if t.Sensitive.Placement {
-					a.Placement = hiddenMap(a.Placement)
-				}
+				a.Placement = hideParts(a.Placement, t.Sensitive.Placement, t.Sensitive.PlacementKeys)
 			}
 			cd.After = a
 		}
@@ -361,6 +353,25 @@ func hiddenMap(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return map[string]string{sensitiveText: sensitiveText}
+}
+
+// hideParts hides the sensitive parts of a map: all of it (whole) or the
+// values of the named keys.
+func hideParts(m map[string]string, whole bool, keys map[string]bool) map[string]string {
+	if whole {
+		return hiddenMap(m)
+	}
+	if len(keys) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if keys[k] {
+			v = sensitiveText
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // writePlanFile writes doc to path as indented JSON, atomically.
