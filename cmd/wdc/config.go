@@ -119,12 +119,9 @@ func (e *env) statePathForReading() (string, error) {
 // absent state file is an empty state (lineage "", serial 0) and is not
 // created.
 func readSnapshot(ctx context.Context, path string) (*state.Snapshot, error) {
-	st, err := state.OpenReadOnly(ctx, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return state.EmptySnapshot(), nil
-	}
-	if err != nil {
-		return nil, err
+	st, err := openForReading(ctx, path)
+	if err != nil || st == nil {
+		return state.EmptySnapshot(), err
 	}
 	defer st.Close()
 	snap, err := st.Snapshot(ctx)
@@ -132,6 +129,26 @@ func readSnapshot(ctx context.Context, path string) (*state.Snapshot, error) {
 		return nil, fmt.Errorf("reading state %s: %w", path, err)
 	}
 	return snap, nil
+}
+
+// openForReading opens the state read-only, for commands that only read
+// it; it returns a nil store and no error when there is no state file (it
+// never creates one).
+func openForReading(ctx context.Context, path string) (*state.Store, error) {
+	st, err := state.OpenReadOnly(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return st, err
+}
+
+// noStateHint is the note an empty listing adds when there is no state file
+// at all.
+func noStateHint(exists bool, path string) string {
+	if exists {
+		return ""
+	}
+	return fmt.Sprintf(" (there is no state file at %s yet: wdc apply creates it)", path)
 }
 
 func resolve(dir, p string) string {

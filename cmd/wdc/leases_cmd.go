@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/wdc-dev/wdc/protocol"
@@ -34,7 +31,7 @@ type leaseJSON struct {
 // Run prints one row per lease ever granted (every status), by fencing token: task, attempt, worker,
 // status, grant time and expiry.
 func (c *LeasesListCmd) Run(e *env) error {
-	leases, err := e.readLeases()
+	leases, path, exists, err := e.readLeases()
 	if err != nil {
 		return err
 	}
@@ -46,13 +43,7 @@ func (c *LeasesListCmd) Run(e *env) error {
 		return writeJSON(e.stdout, out)
 	}
 	if len(leases) == 0 {
-		hint := ""
-		if path, err := e.statePathForReading(); err == nil {
-			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				hint = fmt.Sprintf(" (there is no state file at %s yet: wdc apply creates it)", path)
-			}
-		}
-		_, err := fmt.Fprintln(e.stdout, "No leases in the state"+hint+".")
+		_, err := fmt.Fprintln(e.stdout, "No leases in the state"+noStateHint(exists, path)+".")
 		return err
 	}
 	tw := newTable(e.stdout)
@@ -64,22 +55,20 @@ func (c *LeasesListCmd) Run(e *env) error {
 }
 
 // readLeases returns every lease in the state, of every status, by fencing
-// token; an absent state file has none.
-func (e *env) readLeases() ([]state.Lease, error) {
-	path, err := e.statePathForReading()
-	if err != nil {
-		return nil, err
+// token, the state's path, and whether the file exists (an absent state
+// file has no leases).
+func (e *env) readLeases() (leases []state.Lease, path string, exists bool, err error) {
+	if path, err = e.statePathForReading(); err != nil {
+		return nil, "", false, err
 	}
 	ctx := context.Background()
-	st, err := state.OpenReadOnly(ctx, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
+	st, err := openForReading(ctx, path)
+	if err != nil || st == nil {
+		return nil, path, false, err
 	}
 	defer st.Close()
-	return st.Leases(ctx, "")
+	leases, err = st.Leases(ctx, "")
+	return leases, path, true, err
 }
 
 func newLeaseJSON(l state.Lease) leaseJSON {

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/wdc-dev/wdc/protocol"
-	"github.com/wdc-dev/wdc/state"
 )
 
 // ShowCmd renders a saved plan as `wdc plan` would, or with no file the
@@ -72,12 +69,11 @@ func (c *ShowCmd) Run(e *env) error {
 	}
 	doc := &stateDoc{FormatVersion: planFormatVersion, Path: path, Pools: []poolState{}, Workers: []workerJSON{}, Tasks: []taskJSON{}, Leases: []leaseJSON{}}
 	ctx := context.Background()
-	st, err := state.OpenReadOnly(ctx, path)
+	st, err := openForReading(ctx, path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return err
-	default:
+	case st != nil:
 		defer st.Close()
 		snap, err := st.Snapshot(ctx)
 		if err != nil {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +35,7 @@ func newTaskJSON(t state.Task) taskJSON {
 // Run prints one row per task: address, status, attempts, short def_hash and
 // last error.
 func (c *TasksListCmd) Run(e *env) error {
-	snap, err := e.readStateSnapshot()
+	snap, path, err := e.readStateSnapshot()
 	if err != nil {
 		return err
 	}
@@ -49,7 +47,7 @@ func (c *TasksListCmd) Run(e *env) error {
 		return writeJSON(e.stdout, out)
 	}
 	if len(snap.Tasks) == 0 {
-		_, err := fmt.Fprintln(e.stdout, "No tasks in the state"+e.noStateHint(snap)+".")
+		_, err := fmt.Fprintln(e.stdout, "No tasks in the state"+noStateHint(snap.Lineage != "", path)+".")
 		return err
 	}
 	tw := newTable(e.stdout)
@@ -97,12 +95,12 @@ func (c *TasksShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	st, err := state.OpenReadOnly(ctx, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no task %s: there is no state file at %s", c.Address, path)
-	}
+	st, err := openForReading(ctx, path)
 	if err != nil {
 		return err
+	}
+	if st == nil {
+		return fmt.Errorf("no task %s: there is no state file at %s", c.Address, path)
 	}
 	defer st.Close()
 	snap, err := st.Snapshot(ctx)
@@ -205,24 +203,12 @@ func oneLine(s string) string {
 }
 
 // readStateSnapshot resolves the state path for a read command and returns
-// a snapshot; an absent state file is an empty state.
-func (e *env) readStateSnapshot() (*state.Snapshot, error) {
+// it with a snapshot; an absent state file is an empty state (lineage "").
+func (e *env) readStateSnapshot() (*state.Snapshot, string, error) {
 	path, err := e.statePathForReading()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return readSnapshot(context.Background(), path)
-}
-
-// noStateHint says, for an empty listing, that there is no state file at
-// all (an absent state reads as empty, lineage "").
-func (e *env) noStateHint(snap *state.Snapshot) string {
-	if snap.Lineage != "" {
-		return ""
-	}
-	path, err := e.statePathForReading()
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf(" (there is no state file at %s yet: wdc apply creates it)", path)
+	snap, err := readSnapshot(context.Background(), path)
+	return snap, path, err
 }

@@ -31,7 +31,7 @@ type workerJSON struct {
 // Run prints one row per worker: id, pool, labels, status, host, pid, last
 // heartbeat and active leases held.
 func (c *WorkersListCmd) Run(e *env) error {
-	snap, err := e.readStateSnapshot()
+	snap, path, err := e.readStateSnapshot()
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (c *WorkersListCmd) Run(e *env) error {
 		return writeJSON(e.stdout, out)
 	}
 	if len(snap.Workers) == 0 {
-		_, err := fmt.Fprintln(e.stdout, "No workers in the state"+e.noStateHint(snap)+".")
+		_, err := fmt.Fprintln(e.stdout, "No workers in the state"+noStateHint(snap.Lineage != "", path)+".")
 		return err
 	}
 	tw := newTable(e.stdout)
