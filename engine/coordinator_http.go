@@ -255,17 +255,22 @@ func decodeRequest[T any](c *Coordinator, w http.ResponseWriter, r *http.Request
 	return ps, req, body, true
 }
 
+// respond writes resp as the 200 answer, or err as a typed error answer.
+func respond[T any](w http.ResponseWriter, resp T, err error) {
+	if err != nil {
+		internal(err).write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
 func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
 	ps, req, _, ok := decodeRequest(c, w, r, checkRegister)
 	if !ok {
 		return
 	}
 	resp, err := c.register(r.Context(), ps, req)
-	if err != nil {
-		internal(err).write(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+	respond(w, resp, err)
 }
 
 func (c *Coordinator) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
@@ -279,11 +284,7 @@ func (c *Coordinator) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := c.heartbeat(r.Context(), wk, req)
-	if err != nil {
-		internal(err).write(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+	respond(w, resp, err)
 }
 
 func (c *Coordinator) serveClaim(w http.ResponseWriter, r *http.Request) {
@@ -298,14 +299,10 @@ func (c *Coordinator) serveClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	wait := time.Duration(min(req.WaitMS, int64(c.maxClaimWait/time.Millisecond))) * time.Millisecond
 	resp, err := c.claim(r.Context(), wk, req.Max, wait)
-	if err != nil {
-		if r.Context().Err() != nil {
-			return // the client went away; nobody reads the answer
-		}
-		internal(err).write(w)
-		return
+	if err != nil && r.Context().Err() != nil {
+		return // the client went away; nobody reads the answer
 	}
-	writeJSON(w, http.StatusOK, resp)
+	respond(w, resp, err)
 }
 
 func (c *Coordinator) serveResult(w http.ResponseWriter, r *http.Request) {
@@ -327,9 +324,5 @@ func (c *Coordinator) serveResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := c.result(r.Context(), poster, token, req, body)
-	if err != nil {
-		internal(err).write(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+	respond(w, resp, err)
 }
