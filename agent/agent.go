@@ -391,9 +391,20 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 			a.log.Warn("heartbeat timer fired late: the process was paused", "late_by", gap-a.interval)
 			a.health.paused(now, gap-a.interval)
 		}
+		start := time.Now()
 		a.heartbeat(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if over := time.Since(start) - a.callTimeout(); over > a.interval {
+			// A call never outlasts its timeout: the process was paused
+			// while the call was in flight. That time does not count
+			// either; try again at once before deciding anything.
+			a.log.Warn("heartbeat returned late: the process was paused", "late_by", over)
+			a.health.paused(time.Now(), over)
+			lastEnd = time.Now()
+			timer.Reset(0)
+			continue
 		}
 		if d, err := a.health.failingFor(time.Now()); d > a.ttl {
 			a.fatal(fmt.Errorf("agent: could not reach the coordinator at %s for %s, longer than the worker's ttl of %s: %w",
