@@ -329,8 +329,12 @@ type Result struct {
 // AcceptResult decides a posted result in one write transaction (docs/design.md §3
 // rules 3 and 4):
 //
-//   - a key seen before returns the first decision with Duplicate set, and
-//     changes nothing (not even the serial);
+//   - a key seen before for the same token and worker returns the first
+//     decision with Duplicate set, and changes nothing (not even the
+//     serial). The same key with another token or worker replays nothing:
+//     it is judged afresh and recorded beside the first, so a poster that
+//     uses another worker's key cannot turn that worker's real result into
+//     a duplicate of its own rejection;
 //   - the result is rejected, before any task state changes, unless it
 //     names the task's current active, unexpired lease (expires_at > now)
 //     with the same worker, attempt and token. Reasons, checked in this
@@ -356,7 +360,7 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 	case in.Class != "" && !in.Class.Valid():
 		return ResultDecision{}, invalidf("result for lease %d: unknown failure class %q", in.Token, in.Class)
 	}
-	if d, ok, err := s.resultByKey(ctx, in.Key); err != nil || ok {
+	if d, ok, err := s.resultByKey(ctx, in.Key, in.Token, in.WorkerID); err != nil || ok {
 		return d, err
 	}
 	var dec ResultDecision
@@ -364,7 +368,8 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 		dec = ResultDecision{}
 		var decision string
 		var reason sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ?`, in.Key).Scan(&decision, &reason)
+		err := tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ? AND token = ? AND worker_id = ?`,
+			in.Key, in.Token, in.WorkerID).Scan(&decision, &reason)
 		if err == nil {
 			dec = ResultDecision{Decision: decision, Reason: reason.String, Duplicate: true}
 			return nil
@@ -446,13 +451,14 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 	return dec, nil
 }
 
-// resultByKey reads a recorded decision outside a write transaction, so a
-// replay does not bump the serial.
-func (s *Store) resultByKey(ctx context.Context, key string) (ResultDecision, bool, error) {
+// resultByKey reads the decision recorded for key, token and worker outside
+// a write transaction, so a replay does not bump the serial.
+func (s *Store) resultByKey(ctx context.Context, key string, token int64, worker string) (ResultDecision, bool, error) {
 	var decision string
 	var reason sql.NullString
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ?`, key).Scan(&decision, &reason)
+		return tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ? AND token = ? AND worker_id = ?`,
+			key, token, worker).Scan(&decision, &reason)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return ResultDecision{}, false, nil

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,6 +283,58 @@ func TestAcceptResultDuplicateKeepsState(t *testing.T) {
 	}
 	if _, err := s.AcceptResult(ctx, ResultInput{Key: "x", Token: 1, Class: "weird"}, nil, t0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad class: %v", err)
+	}
+}
+
+// TestIdempotencyKeyScopedToTokenAndWorker: a key replays a decision only
+// for the same lease token and worker (docs/design.md §3 rule 4). A poster
+// that uses another worker's key first is judged on its own, and the real
+// worker's result is judged afresh, not answered as a duplicate of the
+// forger's rejection.
+func TestIdempotencyKeyScopedToTokenAndWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	if _, err := s.RegisterWorker(ctx, Worker{ID: "w2", Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
+		t.Fatal(err)
+	}
+	l := claim(t, s, "task.a", "w1", t0)
+	key := "w1-" + strconv.FormatInt(l.Token, 10)
+	steps := []struct {
+		name      string
+		in        ResultInput
+		decision  string
+		reason    string
+		duplicate bool
+	}{
+		{"forger posts with the real worker's key", ResultInput{Key: key, Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w2"},
+			DecisionRejected, ReasonWrongWorker, false},
+		{"forger replays", ResultInput{Key: key, Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w2"},
+			DecisionRejected, ReasonWrongWorker, true},
+		{"the same key for another token", ResultInput{Key: key, Token: l.Token + 100, Task: l.Task, Attempt: l.Attempt, WorkerID: "w1"},
+			DecisionRejected, ReasonUnknownLease, false},
+		{"the real worker's result is judged afresh", ResultInput{Key: key, Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w1"},
+			DecisionAccepted, "", false},
+		{"the real worker replays", ResultInput{Key: key, Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w1"},
+			DecisionAccepted, "", true},
+	}
+	for _, st := range steps {
+		dec, err := s.AcceptResult(ctx, st.in, nil, t0.Add(time.Second))
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if dec.Decision != st.decision || dec.Reason != st.reason || dec.Duplicate != st.duplicate {
+			t.Errorf("%s: got %s/%s duplicate=%v; want %s/%s duplicate=%v", st.name, dec.Decision, dec.Reason, dec.Duplicate,
+				st.decision, st.reason, st.duplicate)
+		}
+	}
+	if got := taskOf(t, s, "task.a"); got.Status != TaskSucceeded {
+		t.Errorf("task.a is %s; want succeeded by the real worker's result", got.Status)
+	}
+	rs, err := s.Results(ctx, "task.a")
+	if err != nil || len(rs) != 3 {
+		t.Fatalf("results: %d rows, %v; want the forger's rejection, the other token's and the accepted result", len(rs), err)
 	}
 }
 
