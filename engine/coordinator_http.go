@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,10 @@ import (
 // Every call needs "Authorization: Bearer <pool token>"; the pool, labels
 // and capacity come from the token. Errors are protocol.Error bodies:
 // 401 unauthorized (no or unknown token); 400 bad_request (bad JSON,
-// unknown fields, trailing data, a body over MaxRequestBytes, invalid
+// a body that is not one JSON object (empty, null), trailing data, a
+// body over MaxRequestBytes, a path with "." or ".." segments, a missing or
+// unsupported Wdc-Protocol-Version header (code
+// unsupported_protocol_version), invalid
 // values, a non-numeric token in the path); 404 not_found (unknown route,
 // or a worker id not registered with this token's pool); 405 bad_request
 // (a method other than POST, with an Allow header); 500 internal (the state
@@ -51,8 +55,47 @@ func (c *Coordinator) Handler() http.Handler {
 				writeError(w, http.StatusInternalServerError, "internal", "internal error")
 			}
 		}()
+		w.Header().Set(protocol.VersionHeader, strconv.Itoa(protocol.ProtocolVersion))
+		w.Header().Set(protocol.AcceptedVersionsHeader, acceptedVersions)
+		if herr := checkPath(r.URL.Path); herr != nil {
+			herr.write(w)
+			return
+		}
+		if herr := checkVersion(r.Header.Get(protocol.VersionHeader)); herr != nil {
+			herr.write(w)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// acceptedVersions is the AcceptedVersionsHeader value, "MIN-MAX".
+var acceptedVersions = fmt.Sprintf("%d-%d", protocol.MinProtocolVersion, protocol.MaxProtocolVersion)
+
+// checkVersion refuses a request whose protocol version header is missing
+// or outside the accepted range, naming both.
+func checkVersion(h string) *httpError {
+	accepts := fmt.Sprintf("this coordinator accepts protocol versions %d to %d", protocol.MinProtocolVersion, protocol.MaxProtocolVersion)
+	if h == "" {
+		return &httpError{http.StatusBadRequest, protocol.CodeUnsupportedVersion,
+			fmt.Sprintf("the request has no %s header; %s (send \"%s: %d\")", protocol.VersionHeader, accepts, protocol.VersionHeader, protocol.ProtocolVersion)}
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(h))
+	if err != nil || v < protocol.MinProtocolVersion || v > protocol.MaxProtocolVersion {
+		return &httpError{http.StatusBadRequest, protocol.CodeUnsupportedVersion,
+			fmt.Sprintf("the client speaks protocol version %q; %s: upgrade the older of the two", h, accepts)}
+	}
+	return nil
+}
+
+// checkPath refuses a path that is not in canonical form ("." or ".."
+// segments, doubled or trailing slashes) with a 400, instead of the
+// redirect http.ServeMux would answer.
+func checkPath(p string) *httpError {
+	if p == "/" || (p != "" && path.Clean(p) == p) {
+		return nil
+	}
+	return badRequest("the path %q is not in canonical form (no \".\" or \"..\" segments, no doubled or trailing slashes)", p)
 }
 
 // httpError is an answer other than 200.
@@ -114,7 +157,7 @@ func (c *Coordinator) begin(w http.ResponseWriter, r *http.Request, v any) (*poo
 	if herr != nil {
 		return nil, nil, herr
 	}
-	if err := decodeStrict(body, v); err != nil {
+	if err := decodeObject(body, v); err != nil {
 		return nil, nil, badRequest("%v", err)
 	}
 	return ps, body, nil
@@ -136,14 +179,19 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
 	return body, nil
 }
 
-// decodeStrict decodes exactly one JSON object, refusing unknown fields and
-// trailing data.
-func decodeStrict(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+// decodeObject decodes exactly one JSON object, refusing an empty body,
+// null or any other value that is not an object, and trailing data. Fields
+// it does not know are ignored, so a newer client can send fields an older
+// coordinator does not read (docs/protocol.md, "Versions").
+func decodeObject(body []byte, v any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return errors.New("empty request body: expected a JSON object")
 	}
+	if trimmed[0] != '{' {
+		return errors.New("invalid JSON request: expected a JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("invalid JSON request: %v", err)
 	}
@@ -154,10 +202,10 @@ func decodeStrict(body []byte, v any) error {
 }
 
 // DecodeRegisterRequest decodes and checks the body of POST /v1/workers:
-// one JSON object, no unknown fields, pid >= 0.
+// one JSON object (unknown fields are ignored), pid >= 0.
 func DecodeRegisterRequest(body []byte) (protocol.RegisterRequest, error) {
 	var req protocol.RegisterRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeObject(body, &req); err != nil {
 		return req, err
 	}
 	return req, checkRegister(req)
@@ -174,7 +222,7 @@ func checkRegister(req protocol.RegisterRequest) error {
 // POST /v1/workers/{id}/heartbeat: tokens >= 1.
 func DecodeHeartbeatRequest(body []byte) (protocol.HeartbeatRequest, error) {
 	var req protocol.HeartbeatRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeObject(body, &req); err != nil {
 		return req, err
 	}
 	return req, checkHeartbeat(req)
@@ -193,7 +241,7 @@ func checkHeartbeat(req protocol.HeartbeatRequest) error {
 // POST /v1/workers/{id}/claim: max >= 1, wait_ms >= 0.
 func DecodeClaimRequest(body []byte) (protocol.ClaimRequest, error) {
 	var req protocol.ClaimRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeObject(body, &req); err != nil {
 		return req, err
 	}
 	return req, checkClaim(req)
@@ -215,7 +263,7 @@ func checkClaim(req protocol.ClaimRequest) error {
 // failure, lost, refused.
 func DecodeResultRequest(body []byte) (protocol.ResultRequest, error) {
 	var req protocol.ResultRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeObject(body, &req); err != nil {
 		return req, err
 	}
 	return req, checkResult(req)

@@ -36,7 +36,11 @@ func TestHTTPErrors(t *testing.T) {
 		{"GET", "GET", "/v1/workers", "Bearer " + tokA, ``, 405, "bad_request"},
 		{"bad json", "POST", "/v1/workers", "Bearer " + tokA, `{"host":`, 400, "bad_request"},
 		{"empty body", "POST", "/v1/workers", "Bearer " + tokA, ``, 400, "bad_request"},
-		{"unknown field", "POST", "/v1/workers", "Bearer " + tokA, `{"host":"h","labels":{"gpu":"a100"}}`, 400, "bad_request"},
+		{"null body", "POST", "/v1/workers", "Bearer " + tokA, `null`, 400, "bad_request"},
+		{"array body", "POST", "/v1/workers", "Bearer " + tokA, `[]`, 400, "bad_request"},
+		{"dot-dot path", "POST", "/v1/workers/../workers", "Bearer " + tokA, `{}`, 400, "bad_request"},
+		{"doubled slash", "POST", "/v1//workers", "Bearer " + tokA, `{}`, 400, "bad_request"},
+		{"trailing slash", "POST", "/v1/workers/", "Bearer " + tokA, `{}`, 400, "bad_request"},
 		{"trailing data", "POST", "/v1/workers", "Bearer " + tokA, `{} {}`, 400, "bad_request"},
 		{"negative pid", "POST", "/v1/workers", "Bearer " + tokA, `{"pid":-1}`, 400, "bad_request"},
 		{"oversize", "POST", "/v1/workers", "Bearer " + tokA, big, 400, "bad_request"},
@@ -62,6 +66,7 @@ func TestHTTPErrors(t *testing.T) {
 			if c.auth != "" {
 				req.Header.Set("Authorization", c.auth)
 			}
+			req.Header.Set(protocol.VersionHeader, "1")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -77,6 +82,54 @@ func TestHTTPErrors(t *testing.T) {
 	// Nothing above changed any task, and no result was recorded.
 	if rs, _ := h.store.Results(context.Background(), ""); len(rs) != 0 {
 		t.Errorf("results recorded: %+v", rs)
+	}
+}
+
+// TestProtocolVersions: every answer names the version the coordinator
+// speaks and the range it accepts; a request without a version, or with one
+// outside the range, gets a typed 400 naming both; a request with fields
+// the coordinator does not know is served (docs/protocol.md, "Versions").
+func TestProtocolVersions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []PoolRuntime{rtPool("a", 1)}, []TaskRuntime{rtTask("x")}, harnessOpts{})
+	tok := h.c.PoolToken("a")
+	cases := []struct {
+		name, version, body string
+		status              int
+		code, message       string
+	}{
+		{"no version", "", `{"host":"h"}`, 400, protocol.CodeUnsupportedVersion, "has no Wdc-Protocol-Version header; this coordinator accepts protocol versions 1 to 1"},
+		{"newer version", "2", `{"host":"h"}`, 400, protocol.CodeUnsupportedVersion, `speaks protocol version "2"; this coordinator accepts protocol versions 1 to 1`},
+		{"not a number", "one", `{"host":"h"}`, 400, protocol.CodeUnsupportedVersion, `"one"`},
+		{"version 1 with an unknown field", "1", `{"host":"h","pid":3,"newer_field":{"x":1}}`, 200, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", h.srv.URL+"/v1/workers", strings.NewReader(c.body))
+			req.Header.Set("Authorization", "Bearer "+tok)
+			if c.version != "" {
+				req.Header.Set(protocol.VersionHeader, c.version)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.Header.Get(protocol.VersionHeader) != "1" || resp.Header.Get(protocol.AcceptedVersionsHeader) != "1-1" {
+				t.Errorf("answer headers %v; want the version and the accepted range", resp.Header)
+			}
+			if resp.StatusCode != c.status {
+				t.Fatalf("%d %s; want %d", resp.StatusCode, b, c.status)
+			}
+			if c.code == "" {
+				return
+			}
+			var e protocol.Error
+			if json.Unmarshal(b, &e) != nil || e.Code != c.code || !strings.Contains(e.Message, c.message) {
+				t.Errorf("answer %s; want code %s and a message containing %q", b, c.code, c.message)
+			}
+		})
 	}
 }
 
@@ -777,7 +830,7 @@ func TestHandlerNeverPanicsOnRawGarbage(t *testing.T) {
 	for _, p := range paths {
 		for _, b := range bodies {
 			req, _ := http.NewRequest("POST", h.srv.URL+p, bytes.NewReader([]byte(b)))
-			req.Header.Set("Authorization", "Bearer "+tok)
+			authed(req, tok)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

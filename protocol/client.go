@@ -123,6 +123,7 @@ func (c *Client) call(ctx context.Context, path string, body, out any) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set(VersionHeader, strconv.Itoa(ProtocolVersion))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err

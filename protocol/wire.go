@@ -10,6 +10,28 @@ import "time"
 // APIVersion is the path prefix of worker protocol v1.
 const APIVersion = "v1"
 
+// Protocol versions (docs/protocol.md, "Versions"). Every request carries
+// the version its sender speaks in the VersionHeader; every answer carries
+// the version the coordinator speaks in VersionHeader and the range it
+// accepts, "MIN-MAX", in AcceptedVersionsHeader. A request without the
+// header, or with a version outside that range, is answered 400 with code
+// CodeUnsupportedVersion and a message naming both.
+//
+// Within one version, readers ignore fields they do not know, and writers
+// add only fields whose absence an older reader can safely ignore; a
+// change that an older peer must understand gets a new version.
+const (
+	// ProtocolVersion is the version this wdc speaks.
+	ProtocolVersion = 1
+	// MinProtocolVersion and MaxProtocolVersion bound what a coordinator
+	// of this wdc accepts.
+	MinProtocolVersion = 1
+	MaxProtocolVersion = 1
+
+	VersionHeader          = "Wdc-Protocol-Version"
+	AcceptedVersionsHeader = "Wdc-Protocol-Versions"
+)
+
 // TokenEnv is the environment variable through which a worker receives its
 // pool's bearer token. It is never put on a command line and never passed
 // on to a task's environment.
@@ -123,10 +145,18 @@ type ResultResponse struct {
 	Duplicate bool `json:"duplicate,omitempty"`
 }
 
+// Error codes of protocol.Error beyond the generic ones.
+const (
+	// CodeUnsupportedVersion: the request's VersionHeader is missing or
+	// outside the range the coordinator accepts (400).
+	CodeUnsupportedVersion = "unsupported_protocol_version"
+)
+
 // Error is the body of every 4xx and 5xx answer.
 type Error struct {
 	// Code is a stable machine-readable name: "unauthorized",
-	// "bad_request", "not_found", "conflict", "internal".
+	// "bad_request", "not_found", "conflict", "internal", or one of the
+	// Code* constants.
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
