@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,16 +31,19 @@ const (
 )
 
 // Options configure an agent. ServerURL and WorkDir are required, and a
-// pool token must be given in Token or in the environment.
+// launch or join credential must be given in Credential or in the
+// environment.
 type Options struct {
 	// ServerURL is the coordinator's base URL, e.g. "http://127.0.0.1:7420".
 	ServerURL string
 	// Pool, when set, is the pool the worker expects to join; registration
-	// fails if the token belongs to another pool.
+	// fails if the credential belongs to another pool.
 	Pool string
-	// Token is the pool's bearer token. Empty means the value of
-	// protocol.TokenEnv (WDC_WORKER_TOKEN) in Environ.
-	Token string
+	// Credential is the launch credential (from apply's provider) or join
+	// credential (from a join file) that registration exchanges for a
+	// session. Empty means the value of protocol.LaunchCredentialEnv
+	// (WDC_LAUNCH_CREDENTIAL) in Environ.
+	Credential string
 	// WorkDir is the work folder: attempt logs go to
 	// logs/<task>/<attempt>/{stdout,stderr} and scratch folders to
 	// scratch/<task>/<attempt>/ under it. A relative path is made absolute.
@@ -76,12 +81,15 @@ type Options struct {
 // at once. Create it with New and run it with Run; a zero Agent is not
 // usable.
 type Agent struct {
-	opts    Options
-	log     *slog.Logger
-	client  *protocol.Client
-	environ []string
-	retry   backoff
-	health  health
+	opts   Options
+	log    *slog.Logger
+	client *protocol.Client // the credential's until registration, then the session's
+	// requestID is sent with every try of the registration, so a retry
+	// whose first answer was lost gets the same worker back.
+	requestID string
+	environ   []string
+	retry     backoff
+	health    health
 
 	drainOnce sync.Once
 	drainCh   chan struct{} // closed by Drain
@@ -120,11 +128,11 @@ func New(opts Options) (*Agent, error) {
 	if environ == nil {
 		environ = os.Environ()
 	}
-	if opts.Token == "" {
-		opts.Token = lookupEnv(environ, protocol.TokenEnv)
+	if opts.Credential == "" {
+		opts.Credential = lookupEnv(environ, protocol.LaunchCredentialEnv)
 	}
-	if opts.Token == "" {
-		return nil, fmt.Errorf("agent: no pool token: set %s", protocol.TokenEnv)
+	if opts.Credential == "" {
+		return nil, fmt.Errorf("agent: no credential: set %s, or give a join file (--join-file)", protocol.LaunchCredentialEnv)
 	}
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = DefaultDrainTimeout
@@ -158,7 +166,8 @@ func New(opts Options) (*Agent, error) {
 	return &Agent{
 		opts:      opts,
 		log:       log,
-		client:    protocol.NewClient(opts.ServerURL, opts.Token, hc),
+		client:    protocol.NewClient(opts.ServerURL, opts.Credential, hc),
+		requestID: newRequestID(),
 		environ:   environ,
 		retry:     backoff{base: opts.RetryBase, max: opts.RetryMax},
 		drainCh:   make(chan struct{}),
@@ -292,7 +301,7 @@ func (a *Agent) callTimeout() time.Duration {
 // register calls POST /v1/workers, retrying unreachable-coordinator errors
 // for up to RegisterTimeout. Cancelling ctx gives up quietly.
 func (a *Agent) register(ctx context.Context) error {
-	req := protocol.RegisterRequest{Host: a.opts.Hostname, PID: os.Getpid(), Version: a.opts.Version}
+	req := protocol.RegisterRequest{Host: a.opts.Hostname, PID: os.Getpid(), Version: a.opts.Version, RequestID: a.requestID}
 	deadline := time.Now().Add(a.opts.RegisterTimeout)
 	for n := 0; ; n++ {
 		cctx, cancel := context.WithTimeout(ctx, min(10*time.Second, a.opts.RegisterTimeout))
@@ -300,11 +309,12 @@ func (a *Agent) register(ctx context.Context) error {
 		cancel()
 		if err == nil {
 			if a.opts.Pool != "" && reg.Pool != a.opts.Pool {
-				return fmt.Errorf("agent: the pool token belongs to pool %q, not %q", reg.Pool, a.opts.Pool)
+				return fmt.Errorf("agent: the credential belongs to pool %q, not %q", reg.Pool, a.opts.Pool)
 			}
-			if reg.WorkerID == "" {
-				return errors.New("agent: the coordinator registered the worker without an id")
+			if reg.WorkerID == "" || reg.SessionToken == "" {
+				return errors.New("agent: the coordinator registered the worker without an id or session token")
 			}
+			a.client = a.client.WithToken(reg.SessionToken)
 			if reg.Capacity < 1 {
 				reg.Capacity = 1
 			}
@@ -326,7 +336,7 @@ func (a *Agent) register(ctx context.Context) error {
 			return nil
 		}
 		if protocol.StatusOf(err) == http.StatusUnauthorized {
-			return fmt.Errorf("agent: the coordinator refused the pool token: %w", err)
+			return fmt.Errorf("agent: the coordinator refused the credential: %w", err)
 		}
 		if !reachFailure(err) {
 			return fmt.Errorf("agent: registering: %w", err)
@@ -348,7 +358,10 @@ func (a *Agent) register(ctx context.Context) error {
 func (a *Agent) fatalAnswer(err error, workerRoute bool) bool {
 	switch status := protocol.StatusOf(err); {
 	case status == http.StatusUnauthorized:
-		a.fatal(fmt.Errorf("agent: the coordinator refused the pool token: %w", err))
+		a.fatal(fmt.Errorf("agent: the coordinator refused the worker's session: %w", err))
+		return true
+	case status == http.StatusForbidden && workerRoute:
+		a.fatal(fmt.Errorf("agent: the coordinator refused the worker's session: %w", err))
 		return true
 	case status == http.StatusNotFound && workerRoute:
 		a.fatal(fmt.Errorf("agent: the coordinator does not know worker %s: %w", a.reg.WorkerID, err))
@@ -692,4 +705,11 @@ func (a *Agent) waitIdle(d time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// newRequestID returns a random id for one agent's registration.
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }

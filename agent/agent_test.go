@@ -165,8 +165,9 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", strings.TrimSpace(want), stdout)
 		}
 	}
-	if strings.Contains(stdout, protocol.TokenEnv) || strings.Contains(stdout, "=tok\n") {
-		t.Errorf("the pool token leaked into the task's environment:\n%s", stdout)
+	if strings.Contains(stdout, protocol.LaunchCredentialEnv) || strings.Contains(stdout, protocol.SessionTokenEnv) ||
+		strings.Contains(stdout, "=tok\n") || strings.Contains(stdout, "leaked-session") {
+		t.Errorf("a credential leaked into the task's environment:\n%s", stdout)
 	}
 	if strings.Contains(stdout, "spoofed") {
 		t.Errorf("the task's env overrode WDC_TASK:\n%s", stdout)
@@ -443,10 +444,10 @@ func TestFatalAnswers(t *testing.T) {
 		opts    func(o *Options)
 		wantErr string
 	}{
-		{"401 at registration", func(f *fakeCoord) { f.registerError = 401 }, nil, "refused the pool token"},
-		{"wrong token", nil, func(o *Options) { o.Environ = []string{protocol.TokenEnv + "=wrong"} }, "refused the pool token"},
-		{"token of another pool", nil, func(o *Options) { o.Pool = "other" }, `belongs to pool "builders", not "other"`},
-		{"401 on heartbeat and claim", func(f *fakeCoord) { f.workerError = 401 }, nil, "refused the pool token"},
+		{"401 at registration", func(f *fakeCoord) { f.registerError = 401 }, nil, "refused the credential"},
+		{"wrong credential", nil, func(o *Options) { o.Environ = []string{protocol.LaunchCredentialEnv + "=wrong"} }, "refused the credential"},
+		{"credential of another pool", nil, func(o *Options) { o.Pool = "other" }, `belongs to pool "builders", not "other"`},
+		{"401 on heartbeat and claim", func(f *fakeCoord) { f.workerError = 401 }, nil, "refused the worker's session"},
 		{"404 unknown worker", func(f *fakeCoord) { f.workerError = 404 }, nil, "does not know worker w-1"},
 	}
 	for _, tt := range tests {
@@ -473,9 +474,9 @@ func TestNewRejectsIncompleteOptions(t *testing.T) {
 		opts    Options
 		wantErr string
 	}{
-		{"no server", Options{WorkDir: "/tmp", Token: "t"}, "coordinator URL is required"},
-		{"no work dir", Options{ServerURL: "http://x", Token: "t"}, "work folder is required"},
-		{"no token", Options{ServerURL: "http://x", WorkDir: "/tmp", Environ: []string{}}, "no pool token: set " + protocol.TokenEnv},
+		{"no server", Options{WorkDir: "/tmp", Credential: "t"}, "coordinator URL is required"},
+		{"no work dir", Options{ServerURL: "http://x", Credential: "t"}, "work folder is required"},
+		{"no credential", Options{ServerURL: "http://x", WorkDir: "/tmp", Environ: []string{}}, "no credential: set " + protocol.LaunchCredentialEnv},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

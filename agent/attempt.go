@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,13 +108,13 @@ func SanitizeTask(addr string) string {
 	return s
 }
 
-// taskEnv builds an attempt's environment: base minus the pool token
-// variable, then the task's own variables (sorted, so the order is stable),
+// taskEnv builds an attempt's environment: base minus the variables that
+// hold credentials (IsSecretEnv), then the task's own variables (sorted, so the order is stable),
 // then the WDC_* variables, which win over anything before them.
 func taskEnv(base []string, asg protocol.Assignment, workerID, scratch string) []string {
 	env := make([]string, 0, len(base)+len(asg.Definition.Env)+5)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, protocol.TokenEnv+"=") {
+		if IsSecretEnv(kv) {
 			continue
 		}
 		env = append(env, kv)
@@ -406,4 +407,12 @@ func KillOrphanGroups(workDir string, agentPID int) int {
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// IsSecretEnv reports whether the environment entry kv ("NAME=value")
+// holds a credential that must never reach a task or be passed on to a
+// worker: protocol.SecretEnvs, and WDC_WORKER_TOKEN of earlier versions.
+func IsSecretEnv(kv string) bool {
+	name, _, _ := strings.Cut(kv, "=")
+	return name == "WDC_WORKER_TOKEN" || slices.Contains(protocol.SecretEnvs, name)
 }

@@ -59,7 +59,7 @@ type resultRec struct {
 func newFakeCoord(capacity int, interval, ttl time.Duration) *fakeCoord {
 	return &fakeCoord{
 		reg: protocol.RegisterResponse{
-			WorkerID: "w-1", Pool: "builders", Labels: map[string]string{"can": "build"}, Capacity: capacity,
+			WorkerID: "w-1", SessionToken: "sess", Pool: "builders", Labels: map[string]string{"can": "build"}, Capacity: capacity,
 			HeartbeatIntervalMS: interval.Milliseconds(), TTLMS: ttl.Milliseconds(),
 		},
 		nextToken: 100,
@@ -114,16 +114,19 @@ func (f *fakeCoord) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(v)
 	}
-	auth := func(next http.HandlerFunc) http.HandlerFunc {
+	// Registration takes the launch credential "tok"; every later call
+	// the session it answers.
+	authWith := func(want string, next http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer tok" {
+			if r.Header.Get("Authorization") != "Bearer "+want || r.Header.Get(protocol.VersionHeader) != "1" {
 				f.writeError(w, http.StatusUnauthorized, "unauthorized")
 				return
 			}
 			next(w, r)
 		}
 	}
-	mux.HandleFunc("POST /v1/workers", auth(func(w http.ResponseWriter, r *http.Request) {
+	auth := func(next http.HandlerFunc) http.HandlerFunc { return authWith("sess", next) }
+	mux.HandleFunc("POST /v1/workers", authWith("tok", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.registers++
 		status, reg := f.registerError, f.reg
@@ -297,7 +300,7 @@ func startAgent(t *testing.T, url string, mod func(*Options)) *running {
 		ServerURL: url,
 		Pool:      "builders",
 		WorkDir:   t.TempDir(),
-		Environ:   []string{"PATH=" + os.Getenv("PATH"), protocol.TokenEnv + "=tok", "BASE_VAR=from-agent"},
+		Environ:   []string{"PATH=" + os.Getenv("PATH"), protocol.LaunchCredentialEnv + "=tok", protocol.SessionTokenEnv + "=leaked-session", "BASE_VAR=from-agent"},
 		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Version:   "test",
 		ClaimWait: 200 * time.Millisecond,

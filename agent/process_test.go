@@ -76,7 +76,7 @@ func startAgentProcess(t *testing.T, url string) *agentProcess {
 	defer logf.Close()
 	p := &agentProcess{logPath: logPath, workDir: filepath.Join(dir, "work"), done: make(chan struct{})}
 	p.cmd = exec.Command(exe)
-	p.cmd.Env = append(os.Environ(), childEnv+"=1", childServerEnv+"="+url, childWorkEnv+"="+p.workDir, protocol.TokenEnv+"=tok")
+	p.cmd.Env = append(os.Environ(), childEnv+"=1", childServerEnv+"="+url, childWorkEnv+"="+p.workDir, protocol.LaunchCredentialEnv+"=tok")
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf // files, never pipes
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

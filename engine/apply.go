@@ -25,7 +25,14 @@ const (
 	EventExited     = "exited"      // a launched worker exited (Pool, Message)
 	EventPoolFailed = "pool_failed" // a pool's launches kept failing; its remaining tasks failed
 	EventDraining   = "draining"    // apply stopped granting and asked workers to drain
+	// EventAwaitingWorkers: an external pool waits for workers to join
+	// (Pool; Message: the join command and the wait).
+	EventAwaitingWorkers = "awaiting_workers"
 )
+
+// ProviderExternal is the provider of a pool apply launches nothing for:
+// its workers join from anywhere with a join token.
+const ProviderExternal = "external"
 
 // neverRegisteredLimit is how many launches in a row of one pool may fail
 // to register before apply fails the pool's remaining tasks.
@@ -37,6 +44,12 @@ type ApplyPool struct {
 	Provider     string
 	Min, Max     int
 	DrainTimeout time.Duration
+	// LaunchTimeout is how long a launched worker has to register before
+	// its credential is revoked and it counts as never registered; for an
+	// external pool, how long apply waits for a worker to join while the
+	// pool has work and no live worker (default DefaultLaunchTimeout of
+	// the provider).
+	LaunchTimeout time.Duration
 	// Env is extra environment for the pool's workers (a local block's env).
 	Env map[string]string
 	// Workers is the number the plan launches (PoolChange.Workers).
@@ -54,9 +67,14 @@ type ApplyOptions struct {
 	// task of the plan (see ApplyInputs).
 	Pools []ApplyPool
 	Tasks map[string]TaskRuntime
-	// Listen is the coordinator's address, "host" or "host:port"
-	// (default 127.0.0.1 on a free port).
-	Listen string
+	// Serve says where and how the coordinator listens (default 127.0.0.1
+	// on a free port, plain HTTP; see Listen). CADir defaults to
+	// CAFolder(WorkDir).
+	Serve ListenSettings
+	// ApplyID is the apply's id, the ID of the lock the caller holds:
+	// launches and workers are recorded under it, and the coordinator's
+	// URL is written into that lock row. Lineage is the state's lineage.
+	ApplyID, Lineage string
 	// WorkDir is the work folder (the state file's folder): attempt logs,
 	// scratch folders and worker logs (workers/<apply start>/<pool>-<n>.log)
 	// go there.
@@ -82,9 +100,29 @@ type ApplyOptions struct {
 	// Redact rewrites error texts that workers report before they are
 	// stored or shown (see CoordinatorOptions.Redact); nil keeps them.
 	Redact func(string) string
-	// RegisterTimeout is how long a launched worker may take to register
-	// before it counts as never registered (default 30 s).
-	RegisterTimeout time.Duration
+	// OnServing, when set, is called once the coordinator serves, with its
+	// endpoint (URL, TLS, pin, warning).
+	OnServing func(*Endpoint)
+}
+
+// DefaultLaunchTimeout returns a provider's default launch_timeout: 60 s
+// for local, 10 min for external (waiting for a worker to join), 5 min for
+// the others (a pod or a Ray job takes a while to start).
+func DefaultLaunchTimeout(provider string) time.Duration {
+	switch provider {
+	case "local":
+		return time.Minute
+	case ProviderExternal:
+		return 10 * time.Minute
+	}
+	return 5 * time.Minute
+}
+
+// OperatorCredentialFile is the file, in the work folder, that holds the
+// operator credential of the running apply's coordinator (mode 0600):
+// commands that change the state while an apply runs present it.
+func OperatorCredentialFile(workDir string) string {
+	return filepath.Join(workDir, "operator-credential")
 }
 
 // ApplyResult summarizes an apply.
@@ -126,7 +164,10 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 			Runtime: PoolRuntime{Name: pool.Name, Labels: pool.Labels, Capacity: pool.Capacity,
 				HeartbeatInterval: pool.Heartbeat.Interval, TTL: pool.Heartbeat.TTL},
 			Provider: pool.Provider, Min: pool.Min, Max: pool.Max, DrainTimeout: pool.DrainTimeout,
-			Workers: workers[pool.Name],
+			LaunchTimeout: pool.LaunchTimeout, Workers: workers[pool.Name],
+		}
+		if pool.Provider == ProviderExternal {
+			ap.Runtime.Max = pool.Max
 		}
 		if pool.Local != nil {
 			ap.Env = pool.Local.Env
@@ -182,8 +223,13 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.RegisterTimeout <= 0 {
-		opts.RegisterTimeout = 30 * time.Second
+	for i := range opts.Pools {
+		if opts.Pools[i].LaunchTimeout <= 0 {
+			opts.Pools[i].LaunchTimeout = DefaultLaunchTimeout(opts.Pools[i].Provider)
+		}
+	}
+	if opts.Serve.CADir == "" {
+		opts.Serve.CADir = CAFolder(opts.WorkDir)
 	}
 	if opts.Executable == "" {
 		exe, err := os.Executable()
@@ -223,8 +269,16 @@ type applier struct {
 	lockLost bool
 
 	mu         sync.Mutex
-	registered []string // worker ids registered, not yet matched to a launch
-	stale      map[string]bool
+	registered []Event         // registrations of launched workers, not yet matched to their launch
+	joined     map[string]int  // pool → workers that joined with a join token
+	stale      map[string]bool // worker ids gone silent
+}
+
+// joinedCount is the number of workers that joined the pool.
+func (a *applier) joinedCount(pool string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.joined[pool]
 }
 
 func (a *applier) emit(e Event) {
@@ -281,9 +335,10 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 	return runtimes, nil
 }
 
-// launched is one worker process apply started.
+// launched is one worker apply launched through a provider.
 type launched struct {
 	pool     *ApplyPool
+	seq      int    // launch sequence within the pool
 	id       string // provider handle
 	pid      int
 	log      string
@@ -292,14 +347,23 @@ type launched struct {
 	exited   bool
 }
 
+// describe names the launch in messages: "worker 2 (pid 123)".
+func (l *launched) describe() string {
+	if l.pid > 0 {
+		return fmt.Sprintf("worker %d (pid %d)", l.seq, l.pid)
+	}
+	return fmt.Sprintf("worker %d (%s)", l.seq, l.id)
+}
+
 func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	a.stale = map[string]bool{}
+	a.joined = map[string]int{}
 	var pools []PoolRuntime
 	for _, p := range a.opts.Pools {
 		pools = append(pools, p.Runtime)
 	}
 	coord, err := NewCoordinator(CoordinatorOptions{
-		Store: a.opts.Store, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
+		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
 		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact,
 	})
 	if err != nil {
@@ -307,28 +371,44 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	}
 	a.coord = coord
 
-	ln, err := net.Listen("tcp", listenAddress(a.opts.Listen))
+	ep, err := Listen(a.opts.Serve, a.opts.Now())
 	if err != nil {
-		return fmt.Errorf("coordinator listen address %q: %w", a.opts.Listen, err)
+		return err
 	}
-	a.url = "http://" + ln.Addr().String()
+	a.url = ep.URL
 	srv := &http.Server{Handler: coord.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // returns on Shutdown
+	go srv.Serve(ep.Listener) //nolint:errcheck // returns on Shutdown
 	coordCtx, stopCoord := context.WithCancel(context.Background())
 	coordDone := make(chan struct{})
 	go func() { defer close(coordDone); coord.Run(coordCtx) }()
+	credFile := OperatorCredentialFile(a.opts.WorkDir)
 	defer func() {
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(shutCtx) //nolint:errcheck // best effort at the end
 		stopCoord()
 		<-coordDone
+		os.Remove(credFile)
 	}()
+	// Commands that change the state while this apply runs go through this
+	// coordinator: they find it in the lock row and present the operator
+	// credential, readable only by this user.
+	if err := writePrivateFile(credFile, []byte(coord.OperatorCredential()+"\n")); err != nil {
+		return fmt.Errorf("writing the operator credential: %w", err)
+	}
+	if a.opts.ApplyID != "" {
+		if err := a.opts.Store.SetLockCoordinator(ctx, a.opts.ApplyID, ep.URL, ep.CASHA256); err != nil {
+			return err
+		}
+	}
+	if a.opts.OnServing != nil {
+		a.opts.OnServing(ep)
+	}
 
 	provs := map[string]providers.Provider{}
 	for i := range a.opts.Pools {
 		p := &a.opts.Pools[i]
-		if _, ok := provs[p.Provider]; ok {
+		if _, ok := provs[p.Provider]; ok || p.Provider == ProviderExternal {
 			continue
 		}
 		prov, err := providers.Lookup(p.Provider)
@@ -341,29 +421,55 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	var workers []*launched
 	failedInRow := map[string]int{}
 	poolFailed := map[string]bool{}
-	index := map[string]int{}
+	seqs := map[string]int{}
 	launch := func(p *ApplyPool) {
-		n := index[p.Runtime.Name]
-		index[p.Runtime.Name]++
-		logPath := filepath.Join(a.logDir, fmt.Sprintf("%s-%d.log", p.Runtime.Name, n))
-		resp, err := provs[p.Provider].Launch(ctx, providers.LaunchRequest{
-			Pool: p.Runtime.Name, Index: n, ServerURL: a.url, Token: coord.PoolToken(p.Runtime.Name),
-			WorkDir: a.opts.WorkDir, LogPath: logPath, Env: p.Env, Executable: a.opts.Executable, DrainTimeout: p.DrainTimeout,
-		})
+		seqs[p.Runtime.Name]++
+		seq := seqs[p.Runtime.Name]
+		name := p.Runtime.Name
 		a.res.Workers++
+		logPath := filepath.Join(a.logDir, fmt.Sprintf("%s-%d.log", name, seq))
+		cred, err := coord.IssueLaunch(ctx, name, seq, p.Provider, p.LaunchTimeout)
 		if err != nil {
-			failedInRow[p.Runtime.Name]++
-			a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: p.Runtime.Name, Message: fmt.Sprintf("worker %d failed to launch: %v", n, err)})
+			failedInRow[name]++
+			a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d could not be launched: %v", seq, err)})
 			return
 		}
-		workers = append(workers, &launched{pool: p, id: resp.ID, pid: resp.PID, log: logPath, at: time.Now()})
-		a.emit(Event{At: a.opts.Now(), Kind: EventLaunched, Pool: p.Runtime.Name,
-			Message: fmt.Sprintf("worker %d (pid %d, log %s)", n, resp.PID, logPath)})
+		resp, err := provs[p.Provider].Launch(ctx, providers.LaunchRequest{
+			Pool: name, Lineage: a.opts.Lineage, ApplyID: coord.ApplyID(), Seq: seq,
+			ServerURL: ep.URL, CASHA256: ep.CASHA256, Credential: cred,
+			WorkDir: a.opts.WorkDir, LogPath: logPath, Env: p.Env, Executable: a.opts.Executable, DrainTimeout: p.DrainTimeout,
+		})
+		if err != nil {
+			failedInRow[name]++
+			if _, cerr := coord.CloseLaunch(context.WithoutCancel(ctx), name, seq, true); cerr != nil {
+				a.opts.logger().Warn("closing a failed launch", "pool", name, "seq", seq, "err", cerr)
+			}
+			a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d failed to launch: %v", seq, err)})
+			return
+		}
+		if err := a.opts.Store.SetLaunchProcess(context.WithoutCancel(ctx), coord.ApplyID(), name, seq, state.LaunchProcess{
+			Handle: resp.ID, Host: resp.Host, PID: resp.PID, Start: resp.ProcessStart, Argv: resp.Argv, WorkDir: a.opts.WorkDir,
+		}); err != nil {
+			a.opts.logger().Warn("recording a launch", "pool", name, "seq", seq, "err", err)
+		}
+		w := &launched{pool: p, seq: seq, id: resp.ID, pid: resp.PID, log: logPath, at: time.Now()}
+		workers = append(workers, w)
+		a.emit(Event{At: a.opts.Now(), Kind: EventLaunched, Pool: name, Launch: seq,
+			Message: fmt.Sprintf("%s, log %s", w.describe(), logPath)})
 	}
 
+	external := map[string]time.Time{} // external pool → since when it has had work and no live worker
 	for i := range a.opts.Pools {
-		for n := 0; n < a.opts.Pools[i].Workers; n++ {
-			launch(&a.opts.Pools[i])
+		p := &a.opts.Pools[i]
+		if p.Provider == ProviderExternal {
+			if p.Workers > 0 {
+				external[p.Runtime.Name] = time.Now()
+				a.emit(Event{At: a.opts.Now(), Kind: EventAwaitingWorkers, Pool: p.Runtime.Name, Message: joinHint(p, ep)})
+			}
+			continue
+		}
+		for n := 0; n < p.Workers; n++ {
+			launch(p)
 		}
 	}
 
@@ -386,38 +492,46 @@ loop:
 			break loop
 		case <-tick.C:
 		}
-		a.matchRegistrations(ctx, workers, failedInRow)
+		a.matchRegistrations(workers, failedInRow)
 		// Workers that exited, or never registered in time.
 		for _, w := range workers {
 			if w.exited {
 				continue
 			}
-			st, err := provs[w.pool.Provider].Status(ctx, providers.StatusRequest{ID: w.id})
+			prov := provs[w.pool.Provider]
+			st, err := prov.Status(ctx, providers.StatusRequest{ID: w.id})
 			if err == nil && !st.Running {
-				w.exited = true
-				msg := fmt.Sprintf("pid %d exited", w.pid)
+				msg := w.describe() + " exited"
 				if st.ExitCode != nil {
-					msg = fmt.Sprintf("pid %d exited with status %d", w.pid, *st.ExitCode)
+					msg = fmt.Sprintf("%s exited with status %d", w.describe(), *st.ExitCode)
 				} else if st.Signal != "" {
-					msg = fmt.Sprintf("pid %d was killed by %s", w.pid, st.Signal)
+					msg = fmt.Sprintf("%s was killed by %s", w.describe(), st.Signal)
 				}
 				if w.workerID == "" {
 					failedInRow[w.pool.Runtime.Name]++
 					msg += " before it registered; see " + w.log
 				}
-				a.cleanup(ctx, provs[w.pool.Provider], w)
-				a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Message: msg})
+				a.ended(ctx, prov, w)
+				a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Launch: w.seq, Message: msg})
 				continue
 			}
-			if w.workerID == "" && time.Since(w.at) > a.opts.RegisterTimeout {
-				provs[w.pool.Provider].Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}) //nolint:errcheck // counted below
-				w.exited = true
+			if w.workerID == "" && time.Since(w.at) > w.pool.LaunchTimeout {
+				// Revoke the credential first: a worker that starts late
+				// cannot join and push the pool past max.
+				revoked, err := coord.CloseLaunch(ctx, w.pool.Runtime.Name, w.seq, false)
+				if err != nil || !revoked {
+					continue // it registered meanwhile; matched at the next tick
+				}
+				prov.Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}) //nolint:errcheck // counted below
 				failedInRow[w.pool.Runtime.Name]++
-				a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name,
-					Message: fmt.Sprintf("pid %d did not register within %s and was stopped; see %s", w.pid, a.opts.RegisterTimeout, w.log)})
+				a.ended(ctx, prov, w)
+				a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, Launch: w.seq,
+					Message: fmt.Sprintf("%s did not register within its launch_timeout of %s: its credential is revoked and it was stopped; see %s",
+						w.describe(), w.pool.LaunchTimeout, w.log)})
 			}
 		}
-		// Replace lost workers while the pool still has work.
+		// Replace lost workers while the pool still has work; fail pools
+		// whose workers never come.
 		prog := coord.Progress()
 		for i := range a.opts.Pools {
 			p := &a.opts.Pools[i]
@@ -425,12 +539,33 @@ loop:
 			if poolFailed[name] || p.Workers == 0 {
 				continue
 			}
-			if failedInRow[name] >= neverRegisteredLimit {
+			fail := func(reason string) error {
 				poolFailed[name] = true
-				reason := fmt.Sprintf("%d workers launched in a row never registered with the coordinator (see the worker logs under %s)",
-					neverRegisteredLimit, a.logDir)
 				a.emit(Event{At: a.opts.Now(), Kind: EventPoolFailed, Pool: name, Message: reason})
-				if err := coord.FailPool(name, reason); err != nil {
+				return coord.FailPool(name, reason)
+			}
+			if p.Provider == ProviderExternal {
+				since, waiting := external[name]
+				switch live := prog.Pools[i].Active + prog.Pools[i].Draining; {
+				case prog.Pools[i].Unfinished == 0 || live > 0:
+					delete(external, name)
+				case !waiting:
+					external[name] = time.Now()
+				case time.Since(since) > p.LaunchTimeout:
+					what := "no worker joined"
+					if a.joinedCount(name) > 0 {
+						what = "no worker was left"
+					}
+					if err := fail(fmt.Sprintf("%s within its launch_timeout of %s (join with: wdc join-token create %s, then wdc agent --join-file)",
+						what, p.LaunchTimeout, name)); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if failedInRow[name] >= neverRegisteredLimit {
+				if err := fail(fmt.Sprintf("%d workers launched in a row never registered with the coordinator (see the worker logs under %s)",
+					neverRegisteredLimit, a.logDir)); err != nil {
 					return err
 				}
 				continue
@@ -466,6 +601,9 @@ loop:
 	}
 	a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: map[bool]string{true: "killing workers", false: "draining workers"}[abort]})
 	a.stopWorkers(workers, provs, abort)
+	if !abort {
+		a.waitExternal()
+	}
 
 	prog := coord.Progress()
 	if a.lockLost {
@@ -489,6 +627,91 @@ loop:
 	a.res.Unfinished = prog.Total - prog.Finished
 	a.res.Attempts = prog.AttemptsGranted
 	return nil
+}
+
+// joinHint is what apply prints for an external pool: how a worker joins.
+func joinHint(p *ApplyPool, ep *Endpoint) string {
+	cmd := "wdc agent --server " + ep.URL + " --pool " + p.Runtime.Name + " --join-file FILE"
+	if ep.CASHA256 != "" {
+		cmd += " --ca-sha256 " + ep.CASHA256
+	}
+	return fmt.Sprintf("waiting up to %s for workers to join pool %s (up to %d): make a join file with `wdc join-token create %s -o FILE`, then run `%s`",
+		p.LaunchTimeout, p.Runtime.Name, p.Max, p.Runtime.Name, cmd)
+}
+
+// waitExternal gives workers that joined from elsewhere (which apply
+// cannot stop) their drain timeout to post the results of their running
+// attempts, until they hold no lease.
+func (a *applier) waitExternal() {
+	var deadline time.Time
+	for i := range a.opts.Pools {
+		p := &a.opts.Pools[i]
+		if p.Provider == ProviderExternal && a.joinedCount(p.Runtime.Name) > 0 {
+			if d := time.Now().Add(p.DrainTimeout + 5*time.Second); d.After(deadline) {
+				deadline = d
+			}
+		}
+	}
+	for time.Now().Before(deadline) {
+		held := 0
+		for i, pp := range a.coord.Progress().Pools {
+			if a.opts.Pools[i].Provider == ProviderExternal {
+				held += pp.Leases
+			}
+		}
+		if held == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ended records that a launched worker is gone: the launch is closed in
+// the state (no later apply stops it), its worker is marked gone (its
+// session revoked), and the provider cleans up what it left.
+func (a *applier) ended(ctx context.Context, prov providers.Provider, w *launched) {
+	w.exited = true
+	ctx = context.WithoutCancel(ctx)
+	if err := a.opts.Store.EndLaunches(ctx, a.coord.ApplyID(), w.pool.Runtime.Name, []int{w.seq}, a.opts.Now()); err != nil {
+		a.opts.logger().Warn("recording a launch's end", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
+	}
+	if w.workerID != "" {
+		if err := a.coord.WorkerGone(ctx, w.workerID); err != nil {
+			a.opts.logger().Warn("marking a worker gone", "worker", w.workerID, "err", err)
+		}
+	}
+	a.cleanup(ctx, prov, w)
+}
+
+func (o ApplyOptions) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+// writePrivateFile writes data to path atomically with mode 0600.
+func writePrivateFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // stopWorkers drains every live worker within its pool's drain timeout (plus
@@ -532,8 +755,7 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		w.exited = true
-		a.cleanup(ctx, prov, w)
+		a.ended(ctx, prov, w)
 	}
 }
 
@@ -549,7 +771,11 @@ func (a *applier) onCoordinatorEvent(e Event) {
 	switch e.Kind {
 	case EventRegistered:
 		a.mu.Lock()
-		a.registered = append(a.registered, e.WorkerID)
+		if e.Launch > 0 {
+			a.registered = append(a.registered, e)
+		} else {
+			a.joined[e.Pool]++
+		}
 		a.mu.Unlock()
 	case EventStale:
 		a.mu.Lock()
@@ -568,22 +794,19 @@ func (a *applier) isStale(workerID string) bool {
 	return a.stale[workerID]
 }
 
-// matchRegistrations ties registered worker ids to launched processes by
-// pid, and resets the pool's count of launches that never registered.
-func (a *applier) matchRegistrations(ctx context.Context, workers []*launched, failedInRow map[string]int) {
+// matchRegistrations ties registered workers to their launches, by the
+// launch sequence their credential was issued for (never by what a worker
+// reports), and resets the pool's count of launches that never registered.
+func (a *applier) matchRegistrations(workers []*launched, failedInRow map[string]int) {
 	a.mu.Lock()
-	ids := a.registered
+	regs := a.registered
 	a.registered = nil
 	a.mu.Unlock()
-	for _, id := range ids {
-		w, err := a.opts.Store.Worker(ctx, id)
-		if err != nil {
-			continue
-		}
+	for _, e := range regs {
 		for _, l := range workers {
-			if l.workerID == "" && l.pid == w.PID && l.pool.Runtime.Name == w.Pool {
-				l.workerID = id
-				failedInRow[w.Pool] = 0
+			if l.workerID == "" && l.seq == e.Launch && l.pool.Runtime.Name == e.Pool {
+				l.workerID = e.WorkerID
+				failedInRow[e.Pool] = 0
 				break
 			}
 		}

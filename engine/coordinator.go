@@ -2,9 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,11 +30,15 @@ const (
 	MaxRequestBytes = 1 << 20
 )
 
-// PoolRuntime is a pool as the coordinator serves it: workers that present
-// the pool's token get its name, labels and capacity (docs/design.md §7).
+// PoolRuntime is a pool as the coordinator serves it: workers that register
+// with one of the pool's launch or join credentials get its name, labels
+// and capacity (docs/design.md §7).
 type PoolRuntime struct {
 	Name   string
 	Labels map[string]string
+	// Max, when > 0, caps the live (active or draining) workers that may
+	// join the pool with a join token; launched workers are sized by apply.
+	Max int
 	// RecordedLabels, when not nil, is what the state records as the
 	// workers' labels instead of Labels (apply hides labels computed from a
 	// sensitive variable). Placement always matches Labels.
@@ -84,6 +85,9 @@ type TaskRuntime struct {
 // required.
 type CoordinatorOptions struct {
 	Store *state.Store
+	// ApplyID is the id of the apply (its lock's ID): launches and workers
+	// are recorded under it. Empty means a random one (tests).
+	ApplyID string
 	// Pools whose workers may connect. Their rows must exist in the state
 	// (state.UpsertPool) before workers register.
 	Pools []PoolRuntime
@@ -123,6 +127,10 @@ const (
 	EventQueued     = "queued"     // a pending task's dependencies all succeeded
 	EventReleased   = "released"   // a granted lease was handed back undelivered (no budget spent)
 	EventRevoked    = "revoked"    // RevokeLeases ended a lease; its attempt is lost
+	// EventRegistrationRefused: a registration was refused because its
+	// credential was used before, expired or was revoked (Pool, Message
+	// starting with the reason).
+	EventRegistrationRefused = "registration_refused"
 )
 
 // Event is one progress event of the coordinator.
@@ -134,7 +142,10 @@ type Event struct {
 	Pool     string // "" when unknown
 	Attempt  int    // 0 when none
 	Token    int64  // fencing token, 0 when none
-	Message  string
+	// Launch is the launch sequence of a registered worker's launch (0
+	// when it joined with a join token, or for other kinds).
+	Launch  int
+	Message string
 }
 
 // Progress is a snapshot of the coordinator's view of the apply.
@@ -175,15 +186,19 @@ type Coordinator struct {
 	sweepInterval time.Duration
 	maxClaimWait  time.Duration
 
-	pools     []*poolState
-	poolByNam map[string]*poolState
-	byToken   map[[32]byte]*poolState // sha256 of the token
+	applyID      string
+	pools        []*poolState
+	poolByNam    map[string]*poolState
+	operator     string   // the operator credential
+	operatorHash [32]byte // its SHA-256
 
 	// wmu serializes every state write together with the memory update
 	// that follows it, so memory follows the state's order of writes.
 	wmu sync.Mutex
 
-	mu          sync.Mutex // guards the fields below
+	mu          sync.Mutex               // guards the fields below
+	creds       map[[32]byte]*credential // launch, join and session credentials by the SHA-256 of their secret
+	launches    map[launchKey]*credential
 	tasks       map[string]*taskState
 	order       []*taskState
 	external    map[string]state.TaskStatus // dependencies outside the apply
@@ -201,7 +216,6 @@ type Coordinator struct {
 
 type poolState struct {
 	rt     PoolRuntime
-	token  string
 	queue  []int // positions of queued tasks this pool can run, ascending
 	failed bool
 }
@@ -221,6 +235,14 @@ type workerState struct {
 	pool   *poolState
 	status state.WorkerStatus
 	held   int
+	// labels are the worker's own: the pool's, or fewer for a worker that
+	// joined with a narrowing join token (narrowed); placement is checked
+	// against them for a narrowed worker.
+	labels   map[string]string
+	narrowed bool
+	joinID   string   // the join token it joined with, or ""
+	seq      int      // its launch sequence, or 0
+	session  [32]byte // SHA-256 of its session token
 }
 
 type leaseState struct {
@@ -229,8 +251,9 @@ type leaseState struct {
 	attempt int
 }
 
-// NewCoordinator checks opts, makes one random bearer token per pool
-// (crypto/rand, 256 bits) and loads the apply's tasks from the state. At
+// NewCoordinator checks opts, makes the operator credential (crypto/rand,
+// 256 bits), loads the join tokens of its pools and the apply's tasks from
+// the state. At
 // start it queues pending tasks whose dependencies have all succeeded and
 // cancels pending or queued tasks whose dependencies can no longer succeed
 // (failed or cancelled, or outside the apply and not succeeded).
@@ -253,8 +276,10 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		redact:        opts.Redact,
 		sweepInterval: opts.SweepInterval,
 		maxClaimWait:  opts.MaxClaimWait,
+		applyID:       opts.ApplyID,
 		poolByNam:     map[string]*poolState{},
-		byToken:       map[[32]byte]*poolState{},
+		creds:         map[[32]byte]*credential{},
+		launches:      map[launchKey]*credential{},
 		tasks:         map[string]*taskState{},
 		external:      map[string]state.TaskStatus{},
 		workers:       map[string]*workerState{},
@@ -275,6 +300,11 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 	if c.maxClaimWait <= 0 {
 		c.maxClaimWait = DefaultMaxClaimWait
 	}
+	if c.applyID == "" {
+		c.applyID = "apply-" + newSecret("")[:16]
+	}
+	c.operator = newSecret(protocol.OperatorCredentialPrefix)
+	c.operatorHash = secretHash(c.operator)
 	for _, p := range opts.Pools {
 		switch {
 		case p.Name == "":
@@ -294,10 +324,9 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		if p.TTL == 0 {
 			p.TTL = DefaultTTL
 		}
-		ps := &poolState{rt: p, token: newToken()}
+		ps := &poolState{rt: p}
 		c.pools = append(c.pools, ps)
 		c.poolByNam[p.Name] = ps
-		c.byToken[sha256.Sum256([]byte(ps.token))] = ps
 	}
 	for i, rt := range opts.Tasks {
 		switch {
@@ -333,6 +362,9 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		c.order = append(c.order, ts)
 	}
 	c.buildPolicies()
+	if err := c.loadJoinTokens(context.Background()); err != nil {
+		return nil, err
+	}
 	if err := c.load(context.Background()); err != nil {
 		return nil, err
 	}
@@ -348,12 +380,6 @@ func maps(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func newToken() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return hex.EncodeToString(b)
 }
 
 // buildPolicies computes each task's direct dependents and transitive
@@ -528,24 +554,6 @@ func (c *Coordinator) load(ctx context.Context) error {
 	return nil
 }
 
-// PoolToken returns the bearer token of the pool ("" for an unknown pool).
-// Hand it to the pool's workers in protocol.TokenEnv, never on a command
-// line.
-func (c *Coordinator) PoolToken(pool string) string {
-	if p := c.poolByNam[pool]; p != nil {
-		return p.token
-	}
-	return ""
-}
-
-// poolForToken returns the pool whose token is tok, or nil.
-func (c *Coordinator) poolForToken(tok string) *poolState {
-	if tok == "" {
-		return nil
-	}
-	return c.byToken[sha256.Sum256([]byte(tok))]
-}
-
 // Run sweeps every SweepInterval until ctx is done, then returns nil. A
 // failed sweep is logged and retried at the next tick.
 func (c *Coordinator) Run(ctx context.Context) error {
@@ -569,12 +577,27 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // stale, and wakes waiting claims when a retry became due. It never marks
 // a task succeeded.
 func (c *Coordinator) Sweep(ctx context.Context) error {
+	_, err := c.sweepNow(ctx)
+	return err
+}
+
+// sweepNow is Sweep, answering what it did (the operator route behind `wdc
+// workers sweep`).
+func (c *Coordinator) sweepNow(ctx context.Context) (protocol.SweepResponse, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	now := c.now()
 	res, err := c.store.Sweep(ctx, now, c.policy)
 	if err != nil {
-		return err
+		return protocol.SweepResponse{}, err
+	}
+	resp := protocol.SweepResponse{Expired: []protocol.LeaseInfo{}, Stale: []string{}}
+	for _, out := range res.Expired {
+		resp.Expired = append(resp.Expired, protocol.LeaseInfo{FencingToken: out.Token, Task: out.Task, Attempt: out.Attempt,
+			WorkerID: out.WorkerID, Status: string(state.LeaseExpired)})
+	}
+	for _, w := range res.Stale {
+		resp.Stale = append(resp.Stale, w.ID)
 	}
 	var evs []Event
 	c.mu.Lock()
@@ -604,7 +627,7 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	c.emit(evs)
-	return nil
+	return resp, nil
 }
 
 // StopGranting makes the coordinator grant no new lease from now on (for
@@ -811,6 +834,7 @@ func (c *Coordinator) RevokeLeases(ctx context.Context, reason string) (int, err
 	}
 	for _, w := range c.workers {
 		w.status = state.WorkerGone
+		c.revokeSessionLocked(w) // sessions die with the apply
 	}
 	c.broadcastLocked()
 	c.mu.Unlock()

@@ -40,15 +40,8 @@ func BenchmarkClaim(b *testing.B) {
 			}
 			srv := httptest.NewServer(c.Handler())
 			defer srv.Close()
-			cl := protocol.NewClient(srv.URL, c.PoolToken("p"), nil)
-			reg, err := cl.Register(ctx, protocol.RegisterRequest{Host: "bench"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			w, err := c.worker(c.poolByNam["p"], reg.WorkerID)
-			if err != nil {
-				b.Fatal(err)
-			}
+			cl, reg := registerOn(b, c, srv.URL, "p", protocol.RegisterRequest{Host: "bench"})
+			w := c.workers[reg.WorkerID]
 			zero := 0
 
 			b.ResetTimer()

@@ -33,13 +33,18 @@ func FuzzHandler(f *testing.F) {
 		f.Fatal(err)
 	}
 	h := c.Handler()
-	tok := c.PoolToken("p")
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, authed(httptest.NewRequest("POST", "/v1/workers", strings.NewReader(`{"host":"h","pid":1}`)), tok))
+	h.ServeHTTP(rec, authed(httptest.NewRequest("POST", "/v1/workers", strings.NewReader(`{"host":"h","pid":1}`)), issueLaunch(f, c, "p")))
 	var reg protocol.RegisterResponse
 	if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil || reg.WorkerID == "" {
 		f.Fatalf("register: %d %s", rec.Code, rec.Body)
 	}
+	// The worker routes take the session; registration takes a fresh
+	// launch credential each time (auth 3), or a used one (auth 1).
+	tok := reg.SessionToken
+	used := issueLaunch(f, c, "p")
+	h.ServeHTTP(httptest.NewRecorder(), authed(httptest.NewRequest("POST", "/v1/workers", strings.NewReader(`{}`)), used))
+	ops := c.OperatorCredential()
 
 	seeds := []struct {
 		method, path, body string
@@ -57,6 +62,15 @@ func FuzzHandler(f *testing.F) {
 		{"POST", "/v1/leases/-7/result", `{"x":1}`, 1},
 		{"POST", "/v1/workers/{w}/claim", `{"max":1e99}`, 1},
 		{"DELETE", "/v1/../v1/workers", `[`, 1},
+		{"POST", "/v1/workers", `{"request_id":"r1"}`, 3},
+		{"POST", "/v1/workers", `null`, 3},
+		{"POST", "/v1/operator/join-tokens", `{"pool":"p","ttl_ms":60000,"labels":{"arch":"amd64"}}`, 4},
+		{"POST", "/v1/operator/join-tokens/jt-x/revoke", `{}`, 4},
+		{"POST", "/v1/operator/lease", `{"task":"task.a"}`, 4},
+		{"POST", "/v1/operator/sweep", `{}`, 4},
+		{"POST", "/v1/operator/sweep", `{}`, 1},
+		{"POST", "/v1/workers/{w}/claim", `{"max":1}`, 4},
+		{"POST", "/v1/workers/w-other/heartbeat", `{"leases":[]}`, 1},
 	}
 	for _, sd := range seeds {
 		f.Add(sd.method, sd.path, []byte(sd.body), sd.auth)
@@ -71,11 +85,17 @@ func FuzzHandler(f *testing.F) {
 		if err != nil {
 			return // not a request a client could send
 		}
-		switch auth % 3 {
+		switch auth % 6 {
 		case 1:
 			authed(req, tok)
 		case 2:
 			authed(req, tok+"x")
+		case 3:
+			authed(req, used)
+		case 4:
+			authed(req, ops)
+		case 5:
+			req.Header.Set(protocol.VersionHeader, "1")
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -107,6 +127,7 @@ func FuzzDecoders(f *testing.F) {
 		`{"host":"h","pid":1,"version":"v"}`, `{"leases":[1,2]}`, `{"max":1,"wait_ms":10}`,
 		`{"worker_id":"w","task":"task.a","attempt":1,"idempotency_key":"k","exit_code":3,"signal":"SIGKILL","failure_class":"failure"}`,
 		`{}`, `null`, `{"pid":-1}`, `{"max":0}`, `{"leases":[0]}`, `{"started_at":"bad"}`, `{} x`, "\xff",
+		`{"pool":"p","ttl_ms":1000,"labels":{"a":"b"}}`, `{"pool":"","ttl_ms":-1}`, `{"request_id":"r"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -115,6 +136,7 @@ func FuzzDecoders(f *testing.F) {
 		roundTrip(t, body, DecodeHeartbeatRequest)
 		roundTrip(t, body, DecodeClaimRequest)
 		roundTrip(t, body, DecodeResultRequest)
+		roundTrip(t, body, DecodeJoinTokenRequest)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,26 +160,50 @@ func newHarness(t *testing.T, pools []PoolRuntime, tasks []TaskRuntime, o harnes
 	return h
 }
 
-// client returns a protocol client with the pool's token.
-func (h *harness) client(pool string) *protocol.Client {
-	return protocol.NewClient(h.srv.URL, h.c.PoolToken(pool), nil)
+// launchSeq numbers the launches of all harnesses (launch sequences only
+// need to be unique per pool).
+var launchSeq atomic.Int64
+
+// issueLaunch issues a launch credential of pool on c, as apply does before
+// it launches a worker; it lives a year of fake time.
+func issueLaunch(t testing.TB, c *Coordinator, pool string) string {
+	t.Helper()
+	cred, err := c.IssueLaunch(context.Background(), pool, int(launchSeq.Add(1)), "local", 365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cred
 }
 
-// worker is a registered worker and its client.
+// registerOn registers a worker of pool on c, served at url, with a fresh
+// launch credential, and returns a client with its session token.
+func registerOn(t testing.TB, c *Coordinator, url, pool string, req protocol.RegisterRequest) (*protocol.Client, protocol.RegisterResponse) {
+	t.Helper()
+	cl := protocol.NewClient(url, issueLaunch(t, c, pool), nil)
+	reg, err := cl.Register(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl.WithToken(reg.SessionToken), reg
+}
+
+// client returns a protocol client with a fresh launch credential of pool.
+func (h *harness) client(pool string) *protocol.Client {
+	return protocol.NewClient(h.srv.URL, issueLaunch(h.t, h.c, pool), nil)
+}
+
+// worker is a registered worker and its session client.
 type worker struct {
-	h  *harness
-	cl *protocol.Client
-	id string
+	h       *harness
+	cl      *protocol.Client
+	id      string
+	session string
 }
 
 func (h *harness) register(pool string) *worker {
 	h.t.Helper()
-	cl := h.client(pool)
-	reg, err := cl.Register(context.Background(), protocol.RegisterRequest{Host: "test", PID: 1, Version: "test"})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return &worker{h: h, cl: cl, id: reg.WorkerID}
+	cl, reg := registerOn(h.t, h.c, h.srv.URL, pool, protocol.RegisterRequest{Host: "test", PID: 1, Version: "test"})
+	return &worker{h: h, cl: cl, id: reg.WorkerID, session: reg.SessionToken}
 }
 
 // claim claims without waiting.

@@ -16,34 +16,44 @@ import (
 	"github.com/wdc-dev/wdc/state"
 )
 
-// Handler returns the HTTP handler of worker protocol v1 (docs/design.md §7,
-// protocol/wire.go):
+// Handler returns the HTTP handler of worker protocol v1 (docs/protocol.md,
+// protocol/wire.go, protocol/operator.go):
 //
-//	POST /v1/workers                   register → RegisterResponse
-//	POST /v1/workers/{id}/heartbeat    HeartbeatRequest → HeartbeatResponse
-//	POST /v1/workers/{id}/claim        ClaimRequest → ClaimResponse (long poll)
-//	POST /v1/leases/{token}/result     ResultRequest → ResultResponse
+//	POST /v1/workers                          RegisterRequest → RegisterResponse      (launch or join credential)
+//	POST /v1/workers/{id}/heartbeat           HeartbeatRequest → HeartbeatResponse    (session token)
+//	POST /v1/workers/{id}/claim               ClaimRequest → ClaimResponse, long poll (session token)
+//	POST /v1/leases/{token}/result            ResultRequest → ResultResponse          (session token)
+//	POST /v1/operator/join-tokens             JoinTokenRequest → JoinTokenResponse    (operator credential)
+//	POST /v1/operator/join-tokens/{id}/revoke → RevokeJoinTokenResponse               (operator credential)
+//	POST /v1/operator/lease                   LeaseLookupRequest → LeaseLookupResponse (operator credential)
+//	POST /v1/operator/sweep                   → SweepResponse                         (operator credential)
 //
-// Every call needs "Authorization: Bearer <pool token>"; the pool, labels
-// and capacity come from the token. Errors are protocol.Error bodies:
-// 401 unauthorized (no or unknown token); 400 bad_request (bad JSON,
-// a body that is not one JSON object (empty, null), trailing data, a
-// body over MaxRequestBytes, a path with "." or ".." segments, a missing or
-// unsupported Wdc-Protocol-Version header (code
-// unsupported_protocol_version), invalid
-// values, a non-numeric token in the path); 404 not_found (unknown route,
-// or a worker id not registered with this token's pool); 405 bad_request
-// (a method other than POST, with an Allow header); 500 internal (the state
-// failed). A rejected result is a 200 with decision "rejected". The handler
-// recovers from panics (answering 500) as a last line of defence.
+// Every call needs "Authorization: Bearer <credential>" of the kind its
+// route takes and the Wdc-Protocol-Version header. Errors are
+// protocol.Error bodies: 401 unauthorized with a reason (no, unknown,
+// used, expired or revoked credential, one of another kind, a revoked
+// session); 403 forbidden (a session naming another worker); 400
+// bad_request (bad JSON, a body that is not one JSON object (empty, null),
+// trailing data, a body over MaxRequestBytes, a path with "." or ".."
+// segments, invalid values, a non-numeric token in the path), or code
+// unsupported_protocol_version for a missing or unsupported version
+// header; 404 not_found (unknown route, an unknown join token or task);
+// 405 bad_request (a method other than POST, with an Allow header); 409
+// conflict (a join that would take a pool past max); 500 internal (the
+// state failed). A rejected result is a 200 with decision "rejected". The
+// handler recovers from panics (answering 500) as a last line of defence.
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/workers", c.serveRegister)
 	mux.HandleFunc("/v1/workers/{id}/heartbeat", c.serveHeartbeat)
 	mux.HandleFunc("/v1/workers/{id}/claim", c.serveClaim)
 	mux.HandleFunc("/v1/leases/{token}/result", c.serveResult)
+	mux.HandleFunc("/v1/operator/join-tokens", c.serveCreateJoinToken)
+	mux.HandleFunc("/v1/operator/join-tokens/{id}/revoke", c.serveRevokeJoinToken)
+	mux.HandleFunc("/v1/operator/lease", c.serveLease)
+	mux.HandleFunc("/v1/operator/sweep", c.serveSweep)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no protocol route %s", r.URL.Path))
+		writeError(w, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no protocol route %s", r.URL.Path)})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -52,7 +62,7 @@ func (c *Coordinator) Handler() http.Handler {
 					panic(v)
 				}
 				c.log.Error("protocol handler panicked", "path", r.URL.Path, "panic", v)
-				writeError(w, http.StatusInternalServerError, "internal", "internal error")
+				writeError(w, &httpError{status: http.StatusInternalServerError, code: "internal", message: "internal error"})
 			}
 		}()
 		w.Header().Set(protocol.VersionHeader, strconv.Itoa(protocol.ProtocolVersion))
@@ -77,13 +87,13 @@ var acceptedVersions = fmt.Sprintf("%d-%d", protocol.MinProtocolVersion, protoco
 func checkVersion(h string) *httpError {
 	accepts := fmt.Sprintf("this coordinator accepts protocol versions %d to %d", protocol.MinProtocolVersion, protocol.MaxProtocolVersion)
 	if h == "" {
-		return &httpError{http.StatusBadRequest, protocol.CodeUnsupportedVersion,
-			fmt.Sprintf("the request has no %s header; %s (send \"%s: %d\")", protocol.VersionHeader, accepts, protocol.VersionHeader, protocol.ProtocolVersion)}
+		return &httpError{status: http.StatusBadRequest, code: protocol.CodeUnsupportedVersion,
+			message: fmt.Sprintf("the request has no %s header; %s (send \"%s: %d\")", protocol.VersionHeader, accepts, protocol.VersionHeader, protocol.ProtocolVersion)}
 	}
 	v, err := strconv.Atoi(strings.TrimSpace(h))
 	if err != nil || v < protocol.MinProtocolVersion || v > protocol.MaxProtocolVersion {
-		return &httpError{http.StatusBadRequest, protocol.CodeUnsupportedVersion,
-			fmt.Sprintf("the client speaks protocol version %q; %s: upgrade the older of the two", h, accepts)}
+		return &httpError{status: http.StatusBadRequest, code: protocol.CodeUnsupportedVersion,
+			message: fmt.Sprintf("the client speaks protocol version %q; %s: upgrade the older of the two", h, accepts)}
 	}
 	return nil
 }
@@ -98,15 +108,19 @@ func checkPath(p string) *httpError {
 	return badRequest("the path %q is not in canonical form (no \".\" or \"..\" segments, no doubled or trailing slashes)", p)
 }
 
-// httpError is an answer other than 200.
+// httpError is an answer other than 200. It is an error, so the
+// operations can return typed answers.
 type httpError struct {
 	status  int
 	code    string
+	reason  string // a protocol.Reason* constant, or ""
 	message string
 }
 
+func (e *httpError) Error() string { return e.message }
+
 func badRequest(format string, args ...any) *httpError {
-	return &httpError{http.StatusBadRequest, "bad_request", fmt.Sprintf(format, args...)}
+	return &httpError{status: http.StatusBadRequest, code: "bad_request", message: fmt.Sprintf(format, args...)}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -116,42 +130,40 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	if status == http.StatusUnauthorized {
+func writeError(w http.ResponseWriter, e *httpError) {
+	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="wdc"`)
 	}
-	writeJSON(w, status, protocol.Error{Code: code, Message: msg})
+	writeJSON(w, e.status, protocol.Error{Code: e.code, Message: e.message, Reason: e.reason})
 }
 
-func (e *httpError) write(w http.ResponseWriter) { writeError(w, e.status, e.code, e.message) }
+func (e *httpError) write(w http.ResponseWriter) { writeError(w, e) }
 
-// internal turns a state error into an answer: 404 for an unknown worker,
-// 500 otherwise.
+// internal turns an operation's error into an answer: a typed answer as it
+// is, 404 for an unknown object, 400 for an invalid argument, 500
+// otherwise.
 func internal(err error) *httpError {
+	var herr *httpError
 	switch {
-	case errors.Is(err, errUnknownWorker), errors.Is(err, state.ErrNotFound):
-		return &httpError{http.StatusNotFound, "not_found", err.Error()}
+	case errors.As(err, &herr):
+		return herr
+	case errors.Is(err, state.ErrNotFound):
+		return &httpError{status: http.StatusNotFound, code: "not_found", message: err.Error()}
 	case errors.Is(err, state.ErrInvalid):
-		return &httpError{http.StatusBadRequest, "bad_request", err.Error()}
+		return &httpError{status: http.StatusBadRequest, code: "bad_request", message: err.Error()}
 	}
-	return &httpError{http.StatusInternalServerError, "internal", err.Error()}
+	return &httpError{status: http.StatusInternalServerError, code: "internal", message: err.Error()}
 }
 
-// begin checks the method and the bearer token and reads the body into v.
-// It returns the caller's pool and the raw body.
-func (c *Coordinator) begin(w http.ResponseWriter, r *http.Request, v any) (*poolState, []byte, *httpError) {
+// begin checks the method and the credential and reads the body into v.
+func (c *Coordinator) begin(w http.ResponseWriter, r *http.Request, v any, kinds []credKind) (*credential, []byte, *httpError) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return nil, nil, &httpError{http.StatusMethodNotAllowed, "bad_request", fmt.Sprintf("method %s is not allowed; use POST", r.Method)}
+		return nil, nil, &httpError{status: http.StatusMethodNotAllowed, code: "bad_request", message: fmt.Sprintf("method %s is not allowed; use POST", r.Method)}
 	}
-	auth := r.Header.Get("Authorization")
-	scheme, tok, _ := strings.Cut(auth, " ")
-	if auth == "" || !strings.EqualFold(scheme, "Bearer") {
-		return nil, nil, &httpError{http.StatusUnauthorized, "unauthorized", "missing bearer token: send \"Authorization: Bearer <pool token>\""}
-	}
-	ps := c.poolForToken(strings.TrimSpace(tok))
-	if ps == nil {
-		return nil, nil, &httpError{http.StatusUnauthorized, "unauthorized", "the bearer token is not the token of any pool of this apply"}
+	cred, herr := c.authenticate(r, kinds...)
+	if herr != nil {
+		return nil, nil, herr
 	}
 	body, herr := readBody(w, r)
 	if herr != nil {
@@ -160,7 +172,7 @@ func (c *Coordinator) begin(w http.ResponseWriter, r *http.Request, v any) (*poo
 	if err := decodeObject(body, v); err != nil {
 		return nil, nil, badRequest("%v", err)
 	}
-	return ps, body, nil
+	return cred, body, nil
 }
 
 // readBody reads at most MaxRequestBytes of the request body.
@@ -212,8 +224,41 @@ func DecodeRegisterRequest(body []byte) (protocol.RegisterRequest, error) {
 }
 
 func checkRegister(req protocol.RegisterRequest) error {
-	if req.PID < 0 {
+	switch {
+	case req.PID < 0:
 		return fmt.Errorf("pid must not be negative, have %d", req.PID)
+	case len(req.RequestID) > 128:
+		return fmt.Errorf("request_id is longer than 128 bytes (%d)", len(req.RequestID))
+	case len(req.Host) > 255:
+		return fmt.Errorf("host is longer than 255 bytes (%d)", len(req.Host))
+	case len(req.Version) > 128:
+		return fmt.Errorf("version is longer than 128 bytes (%d)", len(req.Version))
+	}
+	return nil
+}
+
+// DecodeJoinTokenRequest decodes and checks the body of POST
+// /v1/operator/join-tokens: a pool name, ttl_ms > 0, labels (when given)
+// with non-empty keys.
+func DecodeJoinTokenRequest(body []byte) (protocol.JoinTokenRequest, error) {
+	var req protocol.JoinTokenRequest
+	if err := decodeObject(body, &req); err != nil {
+		return req, err
+	}
+	return req, checkJoinToken(req)
+}
+
+func checkJoinToken(req protocol.JoinTokenRequest) error {
+	switch {
+	case req.Pool == "":
+		return errors.New("pool is required")
+	case req.TTLMS <= 0:
+		return fmt.Errorf("ttl_ms must be positive, have %d", req.TTLMS)
+	}
+	for k := range req.Labels {
+		if k == "" {
+			return errors.New("a label name is empty")
+		}
 	}
 	return nil
 }
@@ -259,8 +304,8 @@ func checkClaim(req protocol.ClaimRequest) error {
 
 // DecodeResultRequest decodes and checks the body of
 // POST /v1/leases/{token}/result: idempotency_key (at most 256 bytes),
-// worker_id and task set, attempt >= 1, failure_class "" or one of
-// failure, lost, refused.
+// worker_id set, attempt >= 1 or omitted (0, like an omitted task: the
+// lease decides), failure_class "" or one of failure, lost, refused.
 func DecodeResultRequest(body []byte) (protocol.ResultRequest, error) {
 	var req protocol.ResultRequest
 	if err := decodeObject(body, &req); err != nil {
@@ -277,20 +322,19 @@ func checkResult(req protocol.ResultRequest) error {
 		return fmt.Errorf("idempotency_key is longer than 256 bytes (%d)", len(req.IdempotencyKey))
 	case req.WorkerID == "":
 		return errors.New("worker_id is required")
-	case req.Task == "":
-		return errors.New("task is required")
-	case req.Attempt < 1:
-		return fmt.Errorf("attempt must be at least 1, have %d", req.Attempt)
+	case req.Attempt < 0:
+		return fmt.Errorf("attempt must be at least 1 (or omitted), have %d", req.Attempt)
 	case req.FailureClass != "" && !state.FailureClass(req.FailureClass).Valid():
 		return fmt.Errorf("failure_class must be empty (success), failure, lost or refused, have %q", req.FailureClass)
 	}
 	return nil
 }
 
-// decodeRequest authenticates r and decodes and checks its body; when
-// anything is wrong it has written the typed 4xx answer and ok is false.
-func decodeRequest[T any](c *Coordinator, w http.ResponseWriter, r *http.Request, check func(T) error) (ps *poolState, req T, body []byte, ok bool) {
-	ps, body, herr := c.begin(w, r, &req)
+// decodeRequest authenticates r with a credential of one of kinds and
+// decodes and checks its body; when anything is wrong it has written the
+// typed 4xx answer and ok is false.
+func decodeRequest[T any](c *Coordinator, w http.ResponseWriter, r *http.Request, check func(T) error, kinds ...credKind) (cred *credential, req T, body []byte, ok bool) {
+	cred, body, herr := c.begin(w, r, &req, kinds)
 	if herr == nil {
 		if err := check(req); err != nil {
 			herr = badRequest("%v", err)
@@ -300,7 +344,7 @@ func decodeRequest[T any](c *Coordinator, w http.ResponseWriter, r *http.Request
 		herr.write(w)
 		return nil, req, nil, false
 	}
-	return ps, req, body, true
+	return cred, req, body, true
 }
 
 // respond writes resp as the 200 answer, or err as a typed error answer.
@@ -312,23 +356,33 @@ func respond[T any](w http.ResponseWriter, resp T, err error) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// sessionRequest is decodeRequest for the worker routes: a session token
+// whose worker is id.
+func sessionRequest[T any](c *Coordinator, w http.ResponseWriter, r *http.Request, check func(T) error, id func(T) string) (*workerState, T, []byte, bool) {
+	cred, req, body, ok := decodeRequest(c, w, r, check, credSession)
+	if !ok {
+		return nil, req, nil, false
+	}
+	wk, herr := c.sessionWorker(cred, id(req))
+	if herr != nil {
+		herr.write(w)
+		return nil, req, nil, false
+	}
+	return wk, req, body, true
+}
+
 func (c *Coordinator) serveRegister(w http.ResponseWriter, r *http.Request) {
-	ps, req, _, ok := decodeRequest(c, w, r, checkRegister)
+	cred, req, _, ok := decodeRequest(c, w, r, checkRegister, credLaunch, credJoin)
 	if !ok {
 		return
 	}
-	resp, err := c.register(r.Context(), ps, req)
+	resp, err := c.register(r.Context(), cred, req)
 	respond(w, resp, err)
 }
 
 func (c *Coordinator) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
-	ps, req, _, ok := decodeRequest(c, w, r, checkHeartbeat)
+	wk, req, _, ok := sessionRequest(c, w, r, checkHeartbeat, func(protocol.HeartbeatRequest) string { return r.PathValue("id") })
 	if !ok {
-		return
-	}
-	wk, err := c.worker(ps, r.PathValue("id"))
-	if err != nil {
-		internal(err).write(w)
 		return
 	}
 	resp, err := c.heartbeat(r.Context(), wk, req)
@@ -336,13 +390,8 @@ func (c *Coordinator) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Coordinator) serveClaim(w http.ResponseWriter, r *http.Request) {
-	ps, req, _, ok := decodeRequest(c, w, r, checkClaim)
+	wk, req, _, ok := sessionRequest(c, w, r, checkClaim, func(protocol.ClaimRequest) string { return r.PathValue("id") })
 	if !ok {
-		return
-	}
-	wk, err := c.worker(ps, r.PathValue("id"))
-	if err != nil {
-		internal(err).write(w)
 		return
 	}
 	wait := time.Duration(min(req.WaitMS, int64(c.maxClaimWait/time.Millisecond))) * time.Millisecond
@@ -355,22 +404,58 @@ func (c *Coordinator) serveClaim(w http.ResponseWriter, r *http.Request) {
 
 func (c *Coordinator) serveResult(w http.ResponseWriter, r *http.Request) {
 	var token int64
-	ps, req, body, ok := decodeRequest(c, w, r, func(req protocol.ResultRequest) error {
+	poster, req, body, ok := sessionRequest(c, w, r, func(req protocol.ResultRequest) error {
 		var err error
 		token, err = strconv.ParseInt(r.PathValue("token"), 10, 64)
 		if err != nil || token < 1 {
 			return fmt.Errorf("the lease token in the path must be a positive integer, have %q", r.PathValue("token"))
 		}
 		return checkResult(req)
-	})
+	}, func(req protocol.ResultRequest) string { return req.WorkerID })
 	if !ok {
 		return
 	}
-	poster, err := c.worker(ps, req.WorkerID)
-	if err != nil {
-		internal(err).write(w)
+	resp, err := c.result(r.Context(), poster, token, req, body)
+	respond(w, resp, err)
+}
+
+func (c *Coordinator) serveCreateJoinToken(w http.ResponseWriter, r *http.Request) {
+	_, req, _, ok := decodeRequest(c, w, r, checkJoinToken, credOperator)
+	if !ok {
 		return
 	}
-	resp, err := c.result(r.Context(), poster, token, req, body)
+	resp, err := c.createJoinToken(r.Context(), req)
+	respond(w, resp, err)
+}
+
+func (c *Coordinator) serveRevokeJoinToken(w http.ResponseWriter, r *http.Request) {
+	_, _, _, ok := decodeRequest(c, w, r, func(struct{}) error { return nil }, credOperator)
+	if !ok {
+		return
+	}
+	resp, err := c.revokeJoinToken(r.Context(), r.PathValue("id"))
+	respond(w, resp, err)
+}
+
+func (c *Coordinator) serveLease(w http.ResponseWriter, r *http.Request) {
+	_, req, _, ok := decodeRequest(c, w, r, func(req protocol.LeaseLookupRequest) error {
+		if req.Task == "" {
+			return errors.New("task is required")
+		}
+		return nil
+	}, credOperator)
+	if !ok {
+		return
+	}
+	resp, err := c.lease(r.Context(), req.Task)
+	respond(w, resp, err)
+}
+
+func (c *Coordinator) serveSweep(w http.ResponseWriter, r *http.Request) {
+	_, _, _, ok := decodeRequest(c, w, r, func(struct{}) error { return nil }, credOperator)
+	if !ok {
+		return
+	}
+	resp, err := c.sweepNow(r.Context())
 	respond(w, resp, err)
 }

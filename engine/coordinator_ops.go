@@ -13,56 +13,6 @@ import (
 // The protocol operations, independent of HTTP: the handlers decode and
 // authenticate, then call these.
 
-// errUnknownWorker is answered 404.
-var errUnknownWorker = errors.New("unknown worker")
-
-// worker returns the worker registered with this coordinator under id and
-// pool ps, or errUnknownWorker.
-func (c *Coordinator) worker(ps *poolState, id string) (*workerState, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := c.workers[id]
-	if w == nil || w.pool != ps {
-		return nil, fmt.Errorf("%w: worker %q is not registered with this pool's token", errUnknownWorker, id)
-	}
-	return w, nil
-}
-
-// register adds a worker of pool ps to the registry.
-func (c *Coordinator) register(ctx context.Context, ps *poolState, req protocol.RegisterRequest) (protocol.RegisterResponse, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	now := c.now()
-	recorded := ps.rt.Labels
-	if ps.rt.RecordedLabels != nil {
-		recorded = ps.rt.RecordedLabels
-	}
-	w, err := c.store.RegisterWorker(ctx, state.Worker{
-		Pool: ps.rt.Name, Labels: recorded, Capacity: ps.rt.Capacity,
-		Host: req.Host, PID: req.PID, Version: req.Version,
-		HeartbeatInterval: ps.rt.HeartbeatInterval, TTL: ps.rt.TTL,
-	}, now)
-	if err != nil {
-		return protocol.RegisterResponse{}, fmt.Errorf("register worker of pool %s: %w", ps.rt.Name, err)
-	}
-	msg := fmt.Sprintf("pool %s, host %s, pid %d, version %s", ps.rt.Name, req.Host, req.PID, req.Version)
-	if err := c.store.AppendEvent(ctx, state.Event{Kind: state.EventRegistered, WorkerID: w.ID, Message: msg}, now); err != nil {
-		c.log.Warn("recording a registration", "worker", w.ID, "err", err)
-	}
-	c.mu.Lock()
-	c.workers[w.ID] = &workerState{id: w.ID, pool: ps, status: state.WorkerActive}
-	c.mu.Unlock()
-	c.emit([]Event{{At: now, Kind: EventRegistered, WorkerID: w.ID, Pool: ps.rt.Name, Message: msg}})
-	return protocol.RegisterResponse{
-		WorkerID:            w.ID,
-		Pool:                ps.rt.Name,
-		Labels:              maps(ps.rt.Labels),
-		Capacity:            ps.rt.Capacity,
-		HeartbeatIntervalMS: ps.rt.HeartbeatInterval.Milliseconds(),
-		TTLMS:               ps.rt.TTL.Milliseconds(),
-	}, nil
-}
-
 // heartbeat records a heartbeat: it renews the worker's active leases
 // (state.Heartbeat), makes a stale worker active again (or draining after
 // Drain), releases leases the worker does not report holding although they
@@ -73,7 +23,8 @@ func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protoco
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	now := c.now()
-	if _, err := c.store.Heartbeat(ctx, w.id, now); err != nil {
+	renewed, err := c.store.Heartbeat(ctx, w.id, now)
+	if err != nil {
 		return protocol.HeartbeatResponse{}, err
 	}
 	c.mu.Lock()
@@ -114,7 +65,8 @@ func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protoco
 			unreported = append(unreported, l)
 		}
 	}
-	resp := protocol.HeartbeatResponse{Drain: draining || cur == state.WorkerGone, CancelLeases: []int64{}}
+	resp := protocol.HeartbeatResponse{Drain: draining || want == state.WorkerDraining || cur == state.WorkerGone,
+		CancelLeases: []int64{}, Renewed: renewed}
 	seen := map[int64]bool{}
 	for _, t := range req.Leases {
 		if !live[t] && !seen[t] {
@@ -167,14 +119,14 @@ func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait t
 	tried := map[*taskState]bool{}
 	for {
 		c.mu.Lock()
-		if c.draining {
+		if c.draining || w.status == state.WorkerDraining {
 			c.mu.Unlock()
 			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}, Drain: true}, nil
 		}
 		wake := c.wake
 		var picks []*taskState
 		if !c.stopped && w.status == state.WorkerActive {
-			picks = c.pickLocked(w.pool, min(max, w.pool.rt.Capacity-w.held), c.now(), tried)
+			picks = c.pickLocked(w, min(max, w.pool.rt.Capacity-w.held), c.now(), tried)
 		}
 		c.mu.Unlock()
 		if len(picks) > 0 {
@@ -197,16 +149,21 @@ func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait t
 	}
 }
 
-// pickLocked chooses up to n claimable tasks for pool p, in declaration
-// order, and marks them claiming.
-func (c *Coordinator) pickLocked(p *poolState, n int, now time.Time, tried map[*taskState]bool) []*taskState {
+// pickLocked chooses up to n claimable tasks for worker w, in declaration
+// order, and marks them claiming. The pool's queue holds the tasks its
+// labels satisfy; a worker that joined with narrowed labels also checks its
+// own.
+func (c *Coordinator) pickLocked(w *workerState, n int, now time.Time, tried map[*taskState]bool) []*taskState {
 	var out []*taskState
-	for _, pos := range p.queue {
+	for _, pos := range w.pool.queue {
 		if len(out) >= n {
 			break
 		}
 		ts := c.order[pos]
 		if ts.claiming || tried[ts] || ts.notBefore.After(now) || !c.depsSucceeded(ts) {
+			continue
+		}
+		if w.narrowed && !Satisfies(w.labels, ts.rt.Placement) {
 			continue
 		}
 		ts.claiming = true
@@ -332,7 +289,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 		// The operator stopped the apply: an attempt its worker gave up
 		// while draining is handed back, not charged to retry.max_lost.
 		if l, err := c.store.Lease(ctx, token); err == nil && l.Status == state.LeaseActive &&
-			l.WorkerID == poster.id && l.Task == req.Task && l.Attempt == req.Attempt {
+			l.WorkerID == poster.id && (req.Task == "" || l.Task == req.Task) && (req.Attempt == 0 || l.Attempt == req.Attempt) {
 			c.releaseLocked(ctx, l, "apply interrupted: "+req.Error, now)
 			return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
 		}
@@ -353,4 +310,30 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	c.mu.Unlock()
 	c.emit(evs)
 	return protocol.ResultResponse{Decision: dec.Decision, Reason: dec.Reason, Duplicate: dec.Duplicate}, nil
+}
+
+// leaseInfo is the wire form of a lease.
+func leaseInfo(l state.Lease) protocol.LeaseInfo {
+	return protocol.LeaseInfo{FencingToken: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: l.WorkerID, DefHash: l.DefHash,
+		Status: string(l.Status), GrantedAt: l.GrantedAt, ExpiresAt: l.ExpiresAt}
+}
+
+// lease returns a task's latest lease (the operator route behind `wdc
+// workers lease`). Errors: a task the state does not have (404).
+func (c *Coordinator) lease(ctx context.Context, task string) (protocol.LeaseLookupResponse, error) {
+	if _, err := c.store.Task(ctx, task); err != nil {
+		return protocol.LeaseLookupResponse{}, err
+	}
+	ls, err := c.store.Leases(ctx, task)
+	if err != nil {
+		return protocol.LeaseLookupResponse{}, err
+	}
+	resp := protocol.LeaseLookupResponse{Task: task}
+	for _, l := range ls {
+		if resp.Lease == nil || l.Token > resp.Lease.FencingToken {
+			li := leaseInfo(l)
+			resp.Lease = &li
+		}
+	}
+	return resp, nil
 }

@@ -83,11 +83,7 @@ func TestHelperCoordinatorProcess(t *testing.T) {
 	}
 	var wks []wk
 	for range 4 {
-		cl := protocol.NewClient(srv.URL, c.PoolToken("p"), nil)
-		reg, err := cl.Register(ctx, protocol.RegisterRequest{Host: "helper", PID: os.Getpid()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cl, reg := registerOn(t, c, srv.URL, "p", protocol.RegisterRequest{Host: "helper", PID: os.Getpid()})
 		wks = append(wks, wk{cl, reg.WorkerID})
 	}
 	if start, err := strconv.ParseInt(os.Getenv(coordHelperStartEnv), 10, 64); err == nil {

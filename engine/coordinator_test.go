@@ -21,41 +21,56 @@ import (
 func TestHTTPErrors(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []PoolRuntime{rtPool("a", 1), rtPool("b", 1)}, []TaskRuntime{rtTask("x")}, harnessOpts{})
-	wa := h.register("a")
-	tokA, tokB := h.c.PoolToken("a"), h.c.PoolToken("b")
+	wa, wb := h.register("a"), h.register("b")
+	tokA, tokB := wa.session, wb.session
+	launch := issueLaunch(t, h.c, "a")
+	used := issueLaunch(t, h.c, "a")
+	if _, err := protocol.NewClient(h.srv.URL, used, nil).Register(context.Background(), protocol.RegisterRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	ops := h.c.OperatorCredential()
 	big := `{"host":"` + strings.Repeat("x", MaxRequestBytes) + `"}`
+	result := `{"worker_id":"` + wa.id + `","task":"task.x","attempt":1,"idempotency_key":"k"}`
 	cases := []struct {
 		name, method, path, auth, body string
 		status                         int
-		code                           string
+		code, reason                   string
 	}{
-		{"no token", "POST", "/v1/workers", "", `{}`, 401, "unauthorized"},
-		{"wrong token", "POST", "/v1/workers", "Bearer nope", `{}`, 401, "unauthorized"},
-		{"basic auth", "POST", "/v1/workers", "Basic " + tokA, `{}`, 401, "unauthorized"},
-		{"wrong token on claim", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer x" + tokA, `{"max":1}`, 401, "unauthorized"},
-		{"GET", "GET", "/v1/workers", "Bearer " + tokA, ``, 405, "bad_request"},
-		{"bad json", "POST", "/v1/workers", "Bearer " + tokA, `{"host":`, 400, "bad_request"},
-		{"empty body", "POST", "/v1/workers", "Bearer " + tokA, ``, 400, "bad_request"},
-		{"null body", "POST", "/v1/workers", "Bearer " + tokA, `null`, 400, "bad_request"},
-		{"array body", "POST", "/v1/workers", "Bearer " + tokA, `[]`, 400, "bad_request"},
-		{"dot-dot path", "POST", "/v1/workers/../workers", "Bearer " + tokA, `{}`, 400, "bad_request"},
-		{"doubled slash", "POST", "/v1//workers", "Bearer " + tokA, `{}`, 400, "bad_request"},
-		{"trailing slash", "POST", "/v1/workers/", "Bearer " + tokA, `{}`, 400, "bad_request"},
-		{"trailing data", "POST", "/v1/workers", "Bearer " + tokA, `{} {}`, 400, "bad_request"},
-		{"negative pid", "POST", "/v1/workers", "Bearer " + tokA, `{"pid":-1}`, 400, "bad_request"},
-		{"oversize", "POST", "/v1/workers", "Bearer " + tokA, big, 400, "bad_request"},
-		{"unknown route", "POST", "/v1/nothing", "Bearer " + tokA, `{}`, 404, "not_found"},
-		{"unknown worker", "POST", "/v1/workers/w-nope/heartbeat", "Bearer " + tokA, `{}`, 404, "not_found"},
-		{"worker of another pool", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer " + tokB, `{"max":1}`, 404, "not_found"},
-		{"claim max 0", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer " + tokA, `{"max":0}`, 400, "bad_request"},
-		{"claim negative wait", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer " + tokA, `{"max":1,"wait_ms":-5}`, 400, "bad_request"},
-		{"heartbeat bad token", "POST", "/v1/workers/" + wa.id + "/heartbeat", "Bearer " + tokA, `{"leases":[0]}`, 400, "bad_request"},
-		{"result token not a number", "POST", "/v1/leases/abc/result", "Bearer " + tokA, `{"worker_id":"` + wa.id + `","task":"task.x","attempt":1,"idempotency_key":"k"}`, 400, "bad_request"},
-		{"result token 0", "POST", "/v1/leases/0/result", "Bearer " + tokA, `{"worker_id":"` + wa.id + `","task":"task.x","attempt":1,"idempotency_key":"k"}`, 400, "bad_request"},
-		{"result without key", "POST", "/v1/leases/1/result", "Bearer " + tokA, `{"worker_id":"` + wa.id + `","task":"task.x","attempt":1}`, 400, "bad_request"},
-		{"result bad class", "POST", "/v1/leases/1/result", "Bearer " + tokA, `{"worker_id":"` + wa.id + `","task":"task.x","attempt":1,"idempotency_key":"k","failure_class":"meh"}`, 400, "bad_request"},
-		{"result by unknown worker", "POST", "/v1/leases/1/result", "Bearer " + tokA, `{"worker_id":"w-x","task":"task.x","attempt":1,"idempotency_key":"k"}`, 404, "not_found"},
-		{"result by worker of another pool", "POST", "/v1/leases/1/result", "Bearer " + tokB, `{"worker_id":"` + wa.id + `","task":"task.x","attempt":1,"idempotency_key":"k"}`, 404, "not_found"},
+		{"no credential", "POST", "/v1/workers", "", `{}`, 401, "unauthorized", protocol.ReasonMissingCredential},
+		{"unknown credential", "POST", "/v1/workers", "Bearer nope", `{}`, 401, "unauthorized", protocol.ReasonUnknownCredential},
+		{"basic auth", "POST", "/v1/workers", "Basic " + launch, `{}`, 401, "unauthorized", protocol.ReasonMissingCredential},
+		{"used launch credential", "POST", "/v1/workers", "Bearer " + used, `{}`, 401, "unauthorized", protocol.ReasonCredentialUsed},
+		{"session registers", "POST", "/v1/workers", "Bearer " + tokA, `{}`, 401, "unauthorized", protocol.ReasonWrongCredential},
+		{"operator registers", "POST", "/v1/workers", "Bearer " + ops, `{}`, 401, "unauthorized", protocol.ReasonWrongCredential},
+		{"launch credential claims", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer " + launch, `{"max":1}`, 401, "unauthorized", protocol.ReasonWrongCredential},
+		{"wrong session on claim", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer x" + tokA, `{"max":1}`, 401, "unauthorized", protocol.ReasonUnknownCredential},
+		{"session sweeps", "POST", "/v1/operator/sweep", "Bearer " + tokA, `{}`, 401, "unauthorized", protocol.ReasonWrongCredential},
+		{"GET", "GET", "/v1/workers", "Bearer " + launch, ``, 405, "bad_request", ""},
+		{"bad json", "POST", "/v1/workers", "Bearer " + launch, `{"host":`, 400, "bad_request", ""},
+		{"empty body", "POST", "/v1/workers", "Bearer " + launch, ``, 400, "bad_request", ""},
+		{"null body", "POST", "/v1/workers", "Bearer " + launch, `null`, 400, "bad_request", ""},
+		{"array body", "POST", "/v1/workers", "Bearer " + launch, `[]`, 400, "bad_request", ""},
+		{"dot-dot path", "POST", "/v1/workers/../workers", "Bearer " + launch, `{}`, 400, "bad_request", ""},
+		{"doubled slash", "POST", "/v1//workers", "Bearer " + launch, `{}`, 400, "bad_request", ""},
+		{"trailing slash", "POST", "/v1/workers/", "Bearer " + launch, `{}`, 400, "bad_request", ""},
+		{"trailing data", "POST", "/v1/workers", "Bearer " + launch, `{} {}`, 400, "bad_request", ""},
+		{"negative pid", "POST", "/v1/workers", "Bearer " + launch, `{"pid":-1}`, 400, "bad_request", ""},
+		{"long request id", "POST", "/v1/workers", "Bearer " + launch, `{"request_id":"` + strings.Repeat("r", 129) + `"}`, 400, "bad_request", ""},
+		{"oversize", "POST", "/v1/workers", "Bearer " + launch, big, 400, "bad_request", ""},
+		{"unknown route", "POST", "/v1/nothing", "Bearer " + launch, `{}`, 404, "not_found", ""},
+		{"another worker's heartbeat", "POST", "/v1/workers/w-nope/heartbeat", "Bearer " + tokA, `{}`, 403, "forbidden", protocol.ReasonSessionMismatch},
+		{"worker of another pool", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer " + tokB, `{"max":1}`, 403, "forbidden", protocol.ReasonSessionMismatch},
+		{"claim max 0", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer " + tokA, `{"max":0}`, 400, "bad_request", ""},
+		{"claim negative wait", "POST", "/v1/workers/" + wa.id + "/claim", "Bearer " + tokA, `{"max":1,"wait_ms":-5}`, 400, "bad_request", ""},
+		{"heartbeat bad token", "POST", "/v1/workers/" + wa.id + "/heartbeat", "Bearer " + tokA, `{"leases":[0]}`, 400, "bad_request", ""},
+		{"result token not a number", "POST", "/v1/leases/abc/result", "Bearer " + tokA, result, 400, "bad_request", ""},
+		{"result token 0", "POST", "/v1/leases/0/result", "Bearer " + tokA, result, 400, "bad_request", ""},
+		{"result without key", "POST", "/v1/leases/1/result", "Bearer " + tokA, `{"worker_id":"` + wa.id + `","task":"task.x","attempt":1}`, 400, "bad_request", ""},
+		{"result bad class", "POST", "/v1/leases/1/result", "Bearer " + tokA, `{"worker_id":"` + wa.id + `","task":"task.x","attempt":1,"idempotency_key":"k","failure_class":"meh"}`, 400, "bad_request", ""},
+		{"result naming another worker", "POST", "/v1/leases/1/result", "Bearer " + tokB, result, 403, "forbidden", protocol.ReasonSessionMismatch},
+		{"join token without ttl", "POST", "/v1/operator/join-tokens", "Bearer " + ops, `{"pool":"a"}`, 400, "bad_request", ""},
+		{"revoke unknown join token", "POST", "/v1/operator/join-tokens/jt-nope/revoke", "Bearer " + ops, `{}`, 404, "not_found", ""},
+		{"lease of unknown task", "POST", "/v1/operator/lease", "Bearer " + ops, `{"task":"task.nope"}`, 404, "not_found", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,8 +89,8 @@ func TestHTTPErrors(t *testing.T) {
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
 			var e protocol.Error
-			if resp.StatusCode != c.status || json.Unmarshal(b, &e) != nil || e.Code != c.code || e.Message == "" {
-				t.Errorf("%s %s: %d %s; want %d with code %s", c.method, c.path, resp.StatusCode, b, c.status, c.code)
+			if resp.StatusCode != c.status || json.Unmarshal(b, &e) != nil || e.Code != c.code || e.Reason != c.reason || e.Message == "" {
+				t.Errorf("%s %s: %d %s; want %d with code %s, reason %q", c.method, c.path, resp.StatusCode, b, c.status, c.code, c.reason)
 			}
 		})
 	}
@@ -92,7 +107,6 @@ func TestHTTPErrors(t *testing.T) {
 func TestProtocolVersions(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []PoolRuntime{rtPool("a", 1)}, []TaskRuntime{rtTask("x")}, harnessOpts{})
-	tok := h.c.PoolToken("a")
 	cases := []struct {
 		name, version, body string
 		status              int
@@ -106,7 +120,7 @@ func TestProtocolVersions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", h.srv.URL+"/v1/workers", strings.NewReader(c.body))
-			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Authorization", "Bearer "+issueLaunch(t, h.c, "a"))
 			if c.version != "" {
 				req.Header.Set(protocol.VersionHeader, c.version)
 			}
@@ -151,7 +165,7 @@ func TestLabelsComeFromToken(t *testing.T) {
 	if err != nil || w.Pool != "cpu" || w.Host != "h" || w.PID != 7 || w.Capacity != 2 {
 		t.Errorf("worker in state %+v, %v", w, err)
 	}
-	cpu := &worker{h: h, cl: cl, id: reg.WorkerID}
+	cpu := &worker{h: h, cl: cl.WithToken(reg.SessionToken), id: reg.WorkerID, session: reg.SessionToken}
 	got := cpu.claim(2)
 	if len(got) != 1 || got[0].Task != "task.lint" {
 		t.Fatalf("cpu worker got %+v; want only task.lint", got)
@@ -388,6 +402,7 @@ func TestFencingTokensIncreaseAcrossRetriesAndRestart(t *testing.T) {
 	if a := w.claim(1); len(a) != 0 {
 		t.Fatalf("claim after StopGranting: %+v", a)
 	}
+	oldLaunch := issueLaunch(t, h.c, "p")
 	h.store.Close()
 
 	// A new coordinator on the reopened file.
@@ -404,12 +419,16 @@ func TestFencingTokensIncreaseAcrossRetriesAndRestart(t *testing.T) {
 			t.Errorf("tokens %v do not strictly increase", tokens)
 		}
 	}
-	if h.c.PoolToken("p") == h2.c.PoolToken("p") || len(h2.c.PoolToken("p")) != 64 || h2.c.PoolToken("nope") != "" {
-		t.Errorf("pool tokens must be fresh per coordinator")
+	// The first coordinator's credentials are refused by the second:
+	// sessions and launch credentials die with their apply.
+	if _, err := w2.cl.WithToken(w.session).Heartbeat(context.Background(), w.id, protocol.HeartbeatRequest{}); protocol.StatusOf(err) != 401 {
+		t.Errorf("old session: %v", err)
 	}
-	// The first coordinator's token is refused by the second.
-	if _, err := protocol.NewClient(h2.srv.URL, h.c.PoolToken("p"), nil).Register(context.Background(), protocol.RegisterRequest{}); protocol.StatusOf(err) != 401 {
-		t.Errorf("old token: %v", err)
+	if _, err := protocol.NewClient(h2.srv.URL, oldLaunch, nil).Register(context.Background(), protocol.RegisterRequest{}); protocol.StatusOf(err) != 401 {
+		t.Errorf("old launch credential: %v", err)
+	}
+	if h.c.OperatorCredential() == h2.c.OperatorCredential() {
+		t.Errorf("operator credentials must be fresh per coordinator")
 	}
 }
 
@@ -824,7 +843,7 @@ func TestHandlerNeverPanicsOnRawGarbage(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{rtTask("a")}, harnessOpts{maxClaimWait: time.Millisecond})
 	w := h.register("p")
-	tok := h.c.PoolToken("p")
+	tok := w.session
 	bodies := []string{"", "null", "[]", "{}", `{"max":1e400}`, `{"leases":["x"]}`, `{"started_at":"yesterday"}`, "\x00\xff", `{"max":1}{"max":2}`}
 	paths := []string{"/v1/workers", "/v1/workers/" + w.id + "/heartbeat", "/v1/workers/" + w.id + "/claim", "/v1/leases/1/result", "/v1/leases/99999999999999999999/result", "/v1/leases/-1/result", "/v1/workers//claim"}
 	for _, p := range paths {
@@ -862,8 +881,11 @@ func TestRevokeLeases(t *testing.T) {
 	if a := h.task("task.a"); a.Status != state.TaskQueued || a.LostUsed != 1 {
 		t.Errorf("task.a %+v", a)
 	}
-	if r := w.heartbeat(1, 2); !r.Drain || len(r.CancelLeases) != 2 {
-		t.Errorf("heartbeat of a gone worker: %+v", r)
+	// Sessions die with the apply: the gone worker is refused.
+	_, err = w.cl.Heartbeat(context.Background(), w.id, protocol.HeartbeatRequest{Leases: []int64{1, 2}})
+	var ae *protocol.APIError
+	if !errors.As(err, &ae) || ae.Status != 401 || ae.Reason != protocol.ReasonSessionRevoked {
+		t.Errorf("heartbeat of a gone worker: %v; want 401 session_revoked", err)
 	}
 	if got := h.eventKinds("task.z"); !slices.Equal(got, []string{"leased", "revoked", "failed"}) {
 		t.Errorf("events of task.z: %v", got)

@@ -40,10 +40,27 @@ type Settings struct {
 	State string
 	// Listen is the coordinator's listen address (host or host:port), or "".
 	Listen string
-	// StateRange and ListenRange are the ranges of the attributes, or the
-	// zero Range when they are absent.
-	StateRange  hcl.Range
-	ListenRange hcl.Range
+	// Advertise is the URL workers are told to use to reach the
+	// coordinator (a pod reaches it by another name than the one it binds),
+	// or "" to derive it from Listen.
+	Advertise string
+	// Insecure allows plain HTTP on a non-loopback listen address.
+	Insecure bool
+	// TLS is the tls { } block: the server certificate to serve HTTPS with
+	// instead of one from the state's own CA; nil when absent.
+	TLS *TLSSettings
+	// StateRange, ListenRange and AdvertiseRange are the ranges of the
+	// attributes, or the zero Range when they are absent.
+	StateRange     hcl.Range
+	ListenRange    hcl.Range
+	AdvertiseRange hcl.Range
+}
+
+// TLSSettings is the wdc block's tls { } block. Relative paths are made
+// absolute against the configuration directory.
+type TLSSettings struct {
+	CertFile string // PEM certificate chain, leaf first
+	KeyFile  string // PEM private key of the leaf
 }
 
 // Variable is one declared input variable.
@@ -81,8 +98,13 @@ type Pool struct {
 	Capacity     int               // attempts one worker runs at once; default 1
 	Labels       map[string]string // never nil
 	DrainTimeout time.Duration     // default 60s
-	Heartbeat    Heartbeat
-	Local        *LocalPool // nil unless the block is present
+	// LaunchTimeout is how long a launched worker has to register (default
+	// 60s for local, 5m for kubernetes and ray); for an external pool, how
+	// long apply waits for a worker to join (default 10m). Zero only when
+	// the provider is unknown.
+	LaunchTimeout time.Duration
+	Heartbeat     Heartbeat
+	Local         *LocalPool // nil unless the block is present
 	// SensitiveLabels is true when labels as a whole are computed from a
 	// sensitive variable; SensitiveLabelKeys names single labels whose
 	// values are. Outputs show "(sensitive)" instead of those values.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -36,8 +37,21 @@ const (
 // it is available in this build.
 var Providers = map[string]bool{
 	"local":      true,
+	"external":   true,
 	"ray":        false,
 	"kubernetes": false,
+}
+
+// ProviderExternal is the provider of pools whose workers join by
+// themselves, with a join token: apply launches nothing for them.
+const ProviderExternal = "external"
+
+// DefaultLaunchTimeouts are the default launch_timeout of each provider.
+var DefaultLaunchTimeouts = map[string]time.Duration{
+	"local":      time.Minute,
+	"external":   10 * time.Minute,
+	"ray":        5 * time.Minute,
+	"kubernetes": 5 * time.Minute,
 }
 
 func providerNames() []string {
@@ -50,8 +64,17 @@ func providerNames() []string {
 }
 
 type wdcBody struct {
-	State  *hcl.Attribute `hcl:"state,optional"`
-	Listen *hcl.Attribute `hcl:"listen,optional"`
+	State     *hcl.Attribute `hcl:"state,optional"`
+	Listen    *hcl.Attribute `hcl:"listen,optional"`
+	Advertise *hcl.Attribute `hcl:"advertise,optional"`
+	Insecure  *hcl.Attribute `hcl:"insecure,optional"`
+	TLS       *tlsBody       `hcl:"tls,block"`
+}
+
+type tlsBody struct {
+	CertFile *hcl.Attribute `hcl:"cert_file,optional"`
+	KeyFile  *hcl.Attribute `hcl:"key_file,optional"`
+	Body     hcl.Body       `hcl:",body"`
 }
 
 func (l *loader) settings(blocks hcl.Blocks) {
@@ -87,6 +110,38 @@ func (l *loader) settings(blocks hcl.Blocks) {
 		if body.Listen != nil {
 			l.cfg.Settings.ListenRange = body.Listen.Range
 		}
+		if body.Advertise != nil {
+			l.cfg.Settings.AdvertiseRange = body.Advertise.Range
+			if u := l.setting(body.Advertise); u != "" {
+				if msg := CheckAdvertise(u); msg != "" {
+					l.add(attrErr(body.Advertise, "Invalid advertise URL", msg))
+				} else {
+					l.cfg.Settings.Advertise = u
+				}
+			}
+		}
+		var d hcl.Diagnostics
+		l.cfg.Settings.Insecure, d = l.ev.boolean(body.Insecure, scope{}, false)
+		l.add(d...)
+		if tb := body.TLS; tb != nil {
+			for _, f := range []struct {
+				name string
+				attr *hcl.Attribute
+			}{{"cert_file", tb.CertFile}, {"key_file", tb.KeyFile}} {
+				if name := f.name; f.attr == nil {
+					l.add(&hcl.Diagnostic{
+						Severity: hcl.DiagError,
+						Summary:  "Missing required argument",
+						Detail:   fmt.Sprintf("The argument %q is required in the tls block: give both the certificate chain and its key (PEM files).", name),
+						Subject:  tb.Body.MissingItemRange().Ptr(),
+					})
+				}
+			}
+			t := &TLSSettings{CertFile: l.path(tb.CertFile), KeyFile: l.path(tb.KeyFile)}
+			if t.CertFile != "" && t.KeyFile != "" {
+				l.cfg.Settings.TLS = t
+			}
+		}
 	}
 }
 
@@ -101,6 +156,42 @@ func (l *loader) setting(attr *hcl.Attribute) string {
 			fmt.Sprintf("%s must not be empty; remove the attribute to use the default.", attr.Name)))
 	}
 	return s
+}
+
+// path evaluates a required file path attribute, absolute against the
+// configuration directory; "" when invalid (an error was added).
+func (l *loader) path(attr *hcl.Attribute) string {
+	p := l.setting(attr)
+	if p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(l.cfg.Dir, p)
+	}
+	return p
+}
+
+// CheckAdvertise validates an advertise URL: http or https, a host, an
+// optional port, nothing else. It returns an error message, or "".
+func CheckAdvertise(s string) string {
+	const form = `; write "https://host" or "https://host:port", as in "https://coordinator.example:7070"`
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%q is not a URL%s.", s, form)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("%q must start with https:// (or http:// with insecure = true)%s.", s, form)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Sprintf("%q has no host%s.", s, form)
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Sprintf("%q must be only a scheme, host and port%s.", s, form)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("%q: the port must be a number from 1 to 65535%s.", s, form)
+		}
+	}
+	return ""
 }
 
 // CheckListen validates a listen address, "host" or "host:port" (the host
@@ -141,8 +232,10 @@ type poolBody struct {
 	Capacity     *hcl.Attribute `hcl:"capacity,optional"`
 	Labels       *hcl.Attribute `hcl:"labels,optional"`
 	DrainTimeout *hcl.Attribute `hcl:"drain_timeout,optional"`
-	Heartbeat    *heartbeatBody `hcl:"heartbeat,block"`
-	Remain       hcl.Body       `hcl:",remain"`
+	// LaunchTimeout: how long a launched worker has to register.
+	LaunchTimeout *hcl.Attribute `hcl:"launch_timeout,optional"`
+	Heartbeat     *heartbeatBody `hcl:"heartbeat,block"`
+	Remain        hcl.Body       `hcl:",remain"`
 }
 
 type heartbeatBody struct {
@@ -257,6 +350,8 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 	}
 	p.DrainTimeout, _, d = l.ev.duration(body.DrainTimeout, sc, DefaultDrainTimeout)
 	l.add(d...)
+	p.LaunchTimeout, _, d = l.ev.duration(body.LaunchTimeout, sc, DefaultLaunchTimeouts[p.Provider])
+	l.add(d...)
 
 	if hb := body.Heartbeat; hb != nil {
 		var iok, tok bool
@@ -313,6 +408,12 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 					Subject: pb.DefRange.Ptr(),
 				})
 			}
+			continue
+		}
+		if pb.Type == ProviderExternal {
+			// Nothing to configure: workers join by themselves.
+			_, d := pb.Body.Content(&hcl.BodySchema{})
+			l.add(d...)
 			continue
 		}
 		if pb.Type == "local" {

@@ -45,14 +45,15 @@ func task(dir, name string, index int, command ...string) *Task {
 
 func pool(name string) *Pool {
 	return &Pool{
-		Name:         name,
-		Provider:     "local",
-		Min:          0,
-		Max:          1,
-		Capacity:     1,
-		Labels:       map[string]string{},
-		DrainTimeout: 60 * time.Second,
-		Heartbeat:    Heartbeat{Interval: 2 * time.Second, TTL: 10 * time.Second},
+		Name:          name,
+		Provider:      "local",
+		Min:           0,
+		Max:           1,
+		Capacity:      1,
+		Labels:        map[string]string{},
+		DrainTimeout:  60 * time.Second,
+		LaunchTimeout: time.Minute,
+		Heartbeat:     Heartbeat{Interval: 2 * time.Second, TTL: 10 * time.Second},
 	}
 }
 
@@ -131,10 +132,14 @@ func TestValid(t *testing.T) {
 				train.Timeout = 90 * time.Minute
 				train.LeaseGrace = 30 * time.Second
 				train.Retry = Retry{MaxAttempts: 5, MaxLost: 0, Backoff: time.Second, MaxBackoff: time.Minute}
+				p.LaunchTimeout = 2 * time.Minute
+				edge := pool("edge")
+				edge.Provider, edge.Max, edge.Labels, edge.LaunchTimeout = "external", 3, map[string]string{"site": "edge"}, 10*time.Minute
 				return want{
-					settings: Settings{State: "var/state.db", Listen: "127.0.0.1:7070"},
-					pools:    []*Pool{p},
-					tasks:    []*Task{train, task("/tmp", "abs", -1, "ls")},
+					settings: Settings{State: "var/state.db", Listen: "127.0.0.1:7070", Advertise: "https://coordinator.example:7070",
+						TLS: &TLSSettings{CertFile: filepath.Join(dir, "tls", "server.crt"), KeyFile: "/etc/wdc/server.key"}},
+					pools: []*Pool{p, edge},
+					tasks: []*Task{train, task("/tmp", "abs", -1, "ls")},
 				}
 			},
 		},

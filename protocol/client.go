@@ -17,7 +17,9 @@ import (
 // (1 MiB). A larger body is an error, never a partial decode.
 const MaxResponseBytes = 1 << 20
 
-// Client calls worker protocol v1 on one coordinator with one pool token.
+// Client calls worker protocol v1 on one coordinator with one bearer
+// credential (a launch or join credential to register, then the session
+// token; the operator credential for the operator routes).
 // It is safe for concurrent use. It does not retry: network errors are
 // returned as they are, and non-2xx answers as *APIError, so the caller
 // (the agent) decides what to retry and what is fatal.
@@ -29,7 +31,9 @@ type Client struct {
 
 // NewClient returns a client for the coordinator at baseURL (for example
 // "http://127.0.0.1:7420"; a trailing slash is ignored) that sends token as
-// "Authorization: Bearer <token>" on every call. httpClient nil means
+// "Authorization: Bearer <token>" on every call. For an https URL give an
+// httpClient whose transport verifies the coordinator (tlsca.ClientConfig
+// pins its CA). httpClient nil means
 // http.DefaultClient. Give the client no overall Timeout shorter than a
 // claim's long poll: deadlines come from each call's context.
 func NewClient(baseURL, token string, httpClient *http.Client) *Client {
@@ -47,6 +51,7 @@ type APIError struct {
 	Status  int    // HTTP status code, e.g. 401
 	Code    string // stable machine-readable name, e.g. "unauthorized"
 	Message string // human-readable detail
+	Reason  string // a Reason* constant refining Code, or ""
 }
 
 // Error implements error, e.g. "coordinator answered 409 conflict: lease is not active".
@@ -110,6 +115,46 @@ func (c *Client) PostResult(ctx context.Context, token int64, req ResultRequest)
 	return resp, err
 }
 
+// WithToken returns a client for the same coordinator and HTTP client that
+// sends token instead (after registration: the session token).
+func (c *Client) WithToken(token string) *Client {
+	return &Client{base: c.base, token: token, http: c.http}
+}
+
+// BaseURL returns the coordinator's base URL, without a trailing slash.
+func (c *Client) BaseURL() string { return c.base }
+
+// CreateJoinToken calls POST /v1/operator/join-tokens (operator credential).
+func (c *Client) CreateJoinToken(ctx context.Context, req JoinTokenRequest) (JoinTokenResponse, error) {
+	var resp JoinTokenResponse
+	err := c.call(ctx, "/"+APIVersion+"/operator/join-tokens", req, &resp)
+	return resp, err
+}
+
+// RevokeJoinToken calls POST /v1/operator/join-tokens/{id}/revoke
+// (operator credential). A 404 means no join token has the id.
+func (c *Client) RevokeJoinToken(ctx context.Context, id string) (RevokeJoinTokenResponse, error) {
+	var resp RevokeJoinTokenResponse
+	err := c.call(ctx, "/"+APIVersion+"/operator/join-tokens/"+url.PathEscape(id)+"/revoke", struct{}{}, &resp)
+	return resp, err
+}
+
+// Lease calls POST /v1/operator/lease (operator credential): the task's
+// latest lease. A 404 means the apply has no such task.
+func (c *Client) Lease(ctx context.Context, task string) (LeaseLookupResponse, error) {
+	var resp LeaseLookupResponse
+	err := c.call(ctx, "/"+APIVersion+"/operator/lease", LeaseLookupRequest{Task: task}, &resp)
+	return resp, err
+}
+
+// Sweep calls POST /v1/operator/sweep (operator credential): one sweep
+// pass now.
+func (c *Client) Sweep(ctx context.Context) (SweepResponse, error) {
+	var resp SweepResponse
+	err := c.call(ctx, "/"+APIVersion+"/operator/sweep", struct{}{}, &resp)
+	return resp, err
+}
+
 // call POSTs body as JSON to path and decodes a 2xx answer into out.
 func (c *Client) call(ctx context.Context, path string, body, out any) error {
 	b, err := json.Marshal(body)
@@ -153,7 +198,7 @@ func (c *Client) call(ctx context.Context, path string, body, out any) error {
 func decodeAPIError(status int, data []byte) *APIError {
 	var e Error
 	if err := json.Unmarshal(data, &e); err == nil && e.Code != "" {
-		return &APIError{Status: status, Code: e.Code, Message: e.Message}
+		return &APIError{Status: status, Code: e.Code, Message: e.Message, Reason: e.Reason}
 	}
 	msg := strings.TrimSpace(string(data))
 	if len(msg) > 200 {

@@ -115,13 +115,13 @@ func TestClientErrors(t *testing.T) {
 		want      APIError
 		temporary bool
 	}{
-		{"typed 401", 401, `{"code":"unauthorized","message":"unknown pool token"}`, APIError{401, "unauthorized", "unknown pool token"}, false},
-		{"typed 404", 404, `{"code":"not_found","message":"unknown worker w-9"}`, APIError{404, "not_found", "unknown worker w-9"}, false},
-		{"typed 409", 409, `{"code":"conflict","message":"worker is gone"}`, APIError{409, "conflict", "worker is gone"}, false},
-		{"plain-text 502 from a proxy", 502, "Bad Gateway\n", APIError{502, "internal", "Bad Gateway"}, true},
-		{"503 without body", 503, "", APIError{503, "internal", ""}, true},
-		{"429", 429, "slow down", APIError{429, "bad_request", "slow down"}, true},
-		{"JSON without code", 400, `{"message":"x"}`, APIError{400, "bad_request", `{"message":"x"}`}, false},
+		{"typed 401", 401, `{"code":"unauthorized","message":"unknown pool token"}`, APIError{401, "unauthorized", "unknown pool token", ""}, false},
+		{"typed 404", 404, `{"code":"not_found","message":"unknown worker w-9"}`, APIError{404, "not_found", "unknown worker w-9", ""}, false},
+		{"typed 409", 409, `{"code":"conflict","message":"worker is gone"}`, APIError{409, "conflict", "worker is gone", ""}, false},
+		{"plain-text 502 from a proxy", 502, "Bad Gateway\n", APIError{502, "internal", "Bad Gateway", ""}, true},
+		{"503 without body", 503, "", APIError{503, "internal", "", ""}, true},
+		{"429", 429, "slow down", APIError{429, "bad_request", "slow down", ""}, true},
+		{"JSON without code", 400, `{"message":"x"}`, APIError{400, "bad_request", `{"message":"x"}`, ""}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

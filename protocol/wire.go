@@ -32,22 +32,50 @@ const (
 	AcceptedVersionsHeader = "Wdc-Protocol-Versions"
 )
 
-// TokenEnv is the environment variable through which a worker receives its
-// pool's bearer token. It is never put on a command line and never passed
-// on to a task's environment.
-const TokenEnv = "WDC_WORKER_TOKEN"
+// Credentials (docs/protocol.md, "Credentials"). Every call carries one as
+// "Authorization: Bearer <credential>"; its prefix says which kind it is.
+// None of them is ever put on a command line or into a task's environment.
+const (
+	// LaunchCredentialEnv carries a launch credential to `wdc agent`: a
+	// one-time secret apply makes for one launch of one pool, which
+	// registration exchanges for a session.
+	LaunchCredentialEnv = "WDC_LAUNCH_CREDENTIAL"
+	// SessionTokenEnv carries a worker's session token to the `wdc
+	// workers` and `wdc leases` verbs.
+	SessionTokenEnv = "WDC_SESSION_TOKEN"
 
-// RegisterRequest is the body of POST /v1/workers.
+	LaunchCredentialPrefix   = "wdcl_" // one launch of one pool of one apply; registers once
+	JoinCredentialPrefix     = "wdcj_" // a join token: registers workers of its pool until it expires or is revoked
+	SessionTokenPrefix       = "wdcs_" // one registered worker, until it is gone or the apply ends
+	OperatorCredentialPrefix = "wdco_" // the operator routes of one apply's coordinator
+)
+
+// SecretEnvs are the environment variables that hold credentials: the
+// agent never passes them on to a task, and providers never pass the
+// caller's values on to a worker.
+var SecretEnvs = []string{LaunchCredentialEnv, SessionTokenEnv}
+
+// RegisterRequest is the body of POST /v1/workers, sent with a launch or
+// join credential. Host and PID are informational: the coordinator records
+// them but never acts on them (a takeover stops only what a provider
+// recorded at launch).
 type RegisterRequest struct {
 	Host    string `json:"host"`
 	PID     int    `json:"pid"`
 	Version string `json:"version"`
+	// RequestID, when set, makes a retry safe: a registration retried with
+	// the same launch credential and the same request id (its answer was
+	// lost) gets the same worker and session back. At most 128 bytes.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // RegisterResponse answers a registration. Pool, labels and capacity come
-// from the bearer token, never from the worker.
+// from the credential, never from the worker. SessionToken is the bearer
+// credential of every later call of this worker; only this worker id can
+// use it.
 type RegisterResponse struct {
 	WorkerID            string            `json:"worker_id"`
+	SessionToken        string            `json:"session_token"`
 	Pool                string            `json:"pool"`
 	Labels              map[string]string `json:"labels"`
 	Capacity            int               `json:"capacity"`
@@ -70,6 +98,8 @@ type HeartbeatResponse struct {
 	// (expired, revoked): it should stop those attempts. It still posts
 	// their results; the coordinator decides whether they count.
 	CancelLeases []int64 `json:"cancel_leases"`
+	// Renewed is the number of active leases the heartbeat renewed.
+	Renewed int `json:"renewed"`
 }
 
 // ClaimRequest is the body of POST /v1/workers/{id}/claim, a long poll.
@@ -103,9 +133,13 @@ type Assignment struct {
 
 // ResultRequest is the body of POST /v1/leases/{token}/result.
 type ResultRequest struct {
+	// WorkerID must be the worker of the session that posts it.
 	WorkerID string `json:"worker_id"`
-	Task     string `json:"task"`
-	Attempt  int    `json:"attempt"`
+	// Task and Attempt, when given, must match the lease named by the
+	// token (else unknown_lease); when omitted ("" and 0), the lease
+	// decides.
+	Task    string `json:"task,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 	// IdempotencyKey makes posting safe to retry: a replay gets the first
 	// decision back and changes nothing.
 	IdempotencyKey string `json:"idempotency_key"`
@@ -152,6 +186,19 @@ const (
 	CodeUnsupportedVersion = "unsupported_protocol_version"
 )
 
+// Reasons of 401, 403 and 409 answers (protocol.Error.Reason).
+const (
+	ReasonMissingCredential = "missing_credential" // no bearer credential
+	ReasonUnknownCredential = "unknown_credential" // not a credential of this apply
+	ReasonCredentialUsed    = "credential_used"    // a launch credential used again (not a retry of its registration)
+	ReasonCredentialExpired = "credential_expired" // a launch credential past launch_timeout, or an expired join token
+	ReasonCredentialRevoked = "credential_revoked" // a revoked join token
+	ReasonSessionRevoked    = "session_revoked"    // the worker is gone, or its apply is ending
+	ReasonWrongCredential   = "wrong_credential"   // a credential of another kind than the route takes
+	ReasonSessionMismatch   = "session_mismatch"   // the session belongs to another worker than the request names (403)
+	ReasonPoolFull          = "pool_full"          // a join would take the pool past max (409)
+)
+
 // Error is the body of every 4xx and 5xx answer.
 type Error struct {
 	// Code is a stable machine-readable name: "unauthorized",
@@ -159,4 +206,7 @@ type Error struct {
 	// Code* constants.
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Reason refines Code where the caller acts on it: one of the
+	// Reason* constants above, or "".
+	Reason string `json:"reason,omitempty"`
 }

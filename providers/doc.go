@@ -5,9 +5,10 @@
 // As in Terraform, every call takes a request struct and returns a response
 // struct (LaunchRequest → LaunchResponse, StopRequest, StatusRequest →
 // StatusResponse). Render gives the agent command line every provider runs,
-// so `wdc plan` can show it without launching anything. The pool token is
-// never on that command line: providers pass it in the environment
-// (protocol.TokenEnv).
+// so `wdc plan` can show it without launching anything. The launch's
+// one-time credential is never on that command line: providers pass it in
+// the environment (protocol.LaunchCredentialEnv). Reclaimer stops what a
+// dead apply left running, by what the provider recorded at launch.
 //
 // Provider packages register themselves from init (providers/local
 // registers "local"); Lookup finds them by name and says clearly when a

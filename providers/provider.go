@@ -42,6 +42,52 @@ type Cleaner interface {
 	Cleanup(ctx context.Context, req CleanupRequest) error
 }
 
+// Reclaimer is implemented by providers that can stop what an apply that
+// died left running: apply calls it when it takes over a dead apply's lock,
+// with the launches that apply recorded and never saw gone. A provider
+// stops only what those records name (what it recorded at launch, never
+// what a worker reported about itself), in its own way: the local provider
+// kills a process only when its pid, start time, command line and work
+// folder all match the record.
+type Reclaimer interface {
+	Reclaim(ctx context.Context, req ReclaimRequest) (ReclaimResponse, error)
+}
+
+// ReclaimRequest lists the launches of dead applies to stop.
+type ReclaimRequest struct {
+	// WorkDir is the work folder of the state (the caller's); a launch
+	// recorded with another work folder is not this state's and is left
+	// alone.
+	WorkDir  string
+	Launches []LaunchRecord
+}
+
+// LaunchRecord is what a provider returned for one launch, as the state
+// keeps it (state.Launch).
+type LaunchRecord struct {
+	ApplyID string
+	Pool    string
+	Seq     int
+	// ID is the LaunchResponse.ID; Host, PID, ProcessStart and Argv are
+	// the LaunchResponse's; WorkDir the LaunchRequest's.
+	ID           string
+	Host         string
+	PID          int
+	ProcessStart string
+	Argv         []string
+	WorkDir      string
+}
+
+// ReclaimResponse says what Reclaim stopped.
+type ReclaimResponse struct {
+	// Stopped lists the launches whose worker it stopped; Gone those
+	// already gone (no longer running, or not what the record names).
+	Stopped, Gone []LaunchRecord
+	// Orphans counts other leftovers it removed (for local: attempt
+	// process groups whose agent is dead).
+	Orphans int
+}
+
 // CleanupRequest names a worker that has exited.
 type CleanupRequest struct {
 	// ID is a LaunchResponse.ID.
@@ -54,14 +100,24 @@ type CleanupRequest struct {
 type LaunchRequest struct {
 	// Pool is the name of the worker's pool.
 	Pool string
-	// Index is the worker's number within its pool in this apply (0, 1, …);
-	// providers use it to name things.
-	Index int
-	// ServerURL is the coordinator's base URL the agent connects to.
+	// Lineage is the state's lineage, ApplyID the apply's id and Seq the
+	// pool's launch sequence (1, 2, … within the apply; a replacement gets
+	// a new number): providers name what they create by (Lineage, ApplyID,
+	// Pool, Seq), so no two launches share a name.
+	Lineage string
+	ApplyID string
+	Seq     int
+	// ServerURL is the coordinator's base URL the agent connects to (the
+	// apply's advertise URL).
 	ServerURL string
-	// Token is the pool's bearer token. Providers pass it only through the
-	// environment (protocol.TokenEnv), never on a command line.
-	Token string
+	// CASHA256 is the SHA-256 fingerprint the agent pins the coordinator's
+	// TLS certificate chain by ("" for plain HTTP, or to verify with the
+	// system's roots); it is not a secret and goes on the command line.
+	CASHA256 string
+	// Credential is the launch's one-time credential. Providers pass it
+	// only through the environment (protocol.LaunchCredentialEnv), never
+	// on a command line.
+	Credential string
 	// WorkDir is the agent's work folder (attempt logs and scratch).
 	WorkDir string
 	// LogPath is the file that receives the agent's own stdout and stderr.
@@ -82,8 +138,14 @@ type LaunchResponse struct {
 	ID string
 	// PID is the agent's process id when the provider knows it, else 0.
 	PID int
-	// Argv is the command line the worker runs (without the token).
+	// Argv is the command line the worker runs (without the credential).
 	Argv []string
+	// Host is the machine the worker runs on, when the provider knows it.
+	Host string
+	// ProcessStart identifies the worker process's start in a
+	// provider-specific way (local: the kernel's start time of the pid), so
+	// that a reused pid is never taken for it; "" when there is none.
+	ProcessStart string
 }
 
 // StopRequest asks a worker to stop.
@@ -114,12 +176,15 @@ type StatusResponse struct {
 
 // Render returns the argv that launches the worker req describes:
 //
-//	<Executable> agent --server URL --pool NAME --work-dir DIR [--drain-timeout D]
+//	<Executable> agent --server URL --pool NAME --work-dir DIR [--ca-sha256 HEX] [--drain-timeout D]
 //
 // Every provider runs this command (as a process, a Ray entrypoint or a
-// container command), and `wdc plan` shows it. The token is not in it.
+// container command), and `wdc plan` shows it. The credential is not in it.
 func Render(req LaunchRequest) []string {
 	argv := []string{req.Executable, "agent", "--server", req.ServerURL, "--pool", req.Pool, "--work-dir", req.WorkDir}
+	if req.CASHA256 != "" {
+		argv = append(argv, "--ca-sha256", req.CASHA256)
+	}
 	if req.DrainTimeout > 0 {
 		argv = append(argv, "--drain-timeout", req.DrainTimeout.String())
 	}

@@ -40,6 +40,13 @@ var (
 
 	// ErrInvalid: an argument failed validation before reaching the database.
 	ErrInvalid = errors.New("invalid argument")
+
+	// ErrLaunchUsed: a worker tried to register a launch that is not in
+	// status launched (it registered already, expired or failed).
+	ErrLaunchUsed = errors.New("launch is no longer open for registration")
+
+	// ErrJoinTokenUnusable: a join token is revoked or past its expiry.
+	ErrJoinTokenUnusable = errors.New("join token is revoked or expired")
 )
 
 func invalidf(format string, args ...any) error {

@@ -92,8 +92,15 @@ func (s *Store) AcquireLock(ctx context.Context, req LockRequest, now time.Time)
 			lock.ID, lock.Holder, lock.Host, lock.PID, ms(lock.StartedAt), ms(lock.ExpiresAt)); err != nil {
 			return fmt.Errorf("acquire lock: %w", err)
 		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO applies (id, holder, host, pid, started_at) VALUES (?, ?, ?, ?, ?)`,
+			lock.ID, lock.Holder, lock.Host, lock.PID, ms(lock.StartedAt)); err != nil {
+			return fmt.Errorf("record apply %s: %w", lock.ID, err)
+		}
 		ev := Event{Kind: EventLockAcquired, Message: lock.Holder}
 		if previous != nil {
+			if err := endApplyTx(ctx, tx, previous.ID, "taken_over", now); err != nil {
+				return err
+			}
 			ev = Event{Kind: EventLockTakenOver, Message: fmt.Sprintf("lock %s of %s (host %s, pid %d)",
 				previous.ID, previous.Holder, previous.Host, previous.PID)}
 		}
@@ -142,6 +149,9 @@ func (s *Store) ReleaseLock(ctx context.Context, lockID string, now time.Time) e
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return errors.Join(fmt.Errorf("release lock %s: %w", lockID, ErrLockLost), err)
 		}
+		if err := endApplyTx(ctx, tx, lockID, "released", now); err != nil {
+			return err
+		}
 		return appendEvent(ctx, tx, Event{Kind: EventLockReleased}, now)
 	})
 }
@@ -162,6 +172,9 @@ func (s *Store) ForceUnlock(ctx context.Context, lockID string, now time.Time) (
 		if _, err := tx.ExecContext(ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID); err != nil {
 			return fmt.Errorf("force unlock: %w", err)
 		}
+		if err := endApplyTx(ctx, tx, lockID, "forced", now); err != nil {
+			return err
+		}
 		return appendEvent(ctx, tx, Event{Kind: EventLockForced, Message: fmt.Sprintf("lock %s of %s (host %s, pid %d)",
 			l.ID, l.Holder, l.Host, l.PID)}, now)
 	})
@@ -169,4 +182,71 @@ func (s *Store) ForceUnlock(ctx context.Context, lockID string, now time.Time) (
 		return Lock{}, err
 	}
 	return *l, nil
+}
+
+// SetLockCoordinator records, in the lock row held under lockID, the URL
+// the holder's coordinator tells workers to use and the SHA-256
+// fingerprint ("" for plain HTTP) its TLS chain is pinned by, so that other
+// commands on this state can reach it (docs/design.md, "Writes while an
+// apply runs"). Errors: ErrLockLost when the lock is no longer held under
+// that ID.
+func (s *Store) SetLockCoordinator(ctx context.Context, lockID, url, caSHA256 string) error {
+	return s.writeLock(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE apply_lock SET coordinator_url = ?, ca_sha256 = ? WHERE id = 1 AND lock_id = ?`,
+			url, caSHA256, lockID)
+		if err != nil {
+			return fmt.Errorf("record the coordinator in lock %s: %w", lockID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return errors.Join(fmt.Errorf("record the coordinator in lock %s: %w", lockID, ErrLockLost), err)
+		}
+		return nil
+	})
+}
+
+// endApplyTx records the end of the apply with the given id, once.
+func endApplyTx(ctx context.Context, tx *sql.Tx, id, reason string, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE applies SET ended_at = max(started_at, ?), end_reason = ? WHERE id = ? AND ended_at IS NULL`,
+		ms(now), reason, id); err != nil {
+		return fmt.Errorf("record the end of apply %s: %w", id, err)
+	}
+	return nil
+}
+
+// Apply is one apply as the state records it: its id is its lock's ID.
+type Apply struct {
+	ID        string
+	Holder    string
+	Host      string
+	PID       int
+	StartedAt time.Time
+	// EndedAt and EndReason ("released", "forced" or "taken_over") are
+	// zero and "" while it runs, or when it died and no apply took over.
+	EndedAt   time.Time
+	EndReason string
+}
+
+// Applies returns every apply recorded, oldest first.
+func (s *Store) Applies(ctx context.Context) ([]Apply, error) {
+	out := []Apply{}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, holder, host, pid, started_at, ended_at, coalesce(end_reason, '')
+			FROM applies ORDER BY started_at, rowid`)
+		if err != nil {
+			return fmt.Errorf("read applies: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a Apply
+			var started int64
+			var ended sql.NullInt64
+			if err := rows.Scan(&a.ID, &a.Holder, &a.Host, &a.PID, &started, &ended, &a.EndReason); err != nil {
+				return fmt.Errorf("read applies: %w", err)
+			}
+			a.StartedAt, a.EndedAt = fromMS(started), fromNullMS(ended)
+			out = append(out, a)
+		}
+		return rows.Err()
+	})
+	return out, err
 }

@@ -285,8 +285,8 @@ func (s *Store) PromoteReady(ctx context.Context, deps []Dependent, now time.Tim
 type ResultInput struct {
 	Key      string // idempotency key, non-empty
 	Token    int64  // the fencing token the poster names
-	Task     string // the task the poster names
-	Attempt  int    // the attempt the poster names
+	Task     string // the task the poster names; "" leaves it to the lease
+	Attempt  int    // the attempt the poster names; 0 leaves it to the lease
 	WorkerID string // the posting worker
 	// Class is "" for success, else failure, lost or refused.
 	Class      FailureClass
@@ -339,7 +339,8 @@ type Result struct {
 //     names the task's current active, unexpired lease (expires_at > now)
 //     with the same worker, attempt and token. Reasons, checked in this
 //     order: unknown_lease (no lease with the token, or it is for another
-//     task or attempt), wrong_worker, stale_token (a newer lease exists for
+//     task or attempt than a non-empty Task or non-zero Attempt names),
+//     wrong_worker, stale_token (a newer lease exists for
 //     the task), lease_expired (the latest lease, but ended or past its
 //     expiry). The rejection is recorded in results and as an EventRejected
 //     event naming task, worker, token and reason;
@@ -395,7 +396,7 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 		if err != nil {
 			return fmt.Errorf("result %q: read lease %d: %w", in.Key, in.Token, err)
 		}
-		if l.Task != in.Task || l.Attempt != in.Attempt {
+		if (in.Task != "" && l.Task != in.Task) || (in.Attempt != 0 && l.Attempt != in.Attempt) {
 			return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for %s attempt %d, not %s attempt %d",
 				l.Token, l.Task, l.Attempt, in.Task, in.Attempt))
 		}

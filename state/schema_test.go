@@ -28,6 +28,14 @@ const rawLease = `UPDATE fencing_counter SET last_token = last_token + 1 WHERE i
 INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
 VALUES ((SELECT last_token FROM fencing_counter), 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`
 
+// rawLaunch inserts launch 1 of pool p in apply "a".
+const rawLaunch = `INSERT INTO launches (apply_id, pool, seq, provider, credential_hash, status, launched_at)
+VALUES ('a', 'p', 1, 'local', '` + "0000000000000000000000000000000000000000000000000000000000000000" + `', 'launched', 0)`
+
+// rawJoinToken inserts join token "jt" of pool p.
+const rawJoinToken = `INSERT INTO join_tokens (id, pool, secret_hash, created_at, expires_at)
+VALUES ('jt', 'p', '` + "1111111111111111111111111111111111111111111111111111111111111111" + `', 0, 10)`
+
 // TestSchemaInvariants checks that SQLite itself refuses what the design
 // forbids, with raw SQL that bypasses the Go API. Each case runs on its own
 // fresh, seeded file; setup runs first, then stmt must fail with an error
@@ -99,6 +107,19 @@ func TestSchemaInvariants(t *testing.T) {
 		{"lineage changed", "", `UPDATE state_info SET lineage = 'other'`, "never changes"},
 		{"serial goes back", `UPDATE state_info SET serial = 10`, `UPDATE state_info SET serial = 9`, "backwards"},
 		{"state_info deleted", "", `DELETE FROM state_info`, "cannot be deleted"},
+		{"launch registers twice", rawLaunch + `; UPDATE launches SET status = 'registered', worker_id = 'w1', registered_at = 1`,
+			`UPDATE launches SET status = 'launched', worker_id = NULL, registered_at = NULL`, "never changes status again"},
+		{"expired launch registers", rawLaunch + `; UPDATE launches SET status = 'expired'`,
+			`UPDATE launches SET status = 'registered', worker_id = 'w1', registered_at = 1`, "never changes status again"},
+		{"registered launch without worker", rawLaunch, `UPDATE launches SET status = 'registered'`, "CHECK constraint failed"},
+		{"launch identity", rawLaunch, `UPDATE launches SET seq = 2`, "identity"},
+		{"launch status", rawLaunch, `UPDATE launches SET status = 'maybe'`, "CHECK constraint failed"},
+		{"short credential hash", "", `INSERT INTO launches (apply_id, pool, seq, provider, credential_hash, status, launched_at)
+			VALUES ('a', 'p', 1, 'local', 'abc', 'launched', 0)`, "CHECK constraint failed"},
+		{"same credential twice", rawLaunch, strings.Replace(rawLaunch, "'a', 'p', 1", "'a', 'p', 2", 1), "UNIQUE constraint failed"},
+		{"join token changes", rawJoinToken, `UPDATE join_tokens SET pool = 'q'`, "only changes by being revoked"},
+		{"join token revoked twice", rawJoinToken + `; UPDATE join_tokens SET revoked_at = 5`, `UPDATE join_tokens SET revoked_at = 6`, "only changes by being revoked"},
+		{"apply ends without reason", `INSERT INTO applies (id, started_at) VALUES ('a', 0)`, `UPDATE applies SET ended_at = 1`, "CHECK constraint failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,8 +50,9 @@ func (s *Store) Info(ctx context.Context) (lineage string, serial int64, err err
 func queryLock(ctx context.Context, tx *sql.Tx) (*Lock, error) {
 	var l Lock
 	var started, expires int64
-	err := tx.QueryRowContext(ctx, `SELECT lock_id, holder, host, pid, started_at, expires_at FROM apply_lock WHERE id = 1`).
-		Scan(&l.ID, &l.Holder, &l.Host, &l.PID, &started, &expires)
+	err := tx.QueryRowContext(ctx, `SELECT lock_id, holder, host, pid, started_at, expires_at, coordinator_url, ca_sha256
+		FROM apply_lock WHERE id = 1`).
+		Scan(&l.ID, &l.Holder, &l.Host, &l.PID, &started, &expires, &l.CoordinatorURL, &l.CASHA256)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -260,6 +260,28 @@ func (s *Store) writeLock(ctx context.Context, fn func(tx *sql.Tx) error) error 
 	return s.writeTx(ctx, false, fn)
 }
 
+// writeOutsideApply is write for the commands that may run with or without
+// an apply (join tokens, later gc): on a store that GuardWrites it checks
+// the guard's lock as every write does; on any other store it refuses with
+// a *LockedError when an apply holds the lock, so such a command never
+// writes beside a running coordinator. Taking the write transaction is what
+// holds the lock for it: no apply can take the lock until it commits.
+func (s *Store) writeOutsideApply(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.guard.Load() != nil {
+		return s.write(ctx, fn)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		cur, err := queryLock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if cur != nil {
+			return &LockedError{Path: s.path, Lock: *cur}
+		}
+		return fn(tx)
+	})
+}
+
 func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *sql.Tx) error) error {
 	if s.readOnly {
 		return fmt.Errorf("state file %s: %w", s.path, ErrReadOnly)

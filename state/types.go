@@ -32,6 +32,12 @@ type Worker struct {
 	HeartbeatInterval time.Duration     // how often the agent heartbeats, > 0
 	TTL               time.Duration     // silent longer than this means stale; renews leases by this much, > 0
 	LeasesHeld        int               // number of active leases; computed on read, ignored on write
+	// How the worker got in: ApplyID and LaunchSeq name the launch of a
+	// worker a provider launched (LaunchSeq 0: none); JoinTokenID the join
+	// token of a worker that joined ("" when none).
+	ApplyID     string
+	LaunchSeq   int
+	JoinTokenID string
 }
 
 // TaskDef is a task's desired definition, as UpsertTask writes it.
@@ -122,6 +128,12 @@ type Lock struct {
 	PID       int    // pid of the holding process on Host
 	StartedAt time.Time
 	ExpiresAt time.Time // the holder renews before this; past it the lock may be taken over
+	// CoordinatorURL is the URL the holder's coordinator tells workers to
+	// use, and CASHA256 the lowercase hex SHA-256 fingerprint of the
+	// certificate its TLS chain is pinned by ("" for plain HTTP); both ""
+	// until the coordinator is serving (SetLockCoordinator).
+	CoordinatorURL string
+	CASHA256       string
 }
 
 // Snapshot is a consistent view of the state, read in one transaction.

@@ -13,9 +13,15 @@ import (
 // ID is generated ("w-" + 12 random hex digits). w.Status, w.RegisteredAt,
 // w.LastHeartbeatAt and w.LeasesHeld are ignored.
 //
+// When w.LaunchSeq > 0 the worker registers the launch (w.ApplyID, w.Pool,
+// w.LaunchSeq) in the same transaction: that launch must have status
+// launched, and becomes registered with this worker's id.
+//
 // Errors: ErrInvalid when Capacity < 1, HeartbeatInterval or TTL is not
 // positive, or PID < 0; ErrNotFound when w.Pool does not exist (UpsertPool
-// it first); a constraint error when the ID is already registered.
+// it first); ErrLaunchUsed when the launch is not in status launched (it
+// registered already, expired or failed); a constraint error when the ID
+// is already registered.
 func (s *Store) RegisterWorker(ctx context.Context, w Worker, now time.Time) (Worker, error) {
 	switch {
 	case w.Capacity < 1:
@@ -49,12 +55,22 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker, now time.Time) (Wo
 			return fmt.Errorf("register worker: %w", err)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO workers (id, pool, labels, capacity, status, host, pid, version,
-				registered_at, last_heartbeat_at, heartbeat_interval_ms, ttl_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				registered_at, last_heartbeat_at, heartbeat_interval_ms, ttl_ms, apply_id, launch_seq, join_token_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, w.Pool, encodeLabels(w.Labels), w.Capacity, string(w.Status), w.Host, w.PID, w.Version,
-			ms(now), ms(now), durMS(w.HeartbeatInterval), durMS(w.TTL))
+			ms(now), ms(now), durMS(w.HeartbeatInterval), durMS(w.TTL), w.ApplyID, w.LaunchSeq, w.JoinTokenID)
 		if err != nil {
 			return fmt.Errorf("register worker %q: %w", w.ID, err)
+		}
+		if w.LaunchSeq > 0 {
+			res, err := tx.ExecContext(ctx, `UPDATE launches SET status = 'registered', worker_id = ?, registered_at = ?
+				WHERE apply_id = ? AND pool = ? AND seq = ? AND status = 'launched'`, w.ID, ms(now), w.ApplyID, w.Pool, w.LaunchSeq)
+			if err != nil {
+				return fmt.Errorf("register worker %q: launch %d of pool %s: %w", w.ID, w.LaunchSeq, w.Pool, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return errors.Join(fmt.Errorf("register worker %q: launch %d of pool %s in apply %s: %w", w.ID, w.LaunchSeq, w.Pool, w.ApplyID, ErrLaunchUsed), err)
+			}
 		}
 		return nil
 	})
@@ -106,7 +122,7 @@ func (s *Store) Heartbeat(ctx context.Context, workerID string, now time.Time) (
 }
 
 const workerColumns = `id, pool, labels, capacity, status, host, pid, version, registered_at,
-	last_heartbeat_at, heartbeat_interval_ms, ttl_ms,
+	last_heartbeat_at, heartbeat_interval_ms, ttl_ms, apply_id, launch_seq, join_token_id,
 	(SELECT count(*) FROM leases l WHERE l.worker_id = workers.id AND l.status = 'active')`
 
 type scanner interface{ Scan(dest ...any) error }
@@ -116,7 +132,7 @@ func scanWorker(r scanner) (Worker, error) {
 	var labels, status string
 	var reg, hb, interval, ttl int64
 	if err := r.Scan(&w.ID, &w.Pool, &labels, &w.Capacity, &status, &w.Host, &w.PID, &w.Version,
-		&reg, &hb, &interval, &ttl, &w.LeasesHeld); err != nil {
+		&reg, &hb, &interval, &ttl, &w.ApplyID, &w.LaunchSeq, &w.JoinTokenID, &w.LeasesHeld); err != nil {
 		return Worker{}, err
 	}
 	var err error

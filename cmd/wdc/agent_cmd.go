@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,15 +12,19 @@ import (
 
 	"github.com/wdc-dev/wdc/agent"
 	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/protocol/tlsca"
 )
 
 // AgentCmd runs one worker: it registers with the coordinator at --server,
-// heartbeats, claims tasks its pool's labels allow and runs them. Providers
-// start it (`wdc apply` launches local workers this way); the pool's bearer
-// token comes only from the WDC_WORKER_TOKEN environment variable.
+// heartbeats, claims tasks its labels allow and runs them. Providers start
+// it with a one-time launch credential in WDC_LAUNCH_CREDENTIAL (`wdc
+// apply` launches local workers this way); a worker that joins from
+// another machine reads a join credential from --join-file.
 type AgentCmd struct {
-	Server       string        `name:"server" required:"" placeholder:"URL" help:"Coordinator base URL, e.g. http://127.0.0.1:7420."`
-	Pool         string        `name:"pool" placeholder:"NAME" help:"Pool this worker expects to join; registration fails if its token belongs to another pool."`
+	Server       string        `name:"server" required:"" placeholder:"URL" help:"Coordinator URL, as apply prints it, e.g. https://10.0.0.5:7070."`
+	Pool         string        `name:"pool" placeholder:"NAME" help:"Pool this worker expects to join; registration fails if its credential belongs to another pool."`
+	JoinFile     string        `name:"join-file" placeholder:"FILE" help:"Join with the credential in FILE (from wdc join-token create) instead of WDC_LAUNCH_CREDENTIAL; its CA fingerprint pins the coordinator."`
+	CASHA256     string        `name:"ca-sha256" placeholder:"HEX" help:"SHA-256 fingerprint of the coordinator's CA, as apply prints it: verify the https server by it (default: the join file's, else the system's roots)."`
 	WorkDir      string        `name:"work-dir" placeholder:"DIR" default:"." help:"Work folder: attempt logs go to logs/<task>/<attempt>/, scratch folders to scratch/<task>/<attempt>/."`
 	DrainTimeout time.Duration `name:"drain-timeout" default:"60s" help:"On SIGTERM or SIGINT, how long running attempts may finish before they are killed."`
 }
@@ -27,9 +32,16 @@ type AgentCmd struct {
 // Run runs the agent until it drains (first SIGTERM/SIGINT, or the
 // coordinator asks) or fails; a second signal exits at once with code 1.
 func (c *AgentCmd) Run(e *env) error {
-	token := e.getenv(protocol.TokenEnv)
-	if token == "" {
-		return fmt.Errorf("no worker token: set %s in the environment (apply's providers do)", protocol.TokenEnv)
+	credential, pin, err := workerCredential(e, c.JoinFile, c.Pool, c.CASHA256)
+	if err != nil {
+		return err
+	}
+	if credential == "" {
+		return fmt.Errorf("no credential: give a join file with --join-file, or set %s (apply's providers do)", protocol.LaunchCredentialEnv)
+	}
+	hc, err := protocol.HTTPClient(c.Server, pin)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -53,11 +65,47 @@ func (c *AgentCmd) Run(e *env) error {
 	return agent.Run(ctx, agent.Options{
 		ServerURL:    c.Server,
 		Pool:         c.Pool,
-		Token:        token,
+		Credential:   credential,
 		WorkDir:      c.WorkDir,
 		DrainTimeout: c.DrainTimeout,
 		Logger:       logger,
 		Version:      Version,
 		Environ:      e.environ,
+		HTTPClient:   hc,
 	})
+}
+
+// workerCredential finds the credential a worker registers with: the join
+// file's (checked against pool when both are given), else
+// WDC_LAUNCH_CREDENTIAL; and the CA fingerprint to pin: the flag's, else
+// the join file's. A flag that contradicts the join file is an error.
+func workerCredential(e *env, joinFile, pool, pin string) (credential, caSHA256 string, err error) {
+	if joinFile == "" {
+		return e.getenv(protocol.LaunchCredentialEnv), pin, nil
+	}
+	jf, err := protocol.ReadJoinFile(joinFile)
+	if err != nil {
+		return "", "", err
+	}
+	if pool != "" && jf.Pool != pool {
+		return "", "", fmt.Errorf("the join file %s is for pool %q, not %q", joinFile, jf.Pool, pool)
+	}
+	if pin != "" && jf.CASHA256 != "" {
+		if a, b := normalizePin(pin), normalizePin(jf.CASHA256); a != b {
+			return "", "", errors.New("--ca-sha256 differs from the join file's CA fingerprint: one of them is for another state")
+		}
+	}
+	if pin == "" {
+		pin = jf.CASHA256
+	}
+	return jf.Credential, pin, nil
+}
+
+// normalizePin returns a fingerprint in lowercase hex without separators,
+// or the text as given when it is not one (the HTTP client reports that).
+func normalizePin(s string) string {
+	if p, err := tlsca.ParseFingerprint(s); err == nil {
+		return p
+	}
+	return s
 }

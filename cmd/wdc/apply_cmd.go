@@ -20,7 +20,7 @@ import (
 	"github.com/wdc-dev/wdc/state"
 	"golang.org/x/term"
 
-	"github.com/wdc-dev/wdc/providers/local" // also registers the local provider
+	_ "github.com/wdc-dev/wdc/providers/local" // registers the local provider
 )
 
 // ApplyCmd computes the plan under the state lock, asks for confirmation,
@@ -52,7 +52,7 @@ func (c *ApplyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	listen, err := e.listenAddress(cfg)
+	serve, err := e.serveSettings(cfg)
 	if err != nil {
 		return err
 	}
@@ -165,12 +165,14 @@ func (c *ApplyCmd) Run(e *env) error {
 		fmt.Fprintf(e.stderr, "Took over the state lock of an apply %s (%s, host %s, pid %d, started %s).\n",
 			why, prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
 	}
-	// Stop what an earlier apply left running on this host before its tasks
-	// run again (under our lock, no other apply's worker is legitimate): its
-	// agents, and the attempts they started.
-	if agents, groups := stopStrays(ctx, store, filepath.Dir(path)); agents+groups > 0 {
+	// Stop what an earlier apply launched and left running before its tasks
+	// run again (under our lock, no other apply's worker is legitimate):
+	// each provider stops its own, by what it recorded at launch.
+	if rec, err := engine.ReclaimStrays(ctx, store, filepath.Dir(path), lock.ID(), now); err != nil {
+		fmt.Fprintf(e.stderr, "Warning: %v\n", err)
+	} else if rec.Stopped+rec.Orphans > 0 {
 		fmt.Fprintf(e.stderr, "Stopped %s and %s left running by an earlier apply.\n",
-			count(agents, "worker", "workers"), count(groups, "attempt process group", "attempt process groups"))
+			count(rec.Stopped, "worker", "workers"), count(rec.Orphans, "attempt process group", "attempt process groups"))
 	}
 	revoked, err := engine.RecoverState(ctx, store, "the apply that granted the lease is gone", now)
 	if err != nil {
@@ -225,12 +227,23 @@ func (c *ApplyCmd) Run(e *env) error {
 	out.start()
 
 	pools, tasks := engine.ApplyInputs(cfg, plan)
+	lineage, _, err := store.Info(ctx)
+	if err != nil {
+		return err
+	}
 	res, err := engine.Apply(ctx, engine.ApplyOptions{
-		Store:    store,
-		Plan:     plan,
-		Pools:    pools,
-		Tasks:    tasks,
-		Listen:   listen,
+		Store:   store,
+		Plan:    plan,
+		Pools:   pools,
+		Tasks:   tasks,
+		Serve:   serve,
+		ApplyID: lock.ID(),
+		Lineage: lineage,
+		OnServing: func(ep *engine.Endpoint) {
+			if ep.Warning != "" {
+				fmt.Fprintf(e.stderr, "Warning: %s.\n", ep.Warning)
+			}
+		},
 		LockLost: lock.Lost(),
 		WorkDir:  filepath.Dir(path),
 		Now:      e.now,
@@ -293,32 +306,25 @@ func (e *env) isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// listenAddress resolves the coordinator's listen address: WDC_LISTEN >
-// the wdc block's listen > 127.0.0.1 on a free port.
-func (e *env) listenAddress(cfg *wdchcl.Config) (string, error) {
+// serveSettings resolves where and how the coordinator serves: WDC_LISTEN
+// > the wdc block's listen > 127.0.0.1 on a free port; WDC_ADVERTISE > the
+// block's advertise > derived; the block's tls and insecure.
+func (e *env) serveSettings(cfg *wdchcl.Config) (engine.ListenSettings, error) {
+	s := engine.ListenSettings{Listen: cfg.Settings.Listen, Advertise: cfg.Settings.Advertise, Insecure: cfg.Settings.Insecure}
 	if v := e.getenv("WDC_LISTEN"); v != "" {
 		if msg := wdchcl.CheckListen(v); msg != "" {
-			return "", fmt.Errorf("WDC_LISTEN: %s", msg)
+			return s, fmt.Errorf("WDC_LISTEN: %s", msg)
 		}
-		return v, nil
+		s.Listen = v
 	}
-	return cfg.Settings.Listen, nil
-}
-
-// stopStrays kills the local workers of this host that the state still
-// counts as alive (an apply that died or stalled left them), and the
-// attempt process groups of dead agents.
-func stopStrays(ctx context.Context, store *state.Store, workDir string) (agents, groups int) {
-	snap, err := store.Snapshot(ctx)
-	if err != nil {
-		return 0, 0
-	}
-	host, _ := os.Hostname()
-	var pids []int
-	for _, w := range snap.Workers {
-		if w.Status != state.WorkerGone && w.Host == host {
-			pids = append(pids, w.PID)
+	if v := e.getenv("WDC_ADVERTISE"); v != "" {
+		if msg := wdchcl.CheckAdvertise(v); msg != "" {
+			return s, fmt.Errorf("WDC_ADVERTISE: %s", msg)
 		}
+		s.Advertise = v
 	}
-	return local.StopStrays(workDir, pids)
+	if t := cfg.Settings.TLS; t != nil {
+		s.CertFile, s.KeyFile = t.CertFile, t.KeyFile
+	}
+	return s, nil
 }

@@ -30,8 +30,9 @@ func init() {
 }
 
 var (
-	_ providers.Provider = (*Provider)(nil)
-	_ providers.Cleaner  = (*Provider)(nil)
+	_ providers.Provider  = (*Provider)(nil)
+	_ providers.Cleaner   = (*Provider)(nil)
+	_ providers.Reclaimer = (*Provider)(nil)
 )
 
 // Provider runs workers as processes on this machine. It reaps the workers
@@ -39,8 +40,9 @@ var (
 // another instance (another apply) are found by pid. The zero value is not
 // usable: call New.
 type Provider struct {
-	// Environ is the environment workers inherit (minus protocol.TokenEnv,
-	// plus the request's Env and the token); nil means os.Environ().
+	// Environ is the environment workers inherit (minus credentials and
+	// wdc's own settings, plus the request's Env and the launch
+	// credential); nil means os.Environ().
 	Environ []string
 
 	mu    sync.Mutex
@@ -63,8 +65,10 @@ func (p *Provider) Name() string { return Name }
 
 // Launch starts `<Executable> agent …` (providers.Render) as a child in its
 // own process group, with stdin /dev/null and stdout and stderr appended to
-// req.LogPath (its folder is created), and the token only in the
-// environment. A goroutine reaps it. The returned ID is "pid:<pid>".
+// req.LogPath (its folder is created), and the launch credential only in
+// the environment. A goroutine reaps it. The returned ID is "pid:<pid>";
+// Host is this host and ProcessStart the kernel's start time of the pid
+// (see processStart), which Reclaim checks.
 func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (providers.LaunchResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return providers.LaunchResponse{}, err
@@ -74,8 +78,8 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 		return providers.LaunchResponse{}, errors.New("local: no executable to launch")
 	case req.LogPath == "":
 		return providers.LaunchResponse{}, errors.New("local: no log path for the worker")
-	case req.Token == "":
-		return providers.LaunchResponse{}, errors.New("local: no pool token for the worker")
+	case req.Credential == "":
+		return providers.LaunchResponse{}, errors.New("local: no launch credential for the worker")
 	}
 	if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err != nil {
 		return providers.LaunchResponse{}, fmt.Errorf("local: creating the log folder: %w", err)
@@ -108,16 +112,21 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	}
 	p.procs[pid] = pr
 	p.mu.Unlock()
+	// Read the start time before anything can reap the child: until Wait,
+	// the pid cannot be reused.
+	start, _ := processStart(pid)
 	go func() {
 		_ = cmd.Wait() // the state is in cmd.ProcessState
 		pr.state = cmd.ProcessState
 		close(pr.done)
 	}()
-	return providers.LaunchResponse{ID: "pid:" + strconv.Itoa(pid), PID: pid, Argv: argv}, nil
+	host, _ := os.Hostname()
+	return providers.LaunchResponse{ID: "pid:" + strconv.Itoa(pid), PID: pid, Argv: argv, Host: host, ProcessStart: start}, nil
 }
 
-// environ builds a worker's environment: the base minus the token
-// variable and wdc's own WDC_VAR_*, WDC_STATE and WDC_LISTEN, the request's Env (sorted), then the token.
+// environ builds a worker's environment: the base minus credentials
+// (agent.IsSecretEnv) and wdc's own WDC_VAR_*, WDC_STATE, WDC_LISTEN and
+// WDC_ADVERTISE, the request's Env (sorted), then the launch credential.
 func (p *Provider) environ(req providers.LaunchRequest) []string {
 	base := p.Environ
 	if base == nil {
@@ -125,11 +134,12 @@ func (p *Provider) environ(req providers.LaunchRequest) []string {
 	}
 	env := make([]string, 0, len(base)+len(req.Env)+1)
 	for _, kv := range base {
-		// Not the token (it is added last), and not wdc's own inputs:
-		// WDC_VAR_* may hold sensitive variable values, and WDC_STATE,
-		// WDC_LISTEN concern apply, not the tasks.
-		if strings.HasPrefix(kv, protocol.TokenEnv+"=") || strings.HasPrefix(kv, "WDC_VAR_") ||
-			strings.HasPrefix(kv, "WDC_STATE=") || strings.HasPrefix(kv, "WDC_LISTEN=") {
+		// Not a credential (the launch's own is added last), and not
+		// wdc's own inputs: WDC_VAR_* may hold sensitive variable values,
+		// and WDC_STATE, WDC_LISTEN, WDC_ADVERTISE concern apply, not the
+		// tasks.
+		if agent.IsSecretEnv(kv) || strings.HasPrefix(kv, "WDC_VAR_") ||
+			strings.HasPrefix(kv, "WDC_STATE=") || strings.HasPrefix(kv, "WDC_LISTEN=") || strings.HasPrefix(kv, "WDC_ADVERTISE=") {
 			continue
 		}
 		env = append(env, kv)
@@ -142,7 +152,7 @@ func (p *Provider) environ(req providers.LaunchRequest) []string {
 	for _, k := range keys {
 		env = append(env, k+"="+req.Env[k])
 	}
-	return append(env, protocol.TokenEnv+"="+req.Token)
+	return append(env, protocol.LaunchCredentialEnv+"="+req.Credential)
 }
 
 // parseID turns "pid:1234" into 1234.
@@ -252,34 +262,46 @@ func (p *Provider) Cleanup(_ context.Context, req providers.CleanupRequest) erro
 	return nil
 }
 
-// StopStrays ends what an apply that is gone left running on this host:
-// each pid in agents that is still a `wdc agent` process is killed
-// (SIGKILL), then the process groups of attempts whose agent is dead are
-// killed. It returns the number of agents and groups it killed. Apply calls
-// it when it takes over the lock of a dead or stalled apply, before it runs
-// those tasks again.
-func StopStrays(workDir string, agents []int) (killedAgents, killedGroups int) {
-	for _, pid := range agents {
-		if pid <= 1 || pid == os.Getpid() || !isAgent(pid) {
+// Reclaim stops what a dead apply's local workers left running on this
+// host: each launch recorded on this host, with req.WorkDir as its work
+// folder, whose pid still runs the process it launched (the same start
+// time and command line) is killed with SIGKILL; then the process groups of
+// attempts whose agent is dead are killed. A pid whose start time or
+// command line differs belongs to some other process now and is left
+// alone; so is anything a worker merely reported about itself. It returns
+// what it stopped. Apply calls it when it takes over the lock of a dead or
+// stalled apply, before those tasks run again.
+func (p *Provider) Reclaim(_ context.Context, req providers.ReclaimRequest) (providers.ReclaimResponse, error) {
+	var resp providers.ReclaimResponse
+	host, _ := os.Hostname()
+	for _, l := range req.Launches {
+		if l.Host != host || filepath.Clean(l.WorkDir) != filepath.Clean(req.WorkDir) || !sameProcess(l) {
+			resp.Gone = append(resp.Gone, l)
 			continue
 		}
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
-			killedAgents++
-			waitGone(pid, 2*time.Second)
+		if syscall.Kill(l.PID, syscall.SIGKILL) != nil {
+			resp.Gone = append(resp.Gone, l)
+			continue
 		}
+		waitGone(l.PID, 2*time.Second)
+		resp.Stopped = append(resp.Stopped, l)
 	}
-	return killedAgents, agent.KillOrphanGroups(workDir, 0)
+	resp.Orphans = agent.KillOrphanGroups(req.WorkDir, 0)
+	return resp, nil
 }
 
-// isAgent reports whether pid runs `… agent --server …` (a wdc worker), so a
-// reused pid is never killed.
-func isAgent(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
+// sameProcess reports whether l's pid still runs what was launched: its
+// start time and command line are the recorded ones.
+func sameProcess(l providers.LaunchRecord) bool {
+	if l.PID <= 1 || l.PID == os.Getpid() || l.ProcessStart == "" {
 		return false
 	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	return len(args) >= 3 && args[1] == "agent" && slices.Contains(args, "--server")
+	start, err := processStart(l.PID)
+	if err != nil || start != l.ProcessStart {
+		return false
+	}
+	argv, err := processArgv(l.PID)
+	return err == nil && slices.Equal(argv, l.Argv)
 }
 
 // waitGone polls until pid no longer exists or the timeout passes.

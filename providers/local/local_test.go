@@ -32,9 +32,9 @@ func fakeAgentRequest(t *testing.T) providers.LaunchRequest {
 	dir := t.TempDir()
 	return providers.LaunchRequest{
 		Pool:         "builders",
-		Index:        0,
+		Seq:          1,
 		ServerURL:    "http://127.0.0.1:1",
-		Token:        "pool-secret-token",
+		Credential:   "wdcl_launch-secret",
 		WorkDir:      filepath.Join(dir, "work"),
 		LogPath:      filepath.Join(dir, "logs", "worker-0.log"),
 		Env:          map[string]string{providertest.FakeAgentEnv: "1"},
@@ -61,8 +61,8 @@ func TestLookupFindsLocal(t *testing.T) {
 
 func TestWorkerProcessSetup(t *testing.T) {
 	p := New()
-	// A token already in the caller's environment must not win over the pool's.
-	p.Environ = append(os.Environ(), protocol.TokenEnv+"=caller-token")
+	// A credential already in the caller's environment must not win over the launch's.
+	p.Environ = append(os.Environ(), protocol.LaunchCredentialEnv+"=caller-credential", protocol.SessionTokenEnv+"=caller-session")
 	req := fakeAgentRequest(t)
 	resp, err := p.Launch(context.Background(), req)
 	if err != nil {
@@ -74,7 +74,7 @@ func TestWorkerProcessSetup(t *testing.T) {
 	}
 	waitForLog(t, req.LogPath, "own_group")
 	data, _ := os.ReadFile(req.LogPath)
-	for _, want := range []string{`"own_group":true`, `"stdin_dev_null":true`, `"has_token":true`, `"token_on_argv":false`} {
+	for _, want := range []string{`"own_group":true`, `"stdin_dev_null":true`, `"has_credential":true`, `"credential_on_argv":false`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("report lacks %s: %s", want, data)
 		}
@@ -85,17 +85,20 @@ func TestWorkerProcessSetup(t *testing.T) {
 	}
 	var tokens []string
 	for _, kv := range strings.Split(string(env), "\x00") {
-		if v, ok := strings.CutPrefix(kv, protocol.TokenEnv+"="); ok {
+		if strings.HasPrefix(kv, protocol.SessionTokenEnv+"=") {
+			t.Errorf("the caller's session token reached the worker: %s", kv)
+		}
+		if v, ok := strings.CutPrefix(kv, protocol.LaunchCredentialEnv+"="); ok {
 			tokens = append(tokens, v)
 		}
 	}
-	if len(tokens) != 1 || tokens[0] != req.Token {
-		t.Errorf("worker's %s values = %q, want exactly the pool token", protocol.TokenEnv, tokens)
+	if len(tokens) != 1 || tokens[0] != req.Credential {
+		t.Errorf("worker's %s values = %q, want exactly the launch credential", protocol.LaunchCredentialEnv, tokens)
 	}
 }
 
 func TestRender(t *testing.T) {
-	req := providers.LaunchRequest{Executable: "/usr/bin/wdc", ServerURL: "http://127.0.0.1:7420", Pool: "builders", WorkDir: "/w", Token: "secret", DrainTimeout: 90 * time.Second}
+	req := providers.LaunchRequest{Executable: "/usr/bin/wdc", ServerURL: "http://127.0.0.1:7420", Pool: "builders", WorkDir: "/w", Credential: "secret", DrainTimeout: 90 * time.Second}
 	want := "/usr/bin/wdc agent --server http://127.0.0.1:7420 --pool builders --work-dir /w --drain-timeout 1m30s"
 	if got := strings.Join(providers.Render(req), " "); got != want {
 		t.Errorf("Render = %q, want %q", got, want)
@@ -113,7 +116,7 @@ func TestLaunchErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"no executable", func(r *providers.LaunchRequest) { r.Executable = "" }, "no executable"},
-		{"no token", func(r *providers.LaunchRequest) { r.Token = "" }, "no pool token"},
+		{"no credential", func(r *providers.LaunchRequest) { r.Credential = "" }, "no launch credential"},
 		{"no log path", func(r *providers.LaunchRequest) { r.LogPath = "" }, "no log path"},
 		{"missing executable", func(r *providers.LaunchRequest) { r.Executable = "/nonexistent/wdc" }, "starting /nonexistent/wdc"},
 	}
@@ -188,10 +191,71 @@ func waitForLog(t *testing.T, path, substr string) {
 }
 
 func TestEnvironDropsWDCInputs(t *testing.T) {
-	p := &Provider{Environ: []string{"PATH=/bin", "WDC_VAR_secret=s3cr3t", "WDC_STATE=/x", "WDC_LISTEN=:1", "WDC_WORKER_TOKEN=old", "KEEP=1"}}
-	got := strings.Join(p.environ(providers.LaunchRequest{Token: "tok", Env: map[string]string{"B": "2", "A": "1"}}), " ")
-	want := "PATH=/bin KEEP=1 A=1 B=2 WDC_WORKER_TOKEN=tok"
+	p := &Provider{Environ: []string{"PATH=/bin", "WDC_VAR_secret=s3cr3t", "WDC_STATE=/x", "WDC_LISTEN=:1", "WDC_ADVERTISE=https://x",
+		"WDC_WORKER_TOKEN=old", "WDC_LAUNCH_CREDENTIAL=old", "WDC_SESSION_TOKEN=s", "KEEP=1"}}
+	got := strings.Join(p.environ(providers.LaunchRequest{Credential: "tok", Env: map[string]string{"B": "2", "A": "1"}}), " ")
+	want := "PATH=/bin KEEP=1 A=1 B=2 WDC_LAUNCH_CREDENTIAL=tok"
 	if got != want {
 		t.Fatalf("environ = %q, want %q", got, want)
+	}
+}
+
+// TestReclaimStopsOnlyWhatWasLaunched: Reclaim, run by another provider
+// instance (the next apply), kills a dead apply's worker whose pid, start
+// time, command line and work folder match the launch record, and leaves
+// alone a process whose pid a record names but which is not what was
+// launched (a forged pid, a reused pid, another state's worker).
+func TestReclaimStopsOnlyWhatWasLaunched(t *testing.T) {
+	first := New()
+	req := fakeAgentRequest(t)
+	resp, err := first.Launch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+	if resp.ProcessStart == "" || resp.Host == "" {
+		t.Fatalf("launch response %+v lacks the process start or host", resp)
+	}
+	// A bystander: another process, which records may name by its pid.
+	other := New()
+	oreq := fakeAgentRequest(t)
+	oresp, err := other.Launch(context.Background(), oreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Stop(context.Background(), providers.StopRequest{ID: oresp.ID, Kill: true}) })
+	waitForLog(t, oreq.LogPath, "own_group")
+
+	rec := providers.LaunchRecord{ApplyID: "dead", Pool: "builders", Seq: 1, ID: resp.ID, Host: resp.Host, PID: resp.PID,
+		ProcessStart: resp.ProcessStart, Argv: resp.Argv, WorkDir: req.WorkDir}
+	forged := func(f func(*providers.LaunchRecord)) providers.LaunchRecord {
+		r := providers.LaunchRecord{ApplyID: "dead", Pool: "builders", Seq: 2, ID: oresp.ID, Host: oresp.Host, PID: oresp.PID,
+			ProcessStart: oresp.ProcessStart, Argv: oresp.Argv, WorkDir: req.WorkDir}
+		f(&r)
+		return r
+	}
+	bystander := []providers.LaunchRecord{
+		forged(func(r *providers.LaunchRecord) { r.ProcessStart = "1" }),                                   // a reused pid
+		forged(func(r *providers.LaunchRecord) { r.Argv = append(r.Argv[:len(r.Argv):len(r.Argv)], "x") }), // another command line
+		forged(func(r *providers.LaunchRecord) { r.ProcessStart = "" }),                                    // nothing recorded at launch
+		forged(func(r *providers.LaunchRecord) { r.Host = "elsewhere" }),                                   // another host
+	}
+	// The same pid, start and argv, but another state's work folder.
+	otherState := forged(func(r *providers.LaunchRecord) { r.WorkDir = oreq.WorkDir + "-elsewhere" })
+	next := New()
+	got, err := next.Reclaim(context.Background(), providers.ReclaimRequest{WorkDir: req.WorkDir,
+		Launches: append([]providers.LaunchRecord{rec, otherState}, bystander...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Stopped) != 1 || got.Stopped[0].Seq != 1 || len(got.Gone) != 5 {
+		t.Errorf("Reclaim = %+v; want only launch 1 stopped", got)
+	}
+	st, err := first.Status(context.Background(), providers.StatusRequest{ID: resp.ID})
+	if err != nil || st.Running {
+		t.Errorf("the dead apply's worker still runs: %+v, %v", st, err)
+	}
+	if st, err := other.Status(context.Background(), providers.StatusRequest{ID: oresp.ID}); err != nil || !st.Running {
+		t.Errorf("the bystander was killed: %+v, %v", st, err)
 	}
 }

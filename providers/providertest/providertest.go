@@ -27,11 +27,11 @@ type Factory func(t *testing.T) (providers.Provider, providers.LaunchRequest)
 // Report is the JSON line FakeAgent writes to its stdout (the worker log)
 // when it starts, describing what it was given.
 type Report struct {
-	Args         []string `json:"args"`
-	HasToken     bool     `json:"has_token"`
-	TokenOnArgv  bool     `json:"token_on_argv"`
-	OwnGroup     bool     `json:"own_group"`      // getpgrp() == getpid()
-	StdinDevNull bool     `json:"stdin_dev_null"` // stdin is the null device
+	Args             []string `json:"args"`
+	HasCredential    bool     `json:"has_credential"`
+	CredentialOnArgv bool     `json:"credential_on_argv"`
+	OwnGroup         bool     `json:"own_group"`      // getpgrp() == getpid()
+	StdinDevNull     bool     `json:"stdin_dev_null"` // stdin is the null device
 }
 
 // FakeAgent stands in for `wdc agent`: it writes a Report line to stdout,
@@ -41,15 +41,15 @@ type Report struct {
 func FakeAgent() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	token := os.Getenv(protocol.TokenEnv)
+	token := os.Getenv(protocol.LaunchCredentialEnv)
 	r := Report{
-		Args:     os.Args[1:],
-		HasToken: token != "",
-		OwnGroup: syscall.Getpgrp() == os.Getpid(),
+		Args:          os.Args[1:],
+		HasCredential: token != "",
+		OwnGroup:      syscall.Getpgrp() == os.Getpid(),
 	}
 	for _, a := range os.Args {
 		if token != "" && strings.Contains(a, token) {
-			r.TokenOnArgv = true
+			r.CredentialOnArgv = true
 		}
 	}
 	if fi, err := os.Stdin.Stat(); err == nil {
@@ -85,8 +85,8 @@ func Run(t *testing.T, factory Factory) {
 			t.Errorf("Argv = %q, want Render's %q", resp.Argv, providers.Render(req))
 		}
 		for _, a := range resp.Argv {
-			if strings.Contains(a, req.Token) {
-				t.Errorf("the token is on the command line: %q", resp.Argv)
+			if strings.Contains(a, req.Credential) {
+				t.Errorf("the launch credential is on the command line: %q", resp.Argv)
 			}
 		}
 		st, err := p.Status(ctx, providers.StatusRequest{ID: resp.ID})
@@ -124,7 +124,7 @@ func Run(t *testing.T, factory Factory) {
 			t.Errorf("Status after a kill = %+v, want no clean exit", st)
 		}
 	})
-	t.Run("the token is in the environment only", func(t *testing.T) {
+	t.Run("the launch credential is in the environment only", func(t *testing.T) {
 		p, req := factory(t)
 		resp, err := p.Launch(context.Background(), req)
 		if err != nil {
@@ -132,8 +132,8 @@ func Run(t *testing.T, factory Factory) {
 		}
 		t.Cleanup(func() { _ = p.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
 		r := waitReport(t, req.LogPath)
-		if !r.HasToken || r.TokenOnArgv {
-			t.Errorf("token in env %v, on argv %v; want only in the environment", r.HasToken, r.TokenOnArgv)
+		if !r.HasCredential || r.CredentialOnArgv {
+			t.Errorf("credential in env %v, on argv %v; want only in the environment", r.HasCredential, r.CredentialOnArgv)
 		}
 		if want := providers.Render(req)[1:]; !slices.Equal(r.Args, want) {
 			t.Errorf("agent args = %q, want %q", r.Args, want)

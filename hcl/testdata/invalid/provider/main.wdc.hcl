@@ -1,5 +1,5 @@
 pool "a" {
-  provider = "docker" # ERROR: known providers are: kubernetes, local, ray
+  provider = "docker" # ERROR: known providers are: external, kubernetes, local, ray
 }
 
 pool "b" {
@@ -36,4 +36,16 @@ pool "g" {
 
 pool "h" {
   provider = "" # ERROR: must not be empty
+}
+
+pool "i" {
+  provider = "external"
+  external {
+    image = "x" # ERROR: An argument named "image" is not expected here
+  }
+}
+
+pool "j" {
+  provider       = "local"
+  launch_timeout = "soon" # ERROR: "soon" is not a duration
 }

@@ -1,6 +1,13 @@
 wdc {
-  state  = "var/state.db"
-  listen = "127.0.0.1:7070"
+  state     = "var/state.db"
+  listen    = "127.0.0.1:7070"
+  advertise = "https://coordinator.example:7070"
+  insecure  = false
+
+  tls {
+    cert_file = "tls/server.crt"
+    key_file  = "/etc/wdc/server.key"
+  }
 }
 
 pool "gpu" {
@@ -9,7 +16,8 @@ pool "gpu" {
   max           = 8
   capacity      = 4
   labels        = { gpu = "a100", zone = "eu" }
-  drain_timeout = "5m"
+  drain_timeout  = "5m"
+  launch_timeout = "2m"
 
   heartbeat {
     interval = "500ms"
@@ -43,4 +51,11 @@ task "train" {
 task "abs" {
   command = ["ls"]
   dir     = "/tmp"
+}
+
+pool "edge" {
+  provider = "external"
+  max      = 3
+  labels   = { site = "edge" }
+  external {}
 }

@@ -1,0 +1,471 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// Credentials (docs/protocol.md, "Credentials"). A launched worker gets a
+// one-time launch credential bound to (pool, apply id, launch sequence); a
+// worker that joins from anywhere presents a join token; registration
+// exchanges either for a session token that only that worker can use. The
+// operator credential opens the operator routes. The coordinator keeps
+// only SHA-256 hashes of the secrets, in memory; the state keeps the
+// hashes of launch credentials and join tokens. Pool, labels and capacity
+// come from the credential, never from a request.
+
+type credKind uint8
+
+const (
+	credLaunch credKind = iota + 1
+	credJoin
+	credSession
+	credOperator
+)
+
+func (k credKind) String() string {
+	switch k {
+	case credLaunch:
+		return "a launch credential"
+	case credJoin:
+		return "a join credential"
+	case credSession:
+		return "a session token"
+	case credOperator:
+		return "the operator credential"
+	}
+	return "an unknown credential"
+}
+
+// launchState is where a launch credential stands.
+type launchState uint8
+
+const (
+	launchOpen    launchState = iota // may register once
+	launchUsed                       // a worker registered with it
+	launchExpired                    // launch_timeout passed, or the launch failed
+)
+
+// credential is one secret the coordinator accepts, by the SHA-256 of its
+// text.
+type credential struct {
+	kind credKind
+	pool *poolState // launch, join
+
+	// launch
+	seq       int
+	deadline  time.Time
+	launch    launchState
+	requestID string                    // of the registration that used it
+	answer    protocol.RegisterResponse // what that registration was told
+
+	// join
+	join state.JoinToken
+
+	// session
+	worker  *workerState
+	revoked bool // the worker is gone or the apply is ending
+}
+
+// launchKey names a launch of this apply.
+type launchKey struct {
+	pool string
+	seq  int
+}
+
+// newSecret returns prefix followed by 256 random bits in hex.
+func newSecret(prefix string) string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return prefix + hex.EncodeToString(b)
+}
+
+// secretHash is the SHA-256 of a secret, as the maps and the state key it.
+func secretHash(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
+
+func hexHash(h [32]byte) string { return hex.EncodeToString(h[:]) }
+
+// HashSecret returns the lowercase hex SHA-256 of a credential's text, as
+// the state stores launch credentials and join tokens.
+func HashSecret(secret string) string { return hexHash(secretHash(secret)) }
+
+// unauthorized is a 401 with a typed reason.
+func unauthorized(reason, format string, args ...any) *httpError {
+	return &httpError{status: http.StatusUnauthorized, code: "unauthorized", reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// authenticate finds the credential of r's bearer header and checks that
+// its kind is one of kinds.
+func (c *Coordinator) authenticate(r *http.Request, kinds ...credKind) (*credential, *httpError) {
+	auth := r.Header.Get("Authorization")
+	scheme, secret, _ := strings.Cut(auth, " ")
+	secret = strings.TrimSpace(secret)
+	if auth == "" || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return nil, unauthorized(protocol.ReasonMissingCredential, "missing bearer credential: send \"Authorization: Bearer <credential>\"")
+	}
+	h := secretHash(secret)
+	c.mu.Lock()
+	cred := c.creds[h]
+	c.mu.Unlock()
+	if cred == nil && subtle.ConstantTimeCompare(h[:], c.operatorHash[:]) == 1 {
+		cred = &credential{kind: credOperator}
+	}
+	if cred == nil {
+		return nil, unauthorized(protocol.ReasonUnknownCredential, "the bearer credential is not one of this apply (it may belong to an apply that ended)")
+	}
+	for _, k := range kinds {
+		if cred.kind != k {
+			continue
+		}
+		if cred.kind == credSession {
+			c.mu.Lock()
+			revoked := cred.revoked
+			c.mu.Unlock()
+			if revoked {
+				return nil, unauthorized(protocol.ReasonSessionRevoked, "the session of worker %s was revoked: the worker is gone or its apply is ending", cred.worker.id)
+			}
+		}
+		return cred, nil
+	}
+	want := make([]string, len(kinds))
+	for i, k := range kinds {
+		want[i] = k.String()
+	}
+	return nil, unauthorized(protocol.ReasonWrongCredential, "this route takes %s, not %s", strings.Join(want, " or "), cred.kind)
+}
+
+// OperatorCredential returns the secret that opens the operator routes.
+// Apply writes it to a file only its user can read; never log it.
+func (c *Coordinator) OperatorCredential() string { return c.operator }
+
+// ApplyID returns the id of the apply this coordinator serves.
+func (c *Coordinator) ApplyID() string { return c.applyID }
+
+// IssueLaunch records launch seq of pool (launch sequence numbers count up
+// from 1 within an apply, one per launch) and returns its launch
+// credential: a one-time secret that registers one worker of the pool
+// within timeout (launch_timeout), and is worthless afterwards. Hand it to
+// the worker in protocol.LaunchCredentialEnv, never on a command line.
+// Errors: an unknown pool; state errors (nothing was issued).
+func (c *Coordinator) IssueLaunch(ctx context.Context, pool string, seq int, provider string, timeout time.Duration) (string, error) {
+	ps := c.poolByNam[pool]
+	if ps == nil {
+		return "", fmt.Errorf("coordinator: unknown pool %q", pool)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	secret := newSecret(protocol.LaunchCredentialPrefix)
+	h := secretHash(secret)
+	if err := c.store.RecordLaunch(ctx, state.Launch{ApplyID: c.applyID, Pool: pool, Seq: seq, Provider: provider}, hexHash(h), now); err != nil {
+		return "", fmt.Errorf("coordinator: %w", err)
+	}
+	cred := &credential{kind: credLaunch, pool: ps, seq: seq, deadline: now.Add(timeout)}
+	c.mu.Lock()
+	c.creds[h] = cred
+	c.launches[launchKey{pool, seq}] = cred
+	c.mu.Unlock()
+	return secret, nil
+}
+
+// CloseLaunch revokes the credential of a launch that never registered:
+// expired when its launch_timeout passed (failed=false), or failed when
+// the provider could not launch it. It reports whether it revoked it:
+// false when a worker registered with it first. Errors: an unknown launch;
+// state errors.
+func (c *Coordinator) CloseLaunch(ctx context.Context, pool string, seq int, failed bool) (bool, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	cred := c.launches[launchKey{pool, seq}]
+	c.mu.Unlock()
+	if cred == nil {
+		return false, fmt.Errorf("coordinator: no launch %d of pool %q", seq, pool)
+	}
+	status := state.LaunchExpired
+	if failed {
+		status = state.LaunchFailed
+	}
+	changed, err := c.store.CloseLaunch(ctx, c.applyID, pool, seq, status, c.now())
+	if err != nil {
+		return false, fmt.Errorf("coordinator: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !changed || cred.launch == launchUsed {
+		return false, nil
+	}
+	cred.launch = launchExpired
+	return true, nil
+}
+
+// refuseRegistration records a refused registration (an event in the state
+// and for OnEvent) and returns its 401.
+func (c *Coordinator) refuseRegistration(ctx context.Context, ps *poolState, reason, msg string) error {
+	now := c.now()
+	if err := c.store.AppendEvent(ctx, state.Event{Kind: EventRegistrationRefused, Message: reason + ": " + msg}, now); err != nil {
+		c.log.Warn("recording a refused registration", "err", err)
+	}
+	pool := ""
+	if ps != nil {
+		pool = ps.rt.Name
+	}
+	c.emit([]Event{{At: now, Kind: EventRegistrationRefused, Pool: pool, Message: reason + ": " + msg}})
+	return unauthorized(reason, "%s", msg)
+}
+
+// register exchanges a launch or join credential for a worker and its
+// session (docs/protocol.md, "Credentials").
+func (c *Coordinator) register(ctx context.Context, cred *credential, req protocol.RegisterRequest) (protocol.RegisterResponse, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	ps := cred.pool
+	w := state.Worker{
+		Pool: ps.rt.Name, Capacity: ps.rt.Capacity, Host: req.Host, PID: req.PID, Version: req.Version,
+		HeartbeatInterval: ps.rt.HeartbeatInterval, TTL: ps.rt.TTL, ApplyID: c.applyID,
+	}
+	labels := ps.rt.Labels
+	recorded := ps.rt.Labels
+	if ps.rt.RecordedLabels != nil {
+		recorded = ps.rt.RecordedLabels
+	}
+	var how string
+	switch cred.kind {
+	case credLaunch:
+		c.mu.Lock()
+		st, reqID, answer := cred.launch, cred.requestID, cred.answer
+		c.mu.Unlock()
+		switch {
+		case st == launchUsed && req.RequestID != "" && req.RequestID == reqID:
+			// The answer of this very registration was lost: same worker,
+			// same session.
+			return answer, nil
+		case st == launchUsed:
+			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialUsed,
+				fmt.Sprintf("launch %d of pool %s already registered worker %s: a launch credential registers once", cred.seq, ps.rt.Name, answer.WorkerID))
+		case st == launchExpired || !now.Before(cred.deadline):
+			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialExpired,
+				fmt.Sprintf("launch %d of pool %s did not register within its launch_timeout; its credential is revoked", cred.seq, ps.rt.Name))
+		}
+		w.LaunchSeq = cred.seq
+		how = fmt.Sprintf("launch %d", cred.seq)
+	case credJoin:
+		c.mu.Lock()
+		j := cred.join
+		live := 0
+		for _, ws := range c.workers {
+			if ws.pool == ps && (ws.status == state.WorkerActive || ws.status == state.WorkerDraining) {
+				live++
+			}
+		}
+		c.mu.Unlock()
+		switch {
+		case !j.RevokedAt.IsZero():
+			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialRevoked,
+				fmt.Sprintf("join token %s of pool %s was revoked", j.ID, ps.rt.Name))
+		case !now.Before(j.ExpiresAt):
+			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialExpired,
+				fmt.Sprintf("join token %s of pool %s expired at %s", j.ID, ps.rt.Name, j.ExpiresAt.Format(time.RFC3339)))
+		case ps.rt.Max > 0 && live >= ps.rt.Max:
+			return protocol.RegisterResponse{}, &httpError{status: http.StatusConflict, code: "conflict", reason: protocol.ReasonPoolFull,
+				message: fmt.Sprintf("pool %s already has %d live workers, its max; try again when one leaves", ps.rt.Name, live)}
+		}
+		if j.Labels != nil {
+			labels, recorded = narrow(labels, j.Labels), narrow(recorded, j.Labels)
+		}
+		w.JoinTokenID = j.ID
+		how = "join token " + j.ID
+	default:
+		return protocol.RegisterResponse{}, unauthorized(protocol.ReasonWrongCredential, "registration takes a launch or join credential")
+	}
+	w.Labels = recorded
+	reg, err := c.store.RegisterWorker(ctx, w, now)
+	if errors.Is(err, state.ErrLaunchUsed) {
+		return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialUsed,
+			fmt.Sprintf("launch %d of pool %s is no longer open for registration", cred.seq, ps.rt.Name))
+	}
+	if err != nil {
+		return protocol.RegisterResponse{}, fmt.Errorf("register worker of pool %s: %w", ps.rt.Name, err)
+	}
+	msg := fmt.Sprintf("pool %s, %s, host %s, pid %d, version %s", ps.rt.Name, how, req.Host, req.PID, req.Version)
+	if err := c.store.AppendEvent(ctx, state.Event{Kind: state.EventRegistered, WorkerID: reg.ID, Message: msg}, now); err != nil {
+		c.log.Warn("recording a registration", "worker", reg.ID, "err", err)
+	}
+	session := newSecret(protocol.SessionTokenPrefix)
+	ws := &workerState{id: reg.ID, pool: ps, status: state.WorkerActive, labels: maps(labels),
+		narrowed: cred.kind == credJoin && cred.join.Labels != nil, joinID: w.JoinTokenID, seq: w.LaunchSeq, session: secretHash(session)}
+	resp := protocol.RegisterResponse{
+		WorkerID:            reg.ID,
+		SessionToken:        session,
+		Pool:                ps.rt.Name,
+		Labels:              maps(labels),
+		Capacity:            ps.rt.Capacity,
+		HeartbeatIntervalMS: ps.rt.HeartbeatInterval.Milliseconds(),
+		TTLMS:               ps.rt.TTL.Milliseconds(),
+	}
+	c.mu.Lock()
+	c.workers[reg.ID] = ws
+	c.creds[ws.session] = &credential{kind: credSession, pool: ps, worker: ws}
+	if cred.kind == credLaunch {
+		cred.launch, cred.requestID, cred.answer = launchUsed, req.RequestID, resp
+	}
+	c.mu.Unlock()
+	c.emit([]Event{{At: now, Kind: EventRegistered, WorkerID: reg.ID, Pool: ps.rt.Name, Launch: w.LaunchSeq, Message: msg}})
+	return resp, nil
+}
+
+// narrow restricts labels to the entries of want with the same value.
+func narrow(labels, want map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range want {
+		if lv, ok := labels[k]; ok && lv == v {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// sessionWorker returns the worker of a session credential after checking
+// that the request names that worker.
+func (c *Coordinator) sessionWorker(cred *credential, id string) (*workerState, *httpError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := cred.worker
+	if cred.revoked {
+		return nil, unauthorized(protocol.ReasonSessionRevoked, "the session of worker %s was revoked: the worker is gone or its apply is ending", w.id)
+	}
+	if id != w.id {
+		return nil, &httpError{status: http.StatusForbidden, code: "forbidden", reason: protocol.ReasonSessionMismatch,
+			message: fmt.Sprintf("this session belongs to worker %s, not %q", w.id, id)}
+	}
+	return w, nil
+}
+
+// revokeSessionLocked ends a worker's session: its token is refused from
+// now on, with reason session_revoked. c.mu must be held.
+func (c *Coordinator) revokeSessionLocked(w *workerState) {
+	if cur := c.creds[w.session]; cur != nil && cur.worker == w {
+		cur.revoked = true
+	}
+}
+
+// WorkerGone marks a worker gone (its provider reported it exited) and
+// revokes its session. Its active leases are left to the sweep, which
+// expires them past their ttl. Unknown ids are ignored. Errors: state
+// errors.
+func (c *Coordinator) WorkerGone(ctx context.Context, id string) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	w := c.workers[id]
+	c.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	if err := c.store.SetWorkerStatus(ctx, id, state.WorkerGone, c.now()); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	c.mu.Lock()
+	w.status = state.WorkerGone
+	c.revokeSessionLocked(w)
+	c.broadcastLocked()
+	c.mu.Unlock()
+	return nil
+}
+
+// loadJoinTokens makes the state's usable join tokens of this apply's
+// pools credentials.
+func (c *Coordinator) loadJoinTokens(ctx context.Context) error {
+	all, err := c.store.JoinTokens(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	hashes, err := c.store.JoinTokenSecretHashes(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	for _, j := range all {
+		ps := c.poolByNam[j.Pool]
+		if ps == nil || !j.RevokedAt.IsZero() {
+			continue
+		}
+		raw, err := hex.DecodeString(hashes[j.ID])
+		if err != nil || len(raw) != 32 {
+			continue
+		}
+		c.creds[[32]byte(raw)] = &credential{kind: credJoin, pool: ps, join: j}
+	}
+	return nil
+}
+
+// createJoinToken makes a join token for a pool while the apply runs (the
+// operator route behind `wdc join-token create`).
+func (c *Coordinator) createJoinToken(ctx context.Context, req protocol.JoinTokenRequest) (protocol.JoinTokenResponse, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	secret := newSecret(protocol.JoinCredentialPrefix)
+	h := secretHash(secret)
+	j, err := c.store.CreateJoinToken(ctx, state.JoinToken{Pool: req.Pool, Labels: req.Labels,
+		ExpiresAt: now.Add(time.Duration(req.TTLMS) * time.Millisecond)}, hexHash(h), now)
+	if err != nil {
+		return protocol.JoinTokenResponse{}, err
+	}
+	if ps := c.poolByNam[j.Pool]; ps != nil {
+		c.mu.Lock()
+		c.creds[h] = &credential{kind: credJoin, pool: ps, join: j}
+		c.mu.Unlock()
+	}
+	return protocol.JoinTokenResponse{ID: j.ID, Pool: j.Pool, Labels: j.Labels, Credential: secret, ExpiresAt: j.ExpiresAt}, nil
+}
+
+// revokeJoinToken revokes a join token while the apply runs: no new
+// registrations, and the workers that joined with it are asked to drain.
+func (c *Coordinator) revokeJoinToken(ctx context.Context, id string) (protocol.RevokeJoinTokenResponse, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := c.now()
+	j, err := c.store.RevokeJoinToken(ctx, id, now)
+	if err != nil {
+		return protocol.RevokeJoinTokenResponse{}, err
+	}
+	resp := protocol.RevokeJoinTokenResponse{ID: j.ID, Pool: j.Pool, RevokedAt: j.RevokedAt, Draining: []string{}}
+	var drain []*workerState
+	c.mu.Lock()
+	for h, cred := range c.creds {
+		if cred.kind == credJoin && cred.join.ID == id {
+			delete(c.creds, h)
+		}
+	}
+	for _, w := range c.workers {
+		if w.joinID == id && w.status == state.WorkerActive {
+			drain = append(drain, w)
+		}
+	}
+	c.mu.Unlock()
+	for _, w := range drain {
+		if err := c.store.SetWorkerStatus(ctx, w.id, state.WorkerDraining, now); err != nil {
+			return resp, err
+		}
+		c.mu.Lock()
+		w.status = state.WorkerDraining
+		c.mu.Unlock()
+		resp.Draining = append(resp.Draining, w.id)
+	}
+	c.mu.Lock()
+	c.broadcastLocked()
+	c.mu.Unlock()
+	return resp, nil
+}

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wdc-dev/wdc/providers"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// ReclaimResult says what ReclaimStrays stopped.
+type ReclaimResult struct {
+	// Stopped counts the workers of dead applies that were stopped;
+	// Orphans the other leftovers removed (attempt process groups).
+	Stopped, Orphans int
+}
+
+// ReclaimStrays stops what applies other than applyID launched and never
+// saw gone, under the apply lock (the caller holds it, so no other apply's
+// worker is legitimate): the launches are grouped by provider, and each
+// provider that implements providers.Reclaimer stops them its own way, by
+// what it recorded at launch (never by what a worker reported about
+// itself). Launches its provider found stopped or gone are closed in the
+// state. Errors: state errors; a provider's failure is returned after the
+// others ran.
+func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID string, now time.Time) (ReclaimResult, error) {
+	var res ReclaimResult
+	open, err := store.OpenLaunches(ctx, applyID)
+	if err != nil {
+		return res, err
+	}
+	byProvider := map[string][]providers.LaunchRecord{}
+	var order []string
+	for _, l := range open {
+		if _, ok := byProvider[l.Provider]; !ok {
+			order = append(order, l.Provider)
+		}
+		byProvider[l.Provider] = append(byProvider[l.Provider], providers.LaunchRecord{
+			ApplyID: l.ApplyID, Pool: l.Pool, Seq: l.Seq, ID: l.Process.Handle, Host: l.Process.Host, PID: l.Process.PID,
+			ProcessStart: l.Process.Start, Argv: l.Process.Argv, WorkDir: l.Process.WorkDir,
+		})
+	}
+	if _, ok := byProvider["local"]; !ok {
+		// Orphaned attempt groups of local agents need no launch record.
+		order = append(order, "local")
+	}
+	var firstErr error
+	for _, name := range order {
+		prov, err := providers.Lookup(name)
+		if err != nil {
+			continue // a provider this build lacks: nothing it can stop
+		}
+		rc, ok := prov.(providers.Reclaimer)
+		if !ok {
+			continue
+		}
+		resp, err := rc.Reclaim(ctx, providers.ReclaimRequest{WorkDir: workDir, Launches: byProvider[name]})
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("provider %s: stopping what an earlier apply left: %w", name, err)
+			}
+			continue
+		}
+		res.Stopped += len(resp.Stopped)
+		res.Orphans += resp.Orphans
+		ended := map[[2]string][]int{}
+		for _, l := range append(resp.Stopped, resp.Gone...) {
+			k := [2]string{l.ApplyID, l.Pool}
+			ended[k] = append(ended[k], l.Seq)
+		}
+		for k, seqs := range ended {
+			if err := store.EndLaunches(ctx, k[0], k[1], seqs, now); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return res, firstErr
+}

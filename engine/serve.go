@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol/tlsca"
+)
+
+// ListenSettings say where and how the coordinator serves (docs/configuration.md,
+// the wdc block).
+type ListenSettings struct {
+	// Listen is "host" or "host:port" ("" = 127.0.0.1 on a free port; a
+	// host alone gets a free port).
+	Listen string
+	// Advertise is the URL workers are told to use ("" = derived from the
+	// listen address: its host when it names one, else this machine's first
+	// non-loopback IPv4 address; the port bound). A URL without a port gets
+	// the port bound.
+	Advertise string
+	// CertFile and KeyFile, when both set, are the PEM server certificate
+	// (chain) and key to serve HTTPS with, on any address.
+	CertFile, KeyFile string
+	// Insecure allows plain HTTP on a non-loopback address (the only way to
+	// get it).
+	Insecure bool
+	// CADir is the folder of the state's own CA (tlsca.LoadOrCreate), used
+	// for HTTPS when no certificate is given.
+	CADir string
+	// CertValidity is how long a certificate issued by that CA lives
+	// (default 7 days; an apply that runs longer needs its own certificate).
+	CertValidity time.Duration
+}
+
+// Endpoint is a listening coordinator address.
+type Endpoint struct {
+	// Listener accepts connections; with TLS it is already a TLS listener.
+	Listener net.Listener
+	// URL is the advertise URL workers use.
+	URL string
+	// TLS is true when the endpoint serves HTTPS.
+	TLS bool
+	// CASHA256 is the lowercase hex SHA-256 fingerprint agents pin the
+	// server's chain by ("" for HTTP): wdc's CA, or the last certificate of
+	// a given chain file.
+	CASHA256 string
+	// Warning, when set, is a sentence apply prints (plain HTTP on a
+	// non-loopback address).
+	Warning string
+}
+
+// DefaultCertValidity is how long a server certificate from the state's CA
+// lives.
+const DefaultCertValidity = 7 * 24 * time.Hour
+
+// Listen opens the coordinator's listener: HTTPS when certificate files
+// are given, or when the address is not loopback and Insecure is not set
+// (with a server certificate from the state's CA, for the listen and
+// advertise hosts); plain HTTP otherwise. Errors: a listen or advertise
+// address that does not parse, an advertise scheme that does not match
+// (http while serving HTTPS or the reverse), unreadable certificate files,
+// a CA that cannot be loaded or created, or the listen failing.
+func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
+	addr := listenAddress(s.Listen)
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %w", s.Listen, err)
+	}
+	useTLS := (s.CertFile != "" && s.KeyFile != "") || (!isLoopbackHost(host) && !s.Insecure)
+	var adv *url.URL
+	if s.Advertise != "" {
+		if adv, err = url.Parse(s.Advertise); err != nil || adv.Host == "" || (adv.Scheme != "http" && adv.Scheme != "https") ||
+			(adv.Path != "" && adv.Path != "/") || adv.RawQuery != "" || adv.User != nil {
+			return nil, fmt.Errorf("advertise %q is not a URL of the form https://host[:port]", s.Advertise)
+		}
+		if want := map[bool]string{true: "https", false: "http"}[useTLS]; adv.Scheme != want {
+			return nil, fmt.Errorf("advertise %q says %s, but the coordinator serves %s on %s (set insecure = true for plain HTTP, or tls for HTTPS)",
+				s.Advertise, adv.Scheme, want, addr)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator listen address %q: %w", s.Listen, err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ep := &Endpoint{Listener: ln, TLS: useTLS}
+	scheme := map[bool]string{true: "https", false: "http"}[useTLS]
+	advHost := advertiseHost(host)
+	if adv != nil {
+		advHost = adv.Hostname()
+		if p := adv.Port(); p != "" {
+			port = p
+		}
+	}
+	ep.URL = scheme + "://" + net.JoinHostPort(advHost, port)
+	if !useTLS {
+		if !isLoopbackHost(host) {
+			ep.Warning = fmt.Sprintf("the coordinator serves plain HTTP on %s (insecure = true): credentials and results cross the network unencrypted", ln.Addr())
+		}
+		return ep, nil
+	}
+	var cert tls.Certificate
+	if s.CertFile != "" && s.KeyFile != "" {
+		if cert, err = tls.LoadX509KeyPair(s.CertFile, s.KeyFile); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("tls certificate %s and key %s: %w", s.CertFile, s.KeyFile, err)
+		}
+		ep.CASHA256 = tlsca.Fingerprint(cert.Certificate[len(cert.Certificate)-1])
+	} else {
+		if s.CADir == "" {
+			ln.Close()
+			return nil, errors.New("serving HTTPS needs a certificate (tls { cert_file, key_file }) or a folder for the state's CA")
+		}
+		ca, err := tlsca.LoadOrCreate(s.CADir)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		validity := s.CertValidity
+		if validity <= 0 {
+			validity = DefaultCertValidity
+		}
+		if cert, err = ca.IssueServer(tlsca.DefaultHosts(host, advHost), now, validity); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		ep.CASHA256 = ca.Fingerprint()
+	}
+	ep.Listener = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	return ep, nil
+}
+
+// CAFolder is where the state's own CA lives: the folder "ca" of the work
+// folder.
+func CAFolder(workDir string) string { return filepath.Join(workDir, "ca") }
+
+// isLoopbackHost reports whether a listen host only reaches this machine.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// advertiseHost derives the host workers use from the listen host: the host
+// itself when it names one, else the first non-loopback IPv4 address of an
+// interface that is up, else 127.0.0.1.
+func advertiseHost(listenHost string) string {
+	if ip, err := netip.ParseAddr(listenHost); listenHost != "" && (err != nil || !ip.IsUnspecified()) {
+		return listenHost
+	}
+	ifaces, _ := net.Interfaces()
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+				return n.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}

@@ -1,0 +1,73 @@
+package protocol
+
+import "time"
+
+// Operator routes (docs/protocol.md, "Operator routes"): what the `wdc
+// join-token`, `wdc workers lease` and `wdc workers sweep` commands ask of
+// the coordinator of a running apply, so that nothing writes the state
+// beside it. They take the apply's operator credential (prefix
+// OperatorCredentialPrefix), which apply writes to a file only its user can
+// read (mode 0600) in the work folder.
+
+// JoinTokenRequest is the body of POST /v1/operator/join-tokens.
+type JoinTokenRequest struct {
+	Pool string `json:"pool"`
+	// Labels, when not null, restricts the pool's labels to these for the
+	// workers that join with the token; null means the pool's labels.
+	Labels map[string]string `json:"labels"`
+	// TTLMS is how long the token lives, in milliseconds (> 0).
+	TTLMS int64 `json:"ttl_ms"`
+}
+
+// JoinTokenResponse answers POST /v1/operator/join-tokens. Credential is
+// the secret itself; the state keeps only its hash, so this is the only
+// time it is seen.
+type JoinTokenResponse struct {
+	ID         string            `json:"id"`
+	Pool       string            `json:"pool"`
+	Labels     map[string]string `json:"labels"`
+	Credential string            `json:"credential"`
+	ExpiresAt  time.Time         `json:"expires_at"`
+}
+
+// RevokeJoinTokenResponse answers POST /v1/operator/join-tokens/{id}/revoke.
+type RevokeJoinTokenResponse struct {
+	ID        string    `json:"id"`
+	Pool      string    `json:"pool"`
+	RevokedAt time.Time `json:"revoked_at"`
+	// Draining lists the workers that had joined with the token: they
+	// were asked to drain.
+	Draining []string `json:"draining"`
+}
+
+// LeaseInfo describes one lease.
+type LeaseInfo struct {
+	FencingToken int64     `json:"fencing_token"`
+	Task         string    `json:"task"`
+	Attempt      int       `json:"attempt"`
+	WorkerID     string    `json:"worker_id"`
+	DefHash      string    `json:"def_hash"`
+	Status       string    `json:"status"`
+	GrantedAt    time.Time `json:"granted_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+}
+
+// LeaseLookupRequest is the body of POST /v1/operator/lease: the task whose
+// current lease to return.
+type LeaseLookupRequest struct {
+	Task string `json:"task"`
+}
+
+// LeaseLookupResponse answers POST /v1/operator/lease: the task's latest
+// lease (active or ended), or null when it never had one.
+type LeaseLookupResponse struct {
+	Task  string     `json:"task"`
+	Lease *LeaseInfo `json:"lease"`
+}
+
+// SweepResponse answers POST /v1/operator/sweep: what one sweep pass
+// expired and marked stale.
+type SweepResponse struct {
+	Expired []LeaseInfo `json:"expired"`
+	Stale   []string    `json:"stale"`
+}
