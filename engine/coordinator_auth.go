@@ -96,6 +96,11 @@ func secretHash(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
 
 func hexHash(h [32]byte) string { return hex.EncodeToString(h[:]) }
 
+// NewJoinCredential returns a fresh join credential (prefix
+// protocol.JoinCredentialPrefix, 256 random bits), for `wdc join-token
+// create` when no apply runs; record it with HashSecret.
+func NewJoinCredential() string { return newSecret(protocol.JoinCredentialPrefix) }
+
 // HashSecret returns the lowercase hex SHA-256 of a credential's text, as
 // the state stores launch credentials and join tokens.
 func HashSecret(secret string) string { return hexHash(secretHash(secret)) }

@@ -304,7 +304,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	case dec.Outcome != nil:
 		evs = c.applyOutcomeLocked(*dec.Outcome, now, evs)
 	case dec.Decision == state.DecisionRejected && !dec.Duplicate:
-		evs = append(evs, Event{At: now, Kind: EventRejected, Task: req.Task, WorkerID: poster.id, Pool: poster.pool.rt.Name,
+		evs = append(evs, Event{At: now, Kind: EventRejected, Task: dec.Task, WorkerID: poster.id, Pool: poster.pool.rt.Name,
 			Attempt: req.Attempt, Token: token, Message: dec.Reason + ": " + dec.Detail})
 	}
 	c.mu.Unlock()

@@ -75,8 +75,12 @@ type TaskChange struct {
 type PoolChange struct {
 	// Name is the pool's name; its address is "pool."+Name.
 	Name string
-	// Workers is the number of workers to launch:
+	// Provider is the pool's provider; an external pool's workers join by
+	// themselves instead of being launched.
+	Provider string
+	// Workers is the number of workers the pool gets:
 	// clamp(ceil(Tasks / Capacity), Min, Max) when Tasks > 0, else 0.
+	// Apply launches them, or for an external pool waits for them to join.
 	Workers int
 	// Tasks is the number of planned task runs counted toward this pool.
 	Tasks              int
@@ -119,7 +123,9 @@ type Summary struct {
 func (p *Plan) Summary() Summary {
 	var s Summary
 	for _, pc := range p.Pools {
-		s.WorkersToLaunch += pc.Workers
+		if pc.Provider != ProviderExternal {
+			s.WorkersToLaunch += pc.Workers
+		}
 	}
 	for _, tc := range p.Tasks {
 		switch tc.Action {
@@ -315,6 +321,7 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 		n := counted[pool.Name]
 		p.Pools = append(p.Pools, PoolChange{
 			Name:     pool.Name,
+			Provider: pool.Provider,
 			Tasks:    n,
 			Workers:  WorkersFor(n, pool.Capacity, pool.Min, pool.Max),
 			Capacity: pool.Capacity,

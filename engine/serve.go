@@ -73,7 +73,7 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", s.Listen, err)
 	}
-	useTLS := (s.CertFile != "" && s.KeyFile != "") || (!isLoopbackHost(host) && !s.Insecure)
+	useTLS := s.ServesTLS()
 	var adv *url.URL
 	if s.Advertise != "" {
 		if adv, err = url.Parse(s.Advertise); err != nil || adv.Host == "" || (adv.Scheme != "http" && adv.Scheme != "https") ||
@@ -135,6 +135,39 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 	}
 	ep.Listener = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	return ep, nil
+}
+
+// ServesTLS reports whether a coordinator with these settings serves HTTPS:
+// with certificate files, or on a non-loopback address unless Insecure.
+func (s ListenSettings) ServesTLS() bool {
+	if s.CertFile != "" && s.KeyFile != "" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(listenAddress(s.Listen))
+	return err == nil && !isLoopbackHost(host) && !s.Insecure
+}
+
+// Pin returns the SHA-256 fingerprint agents pin a coordinator with these
+// settings by, without listening: the last certificate of the tls chain
+// file, or the state's CA (created in CADir when missing); "" when it
+// serves plain HTTP. Errors: unreadable certificate files; a CA that
+// cannot be loaded or created.
+func (s ListenSettings) Pin() (string, error) {
+	switch {
+	case !s.ServesTLS():
+		return "", nil
+	case s.CertFile != "" && s.KeyFile != "":
+		cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
+		if err != nil {
+			return "", fmt.Errorf("tls certificate %s and key %s: %w", s.CertFile, s.KeyFile, err)
+		}
+		return tlsca.Fingerprint(cert.Certificate[len(cert.Certificate)-1]), nil
+	}
+	ca, err := tlsca.LoadOrCreate(s.CADir)
+	if err != nil {
+		return "", err
+	}
+	return ca.Fingerprint(), nil
 }
 
 // CAFolder is where the state's own CA lives: the folder "ca" of the work

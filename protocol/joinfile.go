@@ -94,9 +94,12 @@ func (jf JoinFile) Encode() []byte {
 }
 
 // WriteJoinFile writes jf to path atomically with mode 0600 (it holds a
-// secret).
+// secret), creating its folder when missing.
 func WriteJoinFile(path string, jf JoinFile) error {
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(dir, ".tmp-join-*")
 	if err != nil {
 		return err

@@ -305,6 +305,10 @@ type ResultDecision struct {
 	Reason   string // a Reason* constant when rejected, else ""
 	// Detail explains a rejection in words (e.g. "lease 7 is expired").
 	Detail string
+	// Task is the task the decision concerns: the lease's when the token
+	// names one, else the task the poster named (maybe ""). Unset for
+	// duplicates.
+	Task string
 	// Duplicate is true when the key was seen before: Decision and Reason
 	// are the first answer and nothing changed.
 	Duplicate bool
@@ -380,7 +384,7 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 		}
 
 		reject := func(task, reason, detail string) error {
-			dec = ResultDecision{Decision: DecisionRejected, Reason: reason, Detail: detail}
+			dec = ResultDecision{Decision: DecisionRejected, Reason: reason, Detail: detail, Task: task}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
 				VALUES (?, ?, ?, ?, ?, 'rejected', ?, ?, ?)`, in.Key, in.Token, task, in.Attempt, in.WorkerID, reason, string(in.Body), ms(now)); err != nil {
 				return fmt.Errorf("record rejected result %q: %w", in.Key, err)
@@ -443,7 +447,7 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 		if err != nil {
 			return err
 		}
-		dec = ResultDecision{Decision: DecisionAccepted, Outcome: &out}
+		dec = ResultDecision{Decision: DecisionAccepted, Outcome: &out, Task: l.Task}
 		return nil
 	})
 	if err != nil {

@@ -28,9 +28,10 @@ type CLI struct {
 	ForceUnlock ForceUnlockCmd `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
 	Show        ShowCmd        `cmd:"" help:"Show a saved plan as wdc plan would, or with no file the state: pools, workers, tasks, leases."`
 	Tasks       TasksCmd       `cmd:"" help:"Inspect tasks recorded in the state."`
-	Workers     WorkersCmd     `cmd:"" help:"Inspect workers recorded in the state."`
-	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state."`
-	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it; the token comes from WDC_WORKER_TOKEN)."`
+	Workers     WorkersCmd     `cmd:"" help:"Inspect workers recorded in the state, or be one by hand against a running apply."`
+	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state, or complete one by hand."`
+	JoinToken   JoinTokenCmd   `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`
+	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
 	Version     VersionCmd     `cmd:"" help:"Print the wdc version."`
 }
 
@@ -40,14 +41,22 @@ type TasksCmd struct {
 	Show TasksShowCmd `cmd:"" help:"Show one task: its attempts and its events."`
 }
 
-// WorkersCmd groups the worker inspection commands.
+// WorkersCmd groups the worker commands: the listing, the worker verbs
+// (register, heartbeat, assign: a worker by hand) and the operator verbs
+// (lease, sweep).
 type WorkersCmd struct {
-	List WorkersListCmd `cmd:"" help:"List workers with pool, labels, status, host, pid, last heartbeat and leases held."`
+	List      WorkersListCmd      `cmd:"" help:"List workers with pool, labels, status, host, pid, last heartbeat and leases held."`
+	Register  WorkersRegisterCmd  `cmd:"" help:"Register a worker with a join file against the running apply; prints its id and session token."`
+	Heartbeat WorkersHeartbeatCmd `cmd:"" help:"Send one heartbeat for a worker (session token in WDC_SESSION_TOKEN); prints leases renewed and the drain flag."`
+	Assign    WorkersAssignCmd    `cmd:"" help:"Claim one task for a worker (session token in WDC_SESSION_TOKEN); prints its lease and spec."`
+	Lease     WorkersLeaseCmd     `cmd:"" help:"Show a task's current lease, from the running apply's coordinator."`
+	Sweep     WorkersSweepCmd     `cmd:"" help:"Run one sweep pass of the running apply's coordinator now; prints what expired."`
 }
 
-// LeasesCmd groups the lease inspection commands.
+// LeasesCmd groups the lease commands.
 type LeasesCmd struct {
-	List LeasesListCmd `cmd:"" help:"List leases with fencing token, task, attempt, worker, status and expiry."`
+	List     LeasesListCmd     `cmd:"" help:"List leases with fencing token, task, attempt, worker, status and expiry."`
+	Complete LeasesCompleteCmd `cmd:"" help:"Post a lease's result (session token in WDC_SESSION_TOKEN); prints the decision."`
 }
 
 // env is what every command runs with: the parsed global flags, the

@@ -41,8 +41,9 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"seed-state": cmdSeedState,
-			"wait-file":  cmdWaitFile,
+			"seed-state":       cmdSeedState,
+			"wait-file":        cmdWaitFile,
+			"wait-coordinator": cmdWaitCoordinator,
 		},
 	})
 }
@@ -175,4 +176,32 @@ func seedFailed(ctx context.Context, st *state.Store, now time.Time, reason stri
 	}
 	_, err := st.FinishTasks(ctx, fin, now)
 	return err
+}
+
+// cmdWaitCoordinator waits until an apply holds the state in DIR (default
+// the current directory, state .wdc/state.db) and its coordinator serves,
+// then sets COORDINATOR to its URL and CA_SHA256 to its CA fingerprint:
+//
+//	wait-coordinator [DIR]
+func cmdWaitCoordinator(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) > 1 {
+		ts.Fatalf("usage: wait-coordinator [DIR]")
+	}
+	dir := "."
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	path := filepath.Join(ts.MkAbs(dir), defaultStatePath)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if snap, err := readSnapshot(context.Background(), path); err == nil && snap.Lock != nil && snap.Lock.CoordinatorURL != "" {
+			ts.Setenv("COORDINATOR", snap.Lock.CoordinatorURL)
+			ts.Setenv("CA_SHA256", snap.Lock.CASHA256)
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("wait-coordinator %s: no apply serving after 90s", dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

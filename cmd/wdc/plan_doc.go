@@ -23,7 +23,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const planFormatVersion = "1.0"
+const planFormatVersion = "1.1"
 
 // sensitiveText stands in for a sensitive variable's value in every output
 // and in plan files.
@@ -471,7 +471,7 @@ func checkStateFresh(doc *planDoc, lineage string, serial int64) error {
 func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
 	p := &engine.Plan{Lineage: doc.State.Lineage, Serial: doc.State.Serial, CreatedAt: doc.CreatedAt, Definitions: engine.Definitions(cfg)}
 	for _, pd := range doc.Pools {
-		p.Pools = append(p.Pools, engine.PoolChange{Name: pd.Name, Workers: pd.Workers, Tasks: pd.Tasks, Capacity: pd.Capacity, Min: pd.Min, Max: pd.Max})
+		p.Pools = append(p.Pools, engine.PoolChange{Name: pd.Name, Provider: pd.Provider, Workers: pd.Workers, Tasks: pd.Tasks, Capacity: pd.Capacity, Min: pd.Min, Max: pd.Max})
 	}
 	for _, cd := range doc.Changes {
 		tc := engine.TaskChange{Address: cd.Address, Action: engine.Action(cd.Action), Reason: cd.Reason, Pool: cd.Pool, Candidates: cd.Candidates}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wdc-dev/wdc/engine"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -41,6 +42,12 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 	sym := func(s string) string { return paint(symbolColor[s], fmt.Sprintf("%3s", s)) }
 	for _, pd := range doc.Pools {
 		if pd.Workers == 0 {
+			continue
+		}
+		if pd.Provider == engine.ProviderExternal {
+			fmt.Fprintf(&b, "\n  # %s will wait for up to %s to join (%s counted toward it, capacity %d, max %d): wdc join-token create %s\n",
+				pd.Address, count(pd.Workers, "worker", "workers"), count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Max, pd.Name)
+			fmt.Fprintf(&b, "%s %s (external)\n", sym("+"), pd.Address)
 			continue
 		}
 		fmt.Fprintf(&b, "\n  # %s will launch %s (%s counted toward it, capacity %d, min %d, max %d)\n",

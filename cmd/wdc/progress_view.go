@@ -170,6 +170,7 @@ type eventDoc struct {
 	WorkerID string    `json:"worker_id,omitempty"`
 	Attempt  int       `json:"attempt,omitempty"`
 	Token    int64     `json:"fencing_token,omitempty"`
+	Launch   int       `json:"launch,omitempty"`
 	Message  string    `json:"message,omitempty"`
 }
 
@@ -206,7 +207,7 @@ func (j *jsonOutput) close() {}
 
 func (j *jsonOutput) event(e engine.Event) {
 	_ = j.write(eventDoc{Type: "event", Kind: e.Kind, At: e.At.UTC(), Task: e.Task, Pool: e.Pool, WorkerID: e.WorkerID,
-		Attempt: e.Attempt, Token: e.Token, Message: e.Message})
+		Attempt: e.Attempt, Token: e.Token, Launch: e.Launch, Message: e.Message})
 }
 
 func (j *jsonOutput) summary(res *engine.ApplyResult, nothingToDo bool) error {

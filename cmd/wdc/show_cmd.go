@@ -35,6 +35,10 @@ type lockDoc struct {
 	PID       int       `json:"pid"`
 	StartedAt time.Time `json:"started_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// CoordinatorURL and CASHA256 name the holder's coordinator once it
+	// serves (format 1.1).
+	CoordinatorURL string `json:"coordinator_url,omitempty"`
+	CASHA256       string `json:"ca_sha256,omitempty"`
 }
 
 type poolState struct {
@@ -86,7 +90,8 @@ func (c *ShowCmd) Run(e *env) error {
 		doc.Exists = true
 		doc.State = stateRef{Lineage: snap.Lineage, Serial: snap.Serial}
 		if l := snap.Lock; l != nil {
-			doc.Lock = &lockDoc{ID: l.ID, Holder: l.Holder, Host: l.Host, PID: l.PID, StartedAt: l.StartedAt.UTC(), ExpiresAt: l.ExpiresAt.UTC()}
+			doc.Lock = &lockDoc{ID: l.ID, Holder: l.Holder, Host: l.Host, PID: l.PID, StartedAt: l.StartedAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
+				CoordinatorURL: l.CoordinatorURL, CASHA256: l.CASHA256}
 		}
 		for _, p := range snap.Pools {
 			labels := p.Labels

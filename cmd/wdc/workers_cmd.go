@@ -26,6 +26,9 @@ type workerJSON struct {
 	HeartbeatInterval float64           `json:"heartbeat_interval_seconds"`
 	TTL               float64           `json:"ttl_seconds"`
 	LeasesHeld        int               `json:"leases_held"`
+	ApplyID           string            `json:"apply_id,omitempty"`
+	LaunchSeq         int               `json:"launch_seq,omitempty"`
+	JoinTokenID       string            `json:"join_token_id,omitempty"`
 }
 
 // Run prints one row per worker: id, pool, labels, status, host, pid, last
@@ -61,5 +64,6 @@ func newWorkerJSON(w state.Worker) workerJSON {
 	}
 	return workerJSON{ID: w.ID, Pool: w.Pool, Labels: labels, Capacity: w.Capacity, Status: string(w.Status),
 		Host: w.Host, PID: w.PID, Version: w.Version, RegisteredAt: jsonTime(w.RegisteredAt), LastHeartbeatAt: jsonTime(w.LastHeartbeatAt),
-		HeartbeatInterval: w.HeartbeatInterval.Seconds(), TTL: w.TTL.Seconds(), LeasesHeld: w.LeasesHeld}
+		HeartbeatInterval: w.HeartbeatInterval.Seconds(), TTL: w.TTL.Seconds(), LeasesHeld: w.LeasesHeld,
+		ApplyID: w.ApplyID, LaunchSeq: w.LaunchSeq, JoinTokenID: w.JoinTokenID}
 }

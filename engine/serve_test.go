@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/protocol/tlsca"
+)
+
+// TestListen: loopback serves HTTP; any other address HTTPS with the
+// state's CA (or a given certificate), reachable by a client that pins it;
+// insecure is plain HTTP with a warning; advertise is checked and gets the
+// bound port.
+func TestListen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile, userPin := writeUserCert(t, dir)
+	cases := []struct {
+		name      string
+		s         ListenSettings
+		scheme    string
+		warn      bool
+		pinFromCA bool
+		pin       string
+		urlHas    string
+		err       string
+	}{
+		{name: "loopback", s: ListenSettings{}, scheme: "http"},
+		{name: "every interface", s: ListenSettings{Listen: "0.0.0.0:0"}, scheme: "https", pinFromCA: true},
+		{name: "insecure", s: ListenSettings{Listen: "0.0.0.0:0", Insecure: true}, scheme: "http", warn: true},
+		{name: "given certificate on loopback", s: ListenSettings{Listen: "127.0.0.1", CertFile: certFile, KeyFile: keyFile}, scheme: "https", pin: userPin},
+		{name: "advertise without port", s: ListenSettings{Listen: "0.0.0.0:0", Advertise: "https://127.0.0.1"}, scheme: "https", pinFromCA: true, urlHas: "https://127.0.0.1:"},
+		{name: "advertise scheme mismatch", s: ListenSettings{Listen: "0.0.0.0:0", Advertise: "http://coordinator"}, err: "says http, but the coordinator serves https"},
+		{name: "advertise with a path", s: ListenSettings{Advertise: "http://x/y"}, err: "not a URL of the form"},
+		{name: "unreadable certificate", s: ListenSettings{Listen: "127.0.0.1", CertFile: filepath.Join(dir, "nope.crt"), KeyFile: keyFile}, err: "tls certificate"},
+	}
+	ca := filepath.Join(dir, "ca")
+	for _, c := range cases {
+		c.s.CADir = ca
+		ep, err := Listen(c.s, time.Now())
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %v; want an error containing %q", c.name, err, c.err)
+			}
+			if ep != nil {
+				ep.Listener.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if !strings.HasPrefix(ep.URL, c.scheme+"://") || ep.TLS != (c.scheme == "https") || (ep.Warning != "") != c.warn ||
+			(c.urlHas != "" && !strings.HasPrefix(ep.URL, c.urlHas)) {
+			t.Errorf("%s: endpoint %+v", c.name, ep)
+		}
+		want := c.pin
+		if c.pinFromCA {
+			cas, err := tlsca.LoadOrCreate(ca)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = cas.Fingerprint()
+		}
+		if ep.CASHA256 != want {
+			t.Errorf("%s: pin %q; want %q", c.name, ep.CASHA256, want)
+		}
+		if pin, err := c.s.Pin(); err != nil || pin != want {
+			t.Errorf("%s: ListenSettings.Pin = %q, %v; want %q", c.name, pin, err, want)
+		}
+		// A pinned client reaches it by 127.0.0.1 (always a SAN of wdc's certificates).
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })}
+		go srv.Serve(ep.Listener)
+		_, port, _ := net.SplitHostPort(ep.Listener.Addr().String())
+		url := c.scheme + "://127.0.0.1:" + port
+		hc, err := protocol.HTTPClient(url, ep.CASHA256)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		resp, err := hc.Get(url)
+		if err != nil || resp.StatusCode != 204 {
+			t.Errorf("%s: GET %s = %v, %v", c.name, url, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		srv.Close()
+	}
+}
+
+// writeUserCert writes a self-signed server certificate for 127.0.0.1 (a
+// CA's leaf, with the CA in the chain file) and returns the files and the
+// fingerprint agents pin it by (the chain's last certificate).
+func writeUserCert(t *testing.T, dir string) (certFile, keyFile, pin string) {
+	t.Helper()
+	ca, err := tlsca.New(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.IssueServer([]string{"127.0.0.1", "localhost"}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chain []byte
+	for _, der := range leaf.Certificate {
+		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(leaf.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	if err := os.WriteFile(certFile, chain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, ca.Fingerprint()
+}
