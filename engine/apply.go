@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/renameio/v2"
+
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -690,28 +692,13 @@ func (o ApplyOptions) logger() *slog.Logger {
 	return o.Logger
 }
 
-// writePrivateFile writes data to path atomically with mode 0600.
+// writePrivateFile writes data to path atomically (renameio) with mode
+// 0600, creating its folder when missing.
 func writePrivateFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600))
 }
 
 // stopWorkers drains every live worker within its pool's drain timeout (plus

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // JoinFileFormatVersion is the format_version of the join file this wdc
@@ -96,25 +98,8 @@ func (jf JoinFile) Encode() []byte {
 // WriteJoinFile writes jf to path atomically with mode 0600 (it holds a
 // secret), creating its folder when missing.
 func WriteJoinFile(path string, jf JoinFile) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-join-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(jf.Encode()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return renameio.WriteFile(path, jf.Encode(), 0o600, renameio.WithStaticPermissions(0o600))
 }

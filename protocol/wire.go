@@ -3,7 +3,8 @@ package protocol
 import "time"
 
 // Wire types of worker protocol v1 (docs/design.md §7, docs/protocol.md): HTTP and
-// JSON, every call with "Authorization: Bearer <pool token>". Durations on
+// JSON, every call with "Authorization: Bearer <credential>" (see
+// Credentials below) and the VersionHeader. Durations on
 // the wire are integer milliseconds (fields ending in _ms); times are
 // RFC 3339 strings in UTC.
 

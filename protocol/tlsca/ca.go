@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // File names LoadOrCreate uses inside the folder it is given.
@@ -378,33 +380,11 @@ func (ca *CA) write(certPath, keyPath string) error {
 	return nil
 }
 
-// writeFileAtomic writes data to a temporary file next to path, gives it
-// mode perm (whatever the umask), syncs it and renames it to path.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("tlsca: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("tlsca: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
+// writeFileAtomic writes data to path through a synced temporary file
+// renamed into place (renameio), with mode perm whatever the umask.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	if err := renameio.WriteFile(path, data, perm, renameio.WithStaticPermissions(perm)); err != nil {
 		return fmt.Errorf("tlsca: writing %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("tlsca: writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("tlsca: writing %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("tlsca: %w", err)
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
 // Package local is the "local" provider: it runs each worker as a process
 // on this machine,
 //
-//	<wdc> agent --server URL --pool NAME --work-dir DIR [--drain-timeout D]
+//	<wdc> agent --server URL --pool NAME --work-dir DIR [--ca-sha256 HEX] [--drain-timeout D]
 //
-// with the pool token only in its environment (WDC_WORKER_TOKEN), in its
+// with its one-time launch credential only in its environment
+// (WDC_LAUNCH_CREDENTIAL), in its
 // own process group, stdin /dev/null, and stdout and stderr appended to the
 // worker's log file — never the caller's terminal or pipes, so neither a
 // test harness nor a terminal hangs on a worker and Ctrl-C in the caller's
