@@ -219,7 +219,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, a.Drain)
 	defer stopAfter()
 
+	// What a killed agent of this work folder left running (its attempts'
+	// process groups) must not outlive it, whoever started it.
+	if n := KillOrphanGroups(a.opts.WorkDir, 0); n > 0 {
+		a.log.Warn("killed attempt process groups that a dead agent left in this work folder", "groups", n)
+	}
 	if err := a.register(ctx); err != nil {
+		if errors.Is(err, errStoppedBeforeRegistering) {
+			return nil
+		}
 		return err
 	}
 	// Label names only: a label's value may come from a sensitive variable.
@@ -333,10 +341,13 @@ func (a *Agent) register(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			a.log.Info("stopped before registering")
-			return nil
+			return errStoppedBeforeRegistering
 		}
 		if protocol.StatusOf(err) == http.StatusUnauthorized {
 			return fmt.Errorf("agent: the coordinator refused the credential: %w", err)
+		}
+		if tlsRefused(err) {
+			return fmt.Errorf("agent: the coordinator at %s failed TLS verification (check --ca-sha256, or the URL apply printed): %w", a.opts.ServerURL, err)
 		}
 		if !reachFailure(err) {
 			return fmt.Errorf("agent: registering: %w", err)
@@ -348,7 +359,7 @@ func (a *Agent) register(ctx context.Context) error {
 		a.log.Warn("registering failed; retrying", "err", err, "in", d)
 		if !sleep(ctx, d) {
 			a.log.Info("stopped before registering")
-			return nil
+			return errStoppedBeforeRegistering
 		}
 	}
 }
@@ -706,6 +717,10 @@ func (a *Agent) waitIdle(d time.Duration) bool {
 	}
 	return true
 }
+
+// errStoppedBeforeRegistering: the agent was told to stop before it
+// registered; Run returns nil then.
+var errStoppedBeforeRegistering = errors.New("agent: stopped before registering")
 
 // newRequestID returns a random id for one agent's registration.
 func newRequestID() string {

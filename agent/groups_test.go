@@ -78,3 +78,29 @@ func TestKillOrphanGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentStartKillsOrphansOfItsWorkFolder: an agent that starts in a work
+// folder where a killed agent left an attempt's process group running kills
+// it before it registers (a worker that joined by hand has no provider to
+// clean up after it).
+func TestAgentStartKillsOrphansOfItsWorkFolder(t *testing.T) {
+	const deadAgent = 1 << 22
+	f := newFakeCoord(1, 50*time.Millisecond, 3*time.Second)
+	f.drain = true // the agent stops right after registering
+	s := startFake(t, f)
+	cmd := startGroup(t)
+	work := t.TempDir()
+	if err := os.MkdirAll(GroupsDir(work), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(GroupsDir(work), fmt.Sprintf("%d.%d", deadAgent, cmd.Process.Pid)), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgent(t, s.URL(), func(o *Options) { o.WorkDir = work })
+	if err := a.wait(t, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !waitExit(t, cmd) {
+		t.Fatal("the orphaned attempt group still runs after an agent started in its work folder")
+	}
+}

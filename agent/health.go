@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/protocol/tlsca"
 )
 
 // health tracks how long the agent has failed to reach its coordinator.
@@ -107,5 +109,16 @@ func reachFailure(err error) bool {
 	if errors.As(err, &ae) {
 		return ae.Temporary()
 	}
+	if tlsRefused(err) {
+		return false
+	}
 	return true
+}
+
+// tlsRefused reports whether err is the coordinator's certificate failing
+// verification (the pin, the roots or the host name): no retry can fix it.
+func tlsRefused(err error) bool {
+	var pin *tlsca.VerifyError
+	var roots *tls.CertificateVerificationError
+	return errors.As(err, &pin) || errors.As(err, &roots)
 }

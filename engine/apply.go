@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -138,8 +139,9 @@ type ApplyResult struct {
 	Removed int
 	// Attempts is the number of leases granted.
 	Attempts int
-	// Workers is the number of workers launched.
-	Workers int
+	// Workers is the number of workers launched; Joined the number that
+	// joined external pools with a join token.
+	Workers, Joined int
 	// Interrupted is true when ctx was cancelled or Abort closed.
 	Interrupted bool
 	// Wall is the apply's wall time.
@@ -169,7 +171,7 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 			LaunchTimeout: pool.LaunchTimeout, Workers: workers[pool.Name],
 		}
 		if pool.Provider == ProviderExternal {
-			ap.Runtime.Max = pool.Max
+			ap.Runtime.Joinable, ap.Runtime.Max = true, pool.Max
 		}
 		if pool.Local != nil {
 			ap.Env = pool.Local.Env
@@ -378,7 +380,10 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		return err
 	}
 	a.url = ep.URL
-	srv := &http.Server{Handler: coord.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// The server's own complaints (a TLS handshake a worker with a wrong
+	// pin failed) go to the coordinator's log, not raw to stderr.
+	srv := &http.Server{Handler: coord.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(a.opts.logger().Handler(), slog.LevelWarn)}
 	go srv.Serve(ep.Listener) //nolint:errcheck // returns on Shutdown
 	coordCtx, stopCoord := context.WithCancel(context.Background())
 	coordDone := make(chan struct{})
@@ -623,6 +628,11 @@ loop:
 		return err
 	}
 	prog = coord.Progress()
+	a.mu.Lock()
+	for _, n := range a.joined {
+		a.res.Joined += n
+	}
+	a.mu.Unlock()
 	a.res.Succeeded += prog.Tasks[state.TaskSucceeded]
 	a.res.Failed += prog.Tasks[state.TaskFailed]
 	a.res.Cancelled += prog.Tasks[state.TaskCancelled]
@@ -637,8 +647,12 @@ func joinHint(p *ApplyPool, ep *Endpoint) string {
 	if ep.CASHA256 != "" {
 		cmd += " --ca-sha256 " + ep.CASHA256
 	}
-	return fmt.Sprintf("waiting up to %s for workers to join pool %s (up to %d): make a join file with `wdc join-token create %s -o FILE`, then run `%s`",
-		p.LaunchTimeout, p.Runtime.Name, p.Max, p.Runtime.Name, cmd)
+	note := ""
+	if u, err := url.Parse(ep.URL); err == nil && isLoopbackHost(u.Hostname()) {
+		note = " (the coordinator listens on loopback: only this machine can join; set listen in the wdc block for others)"
+	}
+	return fmt.Sprintf("waiting up to %s for workers to join pool %s (up to %d): with a join file from `wdc join-token create %s -o FILE`, run `%s`%s",
+		p.LaunchTimeout, p.Runtime.Name, p.Max, p.Runtime.Name, cmd, note)
 }
 
 // waitExternal gives workers that joined from elsewhere (which apply

@@ -36,9 +36,12 @@ const (
 type PoolRuntime struct {
 	Name   string
 	Labels map[string]string
-	// Max, when > 0, caps the live (active or draining) workers that may
-	// join the pool with a join token; launched workers are sized by apply.
-	Max int
+	// Joinable pools (provider "external") take workers that register with
+	// a join token; Max, when > 0, caps their live (active or draining)
+	// workers. Launched workers are sized by apply, and a pool that is not
+	// joinable refuses join tokens.
+	Joinable bool
+	Max      int
 	// RecordedLabels, when not nil, is what the state records as the
 	// workers' labels instead of Labels (apply hides labels computed from a
 	// sensitive variable). Placement always matches Labels.
@@ -240,9 +243,13 @@ type workerState struct {
 	// against them for a narrowed worker.
 	labels   map[string]string
 	narrowed bool
-	joinID   string   // the join token it joined with, or ""
-	seq      int      // its launch sequence, or 0
-	session  [32]byte // SHA-256 of its session token
+	joinID   string // the join token it joined with, or ""
+	// drainRequested: the worker was asked to drain on its own (its join
+	// token was revoked, or its slot was taken while it was stale); it
+	// stays draining even after it comes back from stale.
+	drainRequested bool
+	seq            int      // its launch sequence, or 0
+	session        [32]byte // SHA-256 of its session token
 }
 
 type leaseState struct {
@@ -336,6 +343,14 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 			return nil, fmt.Errorf("coordinator: task %s is given twice", rt.Address)
 		case rt.Timeout < 0 || rt.LeaseGrace < 0 || rt.Retry.Backoff < 0 || rt.Retry.MaxBackoff < 0:
 			return nil, fmt.Errorf("coordinator: task %s: durations must not be negative", rt.Address)
+		}
+		// Assignments carry [] and {} rather than null, as the canonical
+		// form does.
+		if rt.Definition.DependsOn == nil {
+			rt.Definition.DependsOn = []string{}
+		}
+		if rt.Definition.Env == nil {
+			rt.Definition.Env = map[string]string{}
 		}
 		if rt.Timeout == 0 {
 			rt.Timeout = DefaultTaskTimeout

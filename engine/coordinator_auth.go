@@ -71,7 +71,8 @@ type credential struct {
 	answer    protocol.RegisterResponse // what that registration was told
 
 	// join
-	join state.JoinToken
+	join   state.JoinToken
+	joined map[string]protocol.RegisterResponse // by request id, so a retried join gets the same worker
 
 	// session
 	worker  *workerState
@@ -269,14 +270,15 @@ func (c *Coordinator) register(ctx context.Context, cred *credential, req protoc
 	case credJoin:
 		c.mu.Lock()
 		j := cred.join
-		live := 0
-		for _, ws := range c.workers {
-			if ws.pool == ps && (ws.status == state.WorkerActive || ws.status == state.WorkerDraining) {
-				live++
-			}
-		}
+		live := c.liveWorkersLocked(ps)
+		answer, replay := cred.joined[req.RequestID]
 		c.mu.Unlock()
 		switch {
+		case req.RequestID != "" && replay:
+			return answer, nil
+		case !ps.rt.Joinable:
+			return protocol.RegisterResponse{}, &httpError{status: http.StatusForbidden, code: "forbidden", reason: protocol.ReasonNotJoinable,
+				message: fmt.Sprintf("pool %s is launched by its provider; only workers of provider = \"external\" pools join with a join token", ps.rt.Name)}
 		case !j.RevokedAt.IsZero():
 			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialRevoked,
 				fmt.Sprintf("join token %s of pool %s was revoked", j.ID, ps.rt.Name))
@@ -323,12 +325,30 @@ func (c *Coordinator) register(ctx context.Context, cred *credential, req protoc
 	c.mu.Lock()
 	c.workers[reg.ID] = ws
 	c.creds[ws.session] = &credential{kind: credSession, pool: ps, worker: ws}
-	if cred.kind == credLaunch {
+	switch {
+	case cred.kind == credLaunch:
 		cred.launch, cred.requestID, cred.answer = launchUsed, req.RequestID, resp
+	case req.RequestID != "":
+		if cred.joined == nil {
+			cred.joined = map[string]protocol.RegisterResponse{}
+		}
+		cred.joined[req.RequestID] = resp
 	}
 	c.mu.Unlock()
 	c.emit([]Event{{At: now, Kind: EventRegistered, WorkerID: reg.ID, Pool: ps.rt.Name, Launch: w.LaunchSeq, Message: msg}})
 	return resp, nil
+}
+
+// liveWorkersLocked counts the pool's active and draining workers. c.mu
+// must be held.
+func (c *Coordinator) liveWorkersLocked(ps *poolState) int {
+	n := 0
+	for _, w := range c.workers {
+		if w.pool == ps && (w.status == state.WorkerActive || w.status == state.WorkerDraining) {
+			n++
+		}
+	}
+	return n
 }
 
 // narrow restricts labels to the entries of want with the same value.
@@ -403,7 +423,7 @@ func (c *Coordinator) loadJoinTokens(ctx context.Context) error {
 	}
 	for _, j := range all {
 		ps := c.poolByNam[j.Pool]
-		if ps == nil || !j.RevokedAt.IsZero() {
+		if ps == nil {
 			continue
 		}
 		raw, err := hex.DecodeString(hashes[j.ID])
@@ -418,6 +438,20 @@ func (c *Coordinator) loadJoinTokens(ctx context.Context) error {
 // createJoinToken makes a join token for a pool while the apply runs (the
 // operator route behind `wdc join-token create`).
 func (c *Coordinator) createJoinToken(ctx context.Context, req protocol.JoinTokenRequest) (protocol.JoinTokenResponse, error) {
+	ps := c.poolByNam[req.Pool]
+	switch {
+	case ps == nil:
+		return protocol.JoinTokenResponse{}, &httpError{status: http.StatusNotFound, code: "not_found",
+			message: fmt.Sprintf("this apply has no pool %q", req.Pool)}
+	case !ps.rt.Joinable:
+		return protocol.JoinTokenResponse{}, &httpError{status: http.StatusBadRequest, code: "bad_request", reason: protocol.ReasonNotJoinable,
+			message: fmt.Sprintf("pool %s is launched by its provider; join tokens are for provider = \"external\" pools", req.Pool)}
+	}
+	for k, v := range req.Labels {
+		if pv, ok := ps.rt.Labels[k]; !ok || pv != v {
+			return protocol.JoinTokenResponse{}, badRequest("label %s=%s is not one of pool %s's labels: a join token only narrows them", k, v, req.Pool)
+		}
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	now := c.now()
@@ -428,11 +462,9 @@ func (c *Coordinator) createJoinToken(ctx context.Context, req protocol.JoinToke
 	if err != nil {
 		return protocol.JoinTokenResponse{}, err
 	}
-	if ps := c.poolByNam[j.Pool]; ps != nil {
-		c.mu.Lock()
-		c.creds[h] = &credential{kind: credJoin, pool: ps, join: j}
-		c.mu.Unlock()
-	}
+	c.mu.Lock()
+	c.creds[h] = &credential{kind: credJoin, pool: ps, join: j}
+	c.mu.Unlock()
 	return protocol.JoinTokenResponse{ID: j.ID, Pool: j.Pool, Labels: j.Labels, Credential: secret, ExpiresAt: j.ExpiresAt}, nil
 }
 
@@ -449,13 +481,17 @@ func (c *Coordinator) revokeJoinToken(ctx context.Context, id string) (protocol.
 	resp := protocol.RevokeJoinTokenResponse{ID: j.ID, Pool: j.Pool, RevokedAt: j.RevokedAt, Draining: []string{}}
 	var drain []*workerState
 	c.mu.Lock()
-	for h, cred := range c.creds {
+	for _, cred := range c.creds {
 		if cred.kind == credJoin && cred.join.ID == id {
-			delete(c.creds, h)
+			cred.join.RevokedAt = j.RevokedAt // refused from now on, as credential_revoked
 		}
 	}
 	for _, w := range c.workers {
-		if w.joinID == id && w.status == state.WorkerActive {
+		if w.joinID != id {
+			continue
+		}
+		w.drainRequested = true
+		if w.status == state.WorkerActive {
 			drain = append(drain, w)
 		}
 	}

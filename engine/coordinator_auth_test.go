@@ -125,12 +125,19 @@ func (h *harness) workerSeq(id string) int {
 func TestJoinTokens(t *testing.T) {
 	t.Parallel()
 	pool := rtPool("edge", 1, "arch=arm64", "zone=a")
-	pool.Max = 3
+	pool.Joinable, pool.Max = true, 3
 	tasks := []TaskRuntime{placed(rtTask("any"), "arch=arm64"), placed(rtTask("zoned"), "zone=a")}
 	h := newHarness(t, []PoolRuntime{pool}, tasks, harnessOpts{})
 	ctx := context.Background()
 	ops := protocol.NewClient(h.srv.URL, h.c.OperatorCredential(), nil)
-	narrow, err := ops.CreateJoinToken(ctx, protocol.JoinTokenRequest{Pool: "edge", Labels: map[string]string{"arch": "arm64", "gpu": "a100"}, TTLMS: 60_000})
+	// A join token only narrows: a label the pool lacks is refused.
+	if _, err := ops.CreateJoinToken(ctx, protocol.JoinTokenRequest{Pool: "edge", Labels: map[string]string{"gpu": "a100"}, TTLMS: 60_000}); protocol.StatusOf(err) != 400 {
+		t.Errorf("a broadening join token: %v; want 400", err)
+	}
+	if _, err := ops.CreateJoinToken(ctx, protocol.JoinTokenRequest{Pool: "nope", TTLMS: 60_000}); protocol.StatusOf(err) != 404 {
+		t.Errorf("a join token of an unknown pool: %v; want 404", err)
+	}
+	narrow, err := ops.CreateJoinToken(ctx, protocol.JoinTokenRequest{Pool: "edge", Labels: map[string]string{"arch": "arm64"}, TTLMS: 60_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +157,6 @@ func TestJoinTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// gpu=a100 is not a pool label: narrowing never broadens.
 	if len(n1.Labels) != 1 || n1.Labels["arch"] != "arm64" {
 		t.Errorf("narrowed labels %v; want only arch=arm64", n1.Labels)
 	}
@@ -182,8 +188,18 @@ func TestJoinTokens(t *testing.T) {
 	if r, err := ncl.Heartbeat(ctx, n1.WorkerID, protocol.HeartbeatRequest{}); err != nil || !r.Drain {
 		t.Errorf("heartbeat of a revoked token's worker = %+v, %v; want drain", r, err)
 	}
-	if _, _, err := join(narrow.Credential); err == nil {
-		t.Errorf("registration with a revoked join token succeeded")
+	_, _, err = join(narrow.Credential)
+	if st, reason := reasonOf(err); st != 401 || reason != protocol.ReasonCredentialRevoked {
+		t.Errorf("registration with a revoked join token: %v; want 401 credential_revoked", err)
+	}
+	// Its worker stays draining even after it went stale and came back.
+	h.clock.Advance(time.Minute)
+	h.sweep()
+	if r, err := ncl.Heartbeat(ctx, n1.WorkerID, protocol.HeartbeatRequest{}); err != nil || !r.Drain {
+		t.Errorf("heartbeat after stale = %+v, %v; want drain", r, err)
+	}
+	if got, err := ncl.Claim(ctx, n1.WorkerID, protocol.ClaimRequest{Max: 1}); err != nil || len(got.Assignments) != 0 || !got.Drain {
+		t.Errorf("claim of a revoked token's worker = %+v, %v; want drain and nothing", got, err)
 	}
 	// An expired token, from the state (made before the apply).
 	secret := "wdcj_expired-secret"
@@ -263,3 +279,51 @@ func TestWorkerGoneRevokesSession(t *testing.T) {
 }
 
 func strconvI(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestJoinLimits: a retried join with the same request id gets the same
+// worker back (no second slot); a pool its provider launches takes no join
+// tokens; a worker whose slot was taken while it was stale drains instead
+// of taking the pool past max.
+func TestJoinLimits(t *testing.T) {
+	t.Parallel()
+	edge := rtPool("edge", 1)
+	edge.Joinable, edge.Max = true, 1
+	h := newHarness(t, []PoolRuntime{edge, rtPool("local", 1)}, []TaskRuntime{rtTask("a")}, harnessOpts{})
+	ctx := context.Background()
+	ops := protocol.NewClient(h.srv.URL, h.c.OperatorCredential(), nil)
+	jt, err := ops.CreateJoinToken(ctx, protocol.JoinTokenRequest{Pool: "edge", TTLMS: 3_600_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.CreateJoinToken(ctx, protocol.JoinTokenRequest{Pool: "local", TTLMS: 60_000}); protocol.StatusOf(err) != 400 {
+		t.Errorf("a join token of a launched pool: %v; want 400", err)
+	}
+	cl := protocol.NewClient(h.srv.URL, jt.Credential, nil)
+	first, err := cl.Register(ctx, protocol.RegisterRequest{RequestID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := cl.Register(ctx, protocol.RegisterRequest{RequestID: "r1"})
+	if err != nil || again.WorkerID != first.WorkerID || again.SessionToken != first.SessionToken {
+		t.Errorf("retried join = %+v, %v; want the same worker", again, err)
+	}
+	if _, err := cl.Register(ctx, protocol.RegisterRequest{RequestID: "r2"}); protocol.StatusOf(err) != 409 {
+		t.Errorf("a second worker past max 1: %v; want 409", err)
+	}
+	// The first goes stale; another takes its slot; the first comes back.
+	h.clock.Advance(time.Minute)
+	h.sweep()
+	second, err := cl.Register(ctx, protocol.RegisterRequest{RequestID: "r3"})
+	if err != nil {
+		t.Fatalf("join after the first went stale: %v", err)
+	}
+	old := cl.WithToken(first.SessionToken)
+	if r, err := old.Heartbeat(ctx, first.WorkerID, protocol.HeartbeatRequest{}); err != nil || !r.Drain {
+		t.Errorf("the stale worker back = %+v, %v; want drain (its slot is taken)", r, err)
+	}
+	p := h.c.Progress()
+	if p.Pools[0].Active != 1 {
+		t.Errorf("pool edge has %d active workers; want 1 (max)", p.Pools[0].Active)
+	}
+	_ = second
+}

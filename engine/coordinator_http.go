@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"path"
 	"strconv"
-	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -90,8 +91,8 @@ func checkVersion(h string) *httpError {
 		return &httpError{status: http.StatusBadRequest, code: protocol.CodeUnsupportedVersion,
 			message: fmt.Sprintf("the request has no %s header; %s (send \"%s: %d\")", protocol.VersionHeader, accepts, protocol.VersionHeader, protocol.ProtocolVersion)}
 	}
-	v, err := strconv.Atoi(strings.TrimSpace(h))
-	if err != nil || v < protocol.MinProtocolVersion || v > protocol.MaxProtocolVersion {
+	v, err := strconv.Atoi(h)
+	if err != nil || strconv.Itoa(v) != h || v < protocol.MinProtocolVersion || v > protocol.MaxProtocolVersion {
 		return &httpError{status: http.StatusBadRequest, code: protocol.CodeUnsupportedVersion,
 			message: fmt.Sprintf("the client speaks protocol version %q; %s: upgrade the older of the two", h, accepts)}
 	}
@@ -233,9 +234,32 @@ func checkRegister(req protocol.RegisterRequest) error {
 		return fmt.Errorf("host is longer than 255 bytes (%d)", len(req.Host))
 	case len(req.Version) > 128:
 		return fmt.Errorf("version is longer than 128 bytes (%d)", len(req.Version))
+	case !printable(req.Host) || !printable(req.Version) || !printable(req.RequestID):
+		return errors.New("host, version and request_id must be printable text without control characters (listings show them)")
 	}
 	return nil
 }
+
+// printable reports whether s is valid UTF-8 without control characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxJoinTTL is the longest a join token may live (366 days).
+const MaxJoinTTL = 366 * 24 * time.Hour
+
+// MaxErrorBytes caps the error text of a posted result (16 KiB); a longer
+// one is a 400. (The state keeps at most state.MaxRejectedBodyBytes of a
+// rejected result's body.)
+const MaxErrorBytes = 16 << 10
 
 // DecodeJoinTokenRequest decodes and checks the body of POST
 // /v1/operator/join-tokens: a pool name, ttl_ms > 0, labels (when given)
@@ -252,8 +276,8 @@ func checkJoinToken(req protocol.JoinTokenRequest) error {
 	switch {
 	case req.Pool == "":
 		return errors.New("pool is required")
-	case req.TTLMS <= 0:
-		return fmt.Errorf("ttl_ms must be positive, have %d", req.TTLMS)
+	case req.TTLMS < 1000 || req.TTLMS > MaxJoinTTL.Milliseconds():
+		return fmt.Errorf("ttl_ms must be from 1000 (1s) to %d (%s), have %d", MaxJoinTTL.Milliseconds(), MaxJoinTTL, req.TTLMS)
 	}
 	for k := range req.Labels {
 		if k == "" {
@@ -324,6 +348,10 @@ func checkResult(req protocol.ResultRequest) error {
 		return errors.New("worker_id is required")
 	case req.Attempt < 0:
 		return fmt.Errorf("attempt must be at least 1 (or omitted), have %d", req.Attempt)
+	case len(req.Error) > MaxErrorBytes:
+		return fmt.Errorf("error is longer than %d bytes (%d): put long output in the task's logs", MaxErrorBytes, len(req.Error))
+	case len(req.Signal) > 32:
+		return fmt.Errorf("signal is longer than 32 bytes (%d)", len(req.Signal))
 	case req.FailureClass != "" && !state.FailureClass(req.FailureClass).Valid():
 		return fmt.Errorf("failure_class must be empty (success), failure, lost or refused, have %q", req.FailureClass)
 	}
@@ -407,7 +435,7 @@ func (c *Coordinator) serveResult(w http.ResponseWriter, r *http.Request) {
 	poster, req, body, ok := sessionRequest(c, w, r, func(req protocol.ResultRequest) error {
 		var err error
 		token, err = strconv.ParseInt(r.PathValue("token"), 10, 64)
-		if err != nil || token < 1 {
+		if err != nil || token < 1 || strconv.FormatInt(token, 10) != r.PathValue("token") {
 			return fmt.Errorf("the lease token in the path must be a positive integer, have %q", r.PathValue("token"))
 		}
 		return checkResult(req)

@@ -28,7 +28,12 @@ func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protoco
 		return protocol.HeartbeatResponse{}, err
 	}
 	c.mu.Lock()
-	cur, draining := w.status, c.draining
+	cur, draining := w.status, c.draining || w.drainRequested
+	if cur == state.WorkerStale && !draining && w.joinID != "" && w.pool.rt.Max > 0 && c.liveWorkersLocked(w.pool) >= w.pool.rt.Max {
+		// Its slot was taken while it was silent: coming back would take
+		// the pool past max.
+		w.drainRequested, draining = true, true
+	}
 	c.mu.Unlock()
 	want := cur
 	if cur == state.WorkerStale {

@@ -56,6 +56,9 @@ func TestHTTPErrors(t *testing.T) {
 		{"trailing data", "POST", "/v1/workers", "Bearer " + launch, `{} {}`, 400, "bad_request", ""},
 		{"negative pid", "POST", "/v1/workers", "Bearer " + launch, `{"pid":-1}`, 400, "bad_request", ""},
 		{"long request id", "POST", "/v1/workers", "Bearer " + launch, `{"request_id":"` + strings.Repeat("r", 129) + `"}`, 400, "bad_request", ""},
+		{"control characters in host", "POST", "/v1/workers", "Bearer " + launch, `{"host":"a\u001b[31mred\nw-fake"}`, 400, "bad_request", ""},
+		{"token with a leading zero", "POST", "/v1/leases/01/result", "Bearer " + tokA, result, 400, "bad_request", ""},
+		{"huge error text", "POST", "/v1/leases/1/result", "Bearer " + tokA, `{"worker_id":"` + wa.id + `","idempotency_key":"k","error":"` + strings.Repeat("e", MaxErrorBytes+1) + `"}`, 400, "bad_request", ""},
 		{"oversize", "POST", "/v1/workers", "Bearer " + launch, big, 400, "bad_request", ""},
 		{"unknown route", "POST", "/v1/nothing", "Bearer " + launch, `{}`, 404, "not_found", ""},
 		{"another worker's heartbeat", "POST", "/v1/workers/w-nope/heartbeat", "Bearer " + tokA, `{}`, 403, "forbidden", protocol.ReasonSessionMismatch},
@@ -115,6 +118,7 @@ func TestProtocolVersions(t *testing.T) {
 		{"no version", "", `{"host":"h"}`, 400, protocol.CodeUnsupportedVersion, "has no Wdc-Protocol-Version header; this coordinator accepts protocol versions 1 to 1"},
 		{"newer version", "2", `{"host":"h"}`, 400, protocol.CodeUnsupportedVersion, `speaks protocol version "2"; this coordinator accepts protocol versions 1 to 1`},
 		{"not a number", "one", `{"host":"h"}`, 400, protocol.CodeUnsupportedVersion, `"one"`},
+		{"not canonical", "01", `{"host":"h"}`, 400, protocol.CodeUnsupportedVersion, `"01"`},
 		{"version 1 with an unknown field", "1", `{"host":"h","pid":3,"newer_field":{"x":1}}`, 200, "", ""},
 	}
 	for _, c := range cases {

@@ -92,7 +92,40 @@ func CheckPlacement(cfg *wdchcl.Config) hcl.Diagnostics {
 }
 
 // Validate runs the engine's checks of a configuration that the hcl package
-// decoded without errors: today, placement satisfiability.
+// decoded without errors: placement satisfiability (CheckPlacement) and the
+// coordinator's settings (CheckServe).
 func Validate(cfg *wdchcl.Config) hcl.Diagnostics {
-	return CheckPlacement(cfg)
+	return append(CheckPlacement(cfg), CheckServe(cfg)...)
+}
+
+// CheckServe reports settings of the wdc block that contradict each other:
+// insecure = true with a tls block, and an advertise URL whose scheme is
+// not what the coordinator will serve (https on a non-loopback listen
+// address or with a tls block, http otherwise). WDC_LISTEN and
+// WDC_ADVERTISE can still change them at apply.
+func CheckServe(cfg *wdchcl.Config) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	st := cfg.Settings
+	s := ListenSettings{Listen: st.Listen, Insecure: st.Insecure}
+	if st.TLS != nil {
+		s.CertFile, s.KeyFile = st.TLS.CertFile, st.TLS.KeyFile
+		if st.Insecure {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "insecure contradicts tls",
+				Detail:  "The wdc block has a tls block and insecure = true: the coordinator cannot serve both HTTPS and plain HTTP. Remove one of them.",
+				Subject: st.InsecureRange.Ptr()})
+		}
+	}
+	if st.Advertise != "" {
+		want := map[bool]string{true: "https", false: "http"}[s.ServesTLS()]
+		if got, _, _ := strings.Cut(st.Advertise, "://"); got != want {
+			why := "on a loopback address it serves plain HTTP"
+			if want == "https" {
+				why = "it serves HTTPS on a non-loopback address (or with a tls block) unless insecure = true"
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "advertise does not match how the coordinator serves",
+				Detail:  fmt.Sprintf("advertise is %q, but the coordinator will serve %s: %s.", st.Advertise, want, why),
+				Subject: st.AdvertiseRange.Ptr()})
+		}
+	}
+	return diags
 }

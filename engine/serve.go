@@ -81,8 +81,11 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 			return nil, fmt.Errorf("advertise %q is not a URL of the form https://host[:port]", s.Advertise)
 		}
 		if want := map[bool]string{true: "https", false: "http"}[useTLS]; adv.Scheme != want {
-			return nil, fmt.Errorf("advertise %q says %s, but the coordinator serves %s on %s (set insecure = true for plain HTTP, or tls for HTTPS)",
-				s.Advertise, adv.Scheme, want, addr)
+			how := "on a loopback address it serves plain HTTP; give a tls block for HTTPS"
+			if useTLS {
+				how = "set insecure = true (without a tls block) for plain HTTP"
+			}
+			return nil, fmt.Errorf("advertise %q says %s, but the coordinator serves %s on %s (%s)", s.Advertise, adv.Scheme, want, addr, how)
 		}
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -102,7 +105,8 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 	ep.URL = scheme + "://" + net.JoinHostPort(advHost, port)
 	if !useTLS {
 		if !isLoopbackHost(host) {
-			ep.Warning = fmt.Sprintf("the coordinator serves plain HTTP on %s (insecure = true): credentials and results cross the network unencrypted", ln.Addr())
+			ep.Warning = fmt.Sprintf("the coordinator serves plain HTTP on %s (insecure = true): credentials and results cross the network unencrypted",
+				net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
 		}
 		return ep, nil
 	}

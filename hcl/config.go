@@ -54,6 +54,10 @@ type Settings struct {
 	StateRange     hcl.Range
 	ListenRange    hcl.Range
 	AdvertiseRange hcl.Range
+	// InsecureRange is the range of insecure, TLSRange that of the tls
+	// block's header (zero when absent).
+	InsecureRange hcl.Range
+	TLSRange      hcl.Range
 }
 
 // TLSSettings is the wdc block's tls { } block. Relative paths are made

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // Defaults of the configuration language.
@@ -123,6 +124,16 @@ func (l *loader) settings(blocks hcl.Blocks) {
 		var d hcl.Diagnostics
 		l.cfg.Settings.Insecure, d = l.ev.boolean(body.Insecure, scope{}, false)
 		l.add(d...)
+		if body.Insecure != nil {
+			l.cfg.Settings.InsecureRange = body.Insecure.Range
+		}
+		if sb, ok := b.Body.(*hclsyntax.Body); ok {
+			for _, blk := range sb.Blocks {
+				if blk.Type == "tls" {
+					l.cfg.Settings.TLSRange = blk.DefRange()
+				}
+			}
+		}
 		if tb := body.TLS; tb != nil {
 			for _, f := range []struct {
 				name string

@@ -198,6 +198,7 @@ const (
 	ReasonWrongCredential   = "wrong_credential"   // a credential of another kind than the route takes
 	ReasonSessionMismatch   = "session_mismatch"   // the session belongs to another worker than the request names (403)
 	ReasonPoolFull          = "pool_full"          // a join would take the pool past max (409)
+	ReasonNotJoinable       = "not_joinable"       // a join token for a pool its provider launches (403, or 400 when making one)
 )
 
 // Error is the body of every 4xx and 5xx answer.

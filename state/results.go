@@ -22,6 +22,10 @@ const (
 	ReasonUnknownLease = "unknown_lease" // no such lease, or it is not for the named task and attempt
 )
 
+// MaxRejectedBodyBytes is how much of a rejected result's body the
+// results table keeps (4 KiB); the rest is cut, marked with "…".
+const MaxRejectedBodyBytes = 4 << 10
+
 // TaskPolicy is what the state needs to know, beyond the task's row, to
 // settle a task when one of its attempts ends. The coordinator supplies it
 // from the apply's configuration.
@@ -385,8 +389,14 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 
 		reject := func(task, reason, detail string) error {
 			dec = ResultDecision{Decision: DecisionRejected, Reason: reason, Detail: detail, Task: task}
+			body := in.Body
+			if len(body) > MaxRejectedBodyBytes {
+				// A rejection changes nothing; keeping all of what any poster
+				// sent would let rejected posts grow the state without bound.
+				body = []byte(strings.ToValidUTF8(string(body[:MaxRejectedBodyBytes]), "") + "…")
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
-				VALUES (?, ?, ?, ?, ?, 'rejected', ?, ?, ?)`, in.Key, in.Token, task, in.Attempt, in.WorkerID, reason, string(in.Body), ms(now)); err != nil {
+				VALUES (?, ?, ?, ?, ?, 'rejected', ?, ?, ?)`, in.Key, in.Token, task, in.Attempt, in.WorkerID, reason, string(body), ms(now)); err != nil {
 				return fmt.Errorf("record rejected result %q: %w", in.Key, err)
 			}
 			return appendEvent(ctx, tx, Event{Kind: EventRejected, Task: task, WorkerID: in.WorkerID, Token: in.Token,

@@ -338,6 +338,24 @@ func TestIdempotencyKeyScopedToTokenAndWorker(t *testing.T) {
 	}
 }
 
+// TestRejectedBodyIsCapped: what a rejected post sent is kept only up to
+// MaxRejectedBodyBytes, so rejected posts cannot grow the state without
+// bound; an accepted result keeps its body whole.
+func TestRejectedBodyIsCapped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	big := []byte(`{"error":"` + strings.Repeat("x", 3*MaxRejectedBodyBytes) + `"}`)
+	if _, err := s.AcceptResult(ctx, ResultInput{Key: "k", Token: 99, Task: "task.a", Attempt: 1, WorkerID: "w1", Body: big}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Results(ctx, "task.a")
+	if err != nil || len(rs) != 1 || len(rs[0].Body) > MaxRejectedBodyBytes+len("…") || !strings.HasSuffix(string(rs[0].Body), "…") {
+		t.Fatalf("rejected body of %d bytes kept as %d bytes, %v", len(big), len(rs[0].Body), err)
+	}
+}
+
 func TestSweepExpiresAndMarksStale(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -24,7 +24,7 @@ type AgentCmd struct {
 	Server       string        `name:"server" required:"" placeholder:"URL" help:"Coordinator URL, as apply prints it, e.g. https://10.0.0.5:7070."`
 	Pool         string        `name:"pool" placeholder:"NAME" help:"Pool this worker expects to join; registration fails if its credential belongs to another pool."`
 	JoinFile     string        `name:"join-file" placeholder:"FILE" help:"Join with the credential in FILE (from wdc join-token create) instead of WDC_LAUNCH_CREDENTIAL; its CA fingerprint pins the coordinator."`
-	CASHA256     string        `name:"ca-sha256" placeholder:"HEX" help:"SHA-256 fingerprint of the coordinator's CA, as apply prints it: verify the https server by it (default: the join file's, else the system's roots)."`
+	CASHA256     string        `name:"ca-sha256" placeholder:"HEX" help:"SHA-256 fingerprint of the coordinator's CA, as apply prints it: verify the https server by it (default: WDC_CA_SHA256, the join file's, else the system's roots)."`
 	WorkDir      string        `name:"work-dir" placeholder:"DIR" default:"." help:"Work folder: attempt logs go to logs/<task>/<attempt>/, scratch folders to scratch/<task>/<attempt>/."`
 	DrainTimeout time.Duration `name:"drain-timeout" default:"60s" help:"On SIGTERM or SIGINT, how long running attempts may finish before they are killed."`
 }
@@ -80,6 +80,9 @@ func (c *AgentCmd) Run(e *env) error {
 // WDC_LAUNCH_CREDENTIAL; and the CA fingerprint to pin: the flag's, else
 // the join file's. A flag that contradicts the join file is an error.
 func workerCredential(e *env, joinFile, pool, pin string) (credential, caSHA256 string, err error) {
+	if pin == "" {
+		pin = e.getenv("WDC_CA_SHA256")
+	}
 	if joinFile == "" {
 		return e.getenv(protocol.LaunchCredentialEnv), pin, nil
 	}
@@ -92,7 +95,7 @@ func workerCredential(e *env, joinFile, pool, pin string) (credential, caSHA256 
 	}
 	if pin != "" && jf.CASHA256 != "" {
 		if a, b := normalizePin(pin), normalizePin(jf.CASHA256); a != b {
-			return "", "", errors.New("--ca-sha256 differs from the join file's CA fingerprint: one of them is for another state")
+			return "", "", errors.New("--ca-sha256 (or WDC_CA_SHA256) differs from the join file's CA fingerprint: one of them is for another state")
 		}
 	}
 	if pin == "" {

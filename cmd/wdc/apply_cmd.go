@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -278,7 +279,11 @@ func applySummary(r *engine.ApplyResult) string {
 	if r.Unfinished > 0 {
 		s += fmt.Sprintf(", %d unfinished (the next apply continues them)", r.Unfinished)
 	}
-	return s + fmt.Sprintf(". Attempts: %d. Workers: %d. Wall time: %s.", r.Attempts, r.Workers, r.Wall.Round(time.Millisecond))
+	workers := strconv.Itoa(r.Workers)
+	if r.Joined > 0 {
+		workers += fmt.Sprintf(" (%d joined)", r.Joined)
+	}
+	return s + fmt.Sprintf(". Attempts: %d. Workers: %s. Wall time: %s.", r.Attempts, workers, r.Wall.Round(time.Millisecond))
 }
 
 // confirm asks on the terminal; without one it refuses.

@@ -27,10 +27,17 @@ type coordinatorFlags struct {
 // errNoApply says a verb needs a running apply.
 type errNoApply struct {
 	verb, path string
+	// remote: the verb takes --server (a worker verb), so it can also
+	// reach a coordinator of another machine.
+	remote bool
 }
 
 func (e errNoApply) Error() string {
-	return fmt.Sprintf("no apply is running on the state %s: %s talks to a running apply's coordinator (start one with wdc apply, or give --server)", e.path, e.verb)
+	hint := "start one with wdc apply"
+	if e.remote {
+		hint += ", or give --server"
+	}
+	return fmt.Sprintf("no apply is running on the state %s: %s talks to a running apply's coordinator (%s)", e.path, e.verb, hint)
 }
 
 // runningApply is the lock row of the apply holding the state, with its
@@ -42,9 +49,9 @@ type runningApply struct {
 }
 
 // findApply reads the lock row of the state (read-only; it never creates
-// the state). Errors: errNoApply when no apply holds the lock; a lock
+// the state). remote says the verb could take --server instead. Errors: errNoApply when no apply holds the lock; a lock
 // whose coordinator is not serving yet.
-func (e *env) findApply(verb string) (*runningApply, error) {
+func (e *env) findApply(verb string, remote bool) (*runningApply, error) {
 	path, err := e.statePathForReading()
 	if err != nil {
 		return nil, err
@@ -54,7 +61,7 @@ func (e *env) findApply(verb string) (*runningApply, error) {
 		return nil, err
 	}
 	if snap.Lock == nil {
-		return nil, errNoApply{verb: verb, path: path}
+		return nil, errNoApply{verb: verb, path: path, remote: remote}
 	}
 	if snap.Lock.CoordinatorURL == "" {
 		return nil, fmt.Errorf("the apply holding the state %s (lock %s, since %s) has no coordinator serving yet: try again in a moment",
@@ -78,7 +85,7 @@ func (e *env) workerClient(verb string, f coordinatorFlags, token func() (string
 		pin = f.CASHA256
 	}
 	if server == "" {
-		ap, err := e.findApply(verb)
+		ap, err := e.findApply(verb, true)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +112,7 @@ func given(tok string) func() (string, error) { return func() (string, error) { 
 // the operator credential apply wrote into the work folder. Errors:
 // errNoApply; an unreadable credential file.
 func (e *env) operatorClient(verb string) (*protocol.Client, *runningApply, error) {
-	ap, err := e.findApply(verb)
+	ap, err := e.findApply(verb, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,8 +37,8 @@ type JoinTokenCreateCmd struct {
 // the lock for one transaction, creating the state if needed) and writes
 // the join file.
 func (c *JoinTokenCreateCmd) Run(e *env) error {
-	if c.TTL <= 0 {
-		return fmt.Errorf("--ttl must be positive, have %s", c.TTL)
+	if c.TTL < time.Second || c.TTL > engine.MaxJoinTTL {
+		return fmt.Errorf("--ttl must be from 1s to %s, have %s", engine.MaxJoinTTL, c.TTL)
 	}
 	cfg, err := e.loadConfig()
 	if err != nil {
@@ -56,9 +57,27 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 		}
 		return fmt.Errorf("the configuration has no pool %q (pools: %s)", c.Pool, strings.Join(names, ", "))
 	}
+	if pool.Provider != engine.ProviderExternal {
+		return fmt.Errorf("pool %s has provider %q: apply launches its workers, each with a one-time credential; join tokens are for pools with provider = \"external\"", pool.Name, pool.Provider)
+	}
 	labels, err := narrowing(pool, c.Label)
 	if err != nil {
 		return err
+	}
+	// Check where the join file goes before a token exists that nobody
+	// could hold: never over an existing file (a configuration, a device).
+	var out string
+	if c.Out != "" {
+		dir, err := e.configDir()
+		if err != nil {
+			return err
+		}
+		out = resolve(dir, c.Out)
+		if _, err := os.Lstat(out); err == nil {
+			return fmt.Errorf("%s already exists: a join file holds a secret and is never written over another file; remove it or choose another path", c.Out)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	path, err := e.statePath(cfg)
 	if err != nil {
@@ -106,13 +125,12 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 		_, err := e.stdout.Write(jf.Encode())
 		return err
 	}
-	dir, err := e.configDir()
-	if err != nil {
-		return err
-	}
-	out := resolve(dir, c.Out)
 	if err := protocol.WriteJoinFile(out, jf); err != nil {
-		return fmt.Errorf("writing the join file: %w", err)
+		// Nobody holds the secret: take the token back.
+		if _, rerr := store.RevokeJoinToken(ctx, jf.ID, e.now()); rerr != nil {
+			return fmt.Errorf("writing the join file: %w (and revoking join token %s failed: %v; run wdc join-token revoke %s)", err, jf.ID, rerr, jf.ID)
+		}
+		return fmt.Errorf("writing the join file: %w (join token %s was revoked again)", err, jf.ID)
 	}
 	hint := "wdc agent --server URL --pool " + pool.Name + " --join-file " + c.Out
 	fmt.Fprintf(e.stderr, "Join token %s for pool %s, valid until %s, written to %s (it holds a secret: mode 0600).\nOn a worker: %s\n",

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/wdc-dev/wdc/engine"
 )
@@ -33,9 +34,14 @@ func (c *PlanCmd) Run(e *env) error {
 		return err
 	}
 	if l := snap.Lock; l != nil && l.ExpiresAt.After(e.now()) {
-		fmt.Fprintf(e.stderr, "Warning: an apply is running (lock held by %s, host %s, pid %d, since %s): "+
-			"the tasks it runs show as retries here; plan again when it has finished.\n",
-			l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
+		if host, _ := os.Hostname(); l.Host == host && !engine.ProcessAlive(l.PID) {
+			fmt.Fprintf(e.stderr, "Warning: the state lock is held by an apply that is gone (%s, host %s, pid %d, since %s): "+
+				"the next wdc apply takes it over and retries what it left running.\n", l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
+		} else {
+			fmt.Fprintf(e.stderr, "Warning: an apply is running (lock held by %s, host %s, pid %d, since %s): "+
+				"the tasks it runs show as retries here; plan again when it has finished.\n",
+				l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
+		}
 	}
 	plan, diags := engine.NewPlan(cfg, snap, e.now(), engine.PlanOptions{Replace: c.Replace})
 	e.printDiags(cfg, diags)

@@ -184,6 +184,7 @@ type summaryLine struct {
 	Unfinished  int     `json:"unfinished"`
 	Attempts    int     `json:"attempts"`
 	Workers     int     `json:"workers"`
+	Joined      int     `json:"joined,omitempty"`
 	Interrupted bool    `json:"interrupted"`
 	WallSeconds float64 `json:"wall_seconds"`
 	Text        string  `json:"text"`
@@ -216,6 +217,6 @@ func (j *jsonOutput) summary(res *engine.ApplyResult, nothingToDo bool) error {
 		text = "Apply complete! Nothing to do."
 	}
 	return j.write(summaryLine{Type: "summary", OK: res.OK(), Succeeded: res.Succeeded, Failed: res.Failed, Cancelled: res.Cancelled,
-		Unfinished: res.Unfinished, Attempts: res.Attempts, Workers: res.Workers, Interrupted: res.Interrupted,
+		Unfinished: res.Unfinished, Attempts: res.Attempts, Workers: res.Workers, Joined: res.Joined, Interrupted: res.Interrupted,
 		WallSeconds: res.Wall.Seconds(), Text: text})
 }

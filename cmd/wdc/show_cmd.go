@@ -125,6 +125,13 @@ func renderState(e *env, doc *stateDoc) error {
 	fmt.Fprintf(w, "State %s (lineage %s, serial %d)\n", doc.Path, doc.State.Lineage, doc.State.Serial)
 	if l := doc.Lock; l != nil {
 		fmt.Fprintf(w, "Locked by %s (host %s, pid %d) since %s, until %s; lock ID %s\n", l.Holder, l.Host, l.PID, formatTime(l.StartedAt), formatTime(l.ExpiresAt), l.ID)
+		if l.CoordinatorURL != "" {
+			fmt.Fprintf(w, "Coordinator: %s", l.CoordinatorURL)
+			if l.CASHA256 != "" {
+				fmt.Fprintf(w, " (CA sha256 %s)", l.CASHA256)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	section := func(title string, n int) {
 		fmt.Fprintf(w, "\n%s (%d):\n", title, n)

@@ -63,7 +63,10 @@ func ClientConfig(pin, host string) (*tls.Config, error) {
 			if name == "" {
 				name = cs.ServerName
 			}
-			return verifyPinned(cs.PeerCertificates, want, name)
+			if err := verifyPinned(cs.PeerCertificates, want, name); err != nil {
+				return &VerifyError{Err: err}
+			}
+			return nil
 		},
 	}, nil
 }
@@ -140,3 +143,15 @@ func describeSANs(c *x509.Certificate) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// VerifyError is what the handshake of a ClientConfig fails with when the
+// server does not match the pin: retrying cannot help (the server, the pin
+// or the host name is wrong), so a caller treats it as final.
+type VerifyError struct{ Err error }
+
+// Error returns the reason, e.g. "tlsca: no certificate in the server's
+// chain has SHA-256 fingerprint …".
+func (e *VerifyError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *VerifyError) Unwrap() error { return e.Err }
