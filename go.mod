@@ -3,6 +3,7 @@ module github.com/wdc-dev/wdc
 go 1.26.8
 
 require (
+	github.com/agext/levenshtein v1.2.1
 	github.com/alecthomas/kong v1.17.0
 	github.com/glebarez/sqlite v1.11.0
 	github.com/google/go-cmp v0.7.0
@@ -16,7 +17,6 @@ require (
 )
 
 require (
-	github.com/agext/levenshtein v1.2.1 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
 	github.com/apparentlymart/go-textseg/v17 v17.0.1 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect

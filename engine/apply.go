@@ -152,7 +152,8 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		tasks[t.Address()] = TaskRuntime{
 			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: t.Dir,
 			Placement: t.Placement, Timeout: t.Timeout, LeaseGrace: t.LeaseGrace,
-			Retry:     RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff},
+			Retry: RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,
+				Immediate: t.Retry.Backoff == 0},
 			DependsOn: t.DependsOn,
 		}
 	}

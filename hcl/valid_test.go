@@ -134,7 +134,9 @@ func TestValid(t *testing.T) {
 				return want{
 					settings: Settings{State: "var/state.db", Listen: "127.0.0.1:7070"},
 					pools:    []*Pool{p},
-					tasks:    []*Task{train, task("/tmp", "abs", -1, "ls")},
+					tasks: []*Task{train, with(task("/tmp", "abs", -1, "ls"), func(t *Task) {
+						t.Retry = Retry{MaxAttempts: 2, MaxLost: 3, Backoff: 0, MaxBackoff: 5 * time.Minute}
+					})},
 				}
 			},
 		},

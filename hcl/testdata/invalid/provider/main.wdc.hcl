@@ -1,5 +1,5 @@
 pool "a" {
-  provider = "docker" # ERROR: known providers are: kubernetes, local, ray
+  provider = "docker" # ERROR: There is no provider named "docker". The available providers are: local (planned, not built yet: kubernetes, ray).
 }
 
 pool "b" {
@@ -36,4 +36,8 @@ pool "g" {
 
 pool "h" {
   provider = "" # ERROR: must not be empty
+}
+
+pool "typo" {
+  provider = "locl" # ERROR: There is no provider named "locl". Did you mean "local"?
 }

@@ -43,4 +43,9 @@ task "train" {
 task "abs" {
   command = ["ls"]
   dir     = "/tmp"
+
+  retry {
+    max_attempts = 2
+    backoff      = "0s" # retry at once
+  }
 }
