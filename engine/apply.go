@@ -465,6 +465,9 @@ loop:
 		abort = true
 	default:
 	}
+	// The write that finished the last task may still be emitting its
+	// events: they come first.
+	coord.FlushEvents()
 	a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: map[bool]string{true: "killing workers", false: "draining workers"}[abort]})
 	a.stopWorkers(workers, provs, abort)
 
