@@ -162,7 +162,7 @@ func TestNewPlan(t *testing.T) {
 			snap: stateOf(baseConfig(), state.TaskSucceeded, map[string]state.TaskStatus{"task.lint": state.TaskQueued, "task.report": state.TaskRunning}),
 			want: []change{
 				{"task.report", "retry", "was running when an earlier apply stopped", "builders"},
-				{"task.lint", "run", "queued by an earlier apply that stopped before running it", "builders"},
+				{"task.lint", "run", "left queued by an earlier apply that stopped before running it", "builders"},
 			},
 			summary: "Plan: 2 workers to launch, 1 task to run, 1 to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
