@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
 // check proves the release in dist, using work for scratch folders:
 //
-//  1. SHA256SUMS and manifest.json match the files;
+//  1. SHA256SUMS and manifest.json match the files, and the linux/amd64
+//     binary's version --json names the manifest's version and commit;
 //  2. linux/amd64, built twice more from the source archive in two clean
 //     folders, each with its own empty GOCACHE, is byte for byte the
 //     released binary;
@@ -31,6 +34,23 @@ func check(dist, work string) error {
 	released, err := os.ReadFile(filepath.Join(dist, r.binaryName("linux/amd64")))
 	if err != nil {
 		return err
+	}
+
+	// The released binary says what it is.
+	bin := filepath.Join(dist, r.binaryName("linux/amd64"))
+	if runtime.GOOS+"/"+runtime.GOARCH == "linux/amd64" {
+		out, err := output("", nil, bin, "version", "--json")
+		if err != nil {
+			return err
+		}
+		var v struct{ Version, Commit, Go, Platform string }
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			return fmt.Errorf("%s version --json: %w", bin, err)
+		}
+		if v.Version != m.Version || v.Commit != m.Commit || v.Go != m.Go || v.Platform != "linux/amd64" {
+			return fmt.Errorf("%s version --json says %+v; the manifest says version %s, commit %s, %s", bin, v, m.Version, m.Commit, m.Go)
+		}
+		fmt.Printf("  %-44s ok\n", "version --json of the linux/amd64 binary")
 	}
 
 	// 2. Reproducible: two clean builds agree with the release.
