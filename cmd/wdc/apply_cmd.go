@@ -26,11 +26,11 @@ import (
 // ApplyCmd computes the plan under the state lock, asks for confirmation,
 // and carries it out.
 type ApplyCmd struct {
-	PlanFile    string        `arg:"" optional:"" name:"plan-file" help:"A plan saved with wdc plan --out: carry out exactly its changes, without asking (refused if it went stale)."`
+	PlanFile    string        `arg:"" optional:"" name:"plan-file" predictor:"file" help:"A plan saved with wdc plan --out: carry out exactly its changes, without asking (refused if it went stale)."`
 	JSON        bool          `name:"json" help:"Print one JSON object per line (NDJSON): the plan, each event, the summary (docs/json.md)."`
 	AutoApprove bool          `name:"auto-approve" help:"Apply without asking for confirmation (needed when there is no terminal)."`
 	LockTimeout time.Duration `name:"lock-timeout" default:"0s" help:"How long to wait for a state lock held by another running apply, e.g. 30s (default: fail at once)."`
-	Replace     []string      `name:"replace" sep:"none" placeholder:"ADDR" help:"Run this succeeded task again, and the tasks downstream of it (repeatable)."`
+	Replace     []string      `name:"replace" sep:"none" placeholder:"ADDR" predictor:"address" help:"Run this succeeded task again, and the tasks downstream of it (repeatable)."`
 }
 
 // Run takes the lock, plans, confirms, applies and prints a summary.
