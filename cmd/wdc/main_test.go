@@ -43,6 +43,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seed-state": cmdSeedState,
 			"wait-file":  cmdWaitFile,
+			"ci-job":     cmdCIJob,
 		},
 	})
 }
