@@ -27,7 +27,7 @@ type release struct {
 func newRelease(version string) (*release, error) {
 	root, err := output("", nil, "git", "rev-parse", "--show-toplevel")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("a release is made from a git commit, and this is not a git checkout (from a source archive, build with go build ./cmd/wdc): %w", err)
 	}
 	commit, err := output(root, nil, "git", "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
