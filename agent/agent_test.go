@@ -134,7 +134,7 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 	if res.req.FailureClass != "" {
 		t.Fatalf("result = %+v", res.req)
 	}
-	wantLogDir := filepath.Join(a.opts.WorkDir, "logs", "task.env[2]", "3")
+	wantLogDir := filepath.Join(a.opts.WorkDir, "logs", "task.env.2", "3")
 	if res.req.StdoutPath != filepath.Join(wantLogDir, "stdout") || res.req.StderrPath != filepath.Join(wantLogDir, "stderr") {
 		t.Errorf("log paths = %q, %q; want them in %s", res.req.StdoutPath, res.req.StderrPath, wantLogDir)
 	}
@@ -149,7 +149,7 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout := string(out)
-	scratch := filepath.Join(a.opts.WorkDir, "scratch", "task.env[2]", "3")
+	scratch := filepath.Join(a.opts.WorkDir, "scratch", "task.env.2", "3")
 	for _, want := range []string{
 		"\nWDC_TASK=task.env[2]\n",
 		"\nWDC_ATTEMPT=3\n",
@@ -178,6 +178,10 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 	errOut, _ := os.ReadFile(res.req.StderrPath)
 	if string(errOut) != "to-stderr\n" {
 		t.Errorf("stderr log = %q", errOut)
+	}
+	// The folder name needs no quoting; the address itself is kept beside it.
+	if addr, err := os.ReadFile(filepath.Join(a.opts.WorkDir, "logs", "task.env.2", "address")); err != nil || string(addr) != "task.env[2]\n" {
+		t.Errorf("address file = %q, %v; want \"task.env[2]\\n\"", addr, err)
 	}
 }
 
@@ -533,7 +537,9 @@ func TestBackoffIsCappedAndGrows(t *testing.T) {
 func TestSanitizeTask(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"task.x[2]":     "task.x[2]",
+		"task.x[2]":     "task.x.2",
+		"task.shard-a":  "task.shard-a",
+		"task.a[10]":    "task.a.10",
 		"task.a/b":      "task.a_b",
 		"task.../../x":  "task..._.._x",
 		"":              "_",

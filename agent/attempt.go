@@ -72,12 +72,14 @@ func (at *attempt) stopped() (bool, string) {
 // attemptPaths are where an attempt's files live inside the work folder.
 type attemptPaths struct {
 	logDir, stdout, stderr, scratch string
+	address                         string // <logs>/<task>/address: the task address, as text
 	groups                          string // GroupsDir of the work folder
 }
 
 // pathsFor returns the log and scratch locations of an assignment:
-// <workDir>/logs/<task>/<attempt>/{stdout,stderr} and
-// <workDir>/scratch/<task>/<attempt>/.
+// <workDir>/logs/<task>/<attempt>/{stdout,stderr},
+// <workDir>/logs/<task>/address and <workDir>/scratch/<task>/<attempt>/,
+// where <task> is SanitizeTask of the address.
 func pathsFor(workDir string, asg protocol.Assignment) attemptPaths {
 	name := SanitizeTask(asg.Task)
 	n := strconv.Itoa(asg.Attempt)
@@ -86,18 +88,26 @@ func pathsFor(workDir string, asg protocol.Assignment) attemptPaths {
 		logDir:  logDir,
 		stdout:  filepath.Join(logDir, "stdout"),
 		stderr:  filepath.Join(logDir, "stderr"),
+		address: filepath.Join(workDir, "logs", name, "address"),
 		scratch: filepath.Join(workDir, "scratch", name, n),
 		groups:  GroupsDir(workDir),
 	}
 }
 
-// SanitizeTask turns a task address into a single file-name component:
-// "/" and NUL become "_", and "", "." and ".." become "_", "_." and "_..".
-// Other characters, brackets included, are kept: task.x[2] stays task.x[2].
+// SanitizeTask turns a task address into a single file-name component that
+// a shell needs no quotes for: an instance index becomes a last dotted part
+// (task.x[2] is task.x.2: "[" becomes "." and "]" is dropped, so it does not
+// glob), "/" and NUL become "_", and "", "." and ".." become "_", "_." and
+// "_..". Task names cannot contain dots, so the form stays unambiguous.
 func SanitizeTask(addr string) string {
 	s := strings.Map(func(r rune) rune {
-		if r == '/' || r == 0 {
+		switch r {
+		case '/', 0:
 			return '_'
+		case '[':
+			return '.'
+		case ']':
+			return -1
 		}
 		return r
 	}, addr)
@@ -230,6 +240,9 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	if err := os.MkdirAll(paths.logDir, 0o755); err != nil {
 		return finish(ClassLost, fmt.Sprintf("creating the log folder: %v", err))
 	}
+	if err := os.WriteFile(paths.address, []byte(asg.Task+"\n"), 0o644); err != nil {
+		return finish(ClassLost, fmt.Sprintf("writing the task address file: %v", err))
+	}
 	if err := os.RemoveAll(paths.scratch); err != nil {
 		return finish(ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err))
 	}
@@ -257,14 +270,9 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		Env:    env,
 		Stdout: stdout, // *os.File: no copying goroutine, Wait cannot hang on grandchildren
 		Stderr: stderr,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid: true,
-			// If the agent itself dies (SIGKILL, OOM), take the command
-			// with it rather than leave an orphan that runs beside the
-			// retry. Go keeps the OS thread that started it alive unless
-			// a locked goroutine exits, which the agent never does.
-			Pdeathsig: syscall.SIGKILL,
-		},
+		// Its own process group; on Linux also a parent-death signal
+		// (sysproc_linux.go, sysproc_other.go).
+		SysProcAttr: attemptSysProcAttr(),
 	}
 	ex.started = time.Now().UTC()
 	if err := cmd.Start(); err != nil {
@@ -277,8 +285,8 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	ex.ran = true
 	pgid := cmd.Process.Pid
 	// Record the group while it runs: if this agent dies (SIGKILL, OOM),
-	// Pdeathsig ends only the command itself, and whoever supervises the
-	// agent kills what the command started with KillOrphanGroups.
+	// Pdeathsig (Linux) ends only the command itself, and whoever
+	// supervises the agent kills the group with KillOrphanGroups.
 	unrecord := recordGroup(paths.groups, pgid)
 	defer unrecord()
 	done := make(chan struct{})

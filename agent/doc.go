@@ -15,7 +15,8 @@
 //
 // Each attempt's command is a direct child of the agent in its own process
 // group, with stdin /dev/null, stdout and stderr in
-// <work>/logs/<task>/<attempt>/{stdout,stderr}, a fresh scratch folder
+// <work>/logs/<task>/<attempt>/{stdout,stderr} (task.x[2] is task.x.2 there,
+// with the address in logs/<task>/address), a fresh scratch folder
 // <work>/scratch/<task>/<attempt>/, and the agent's environment minus the
 // variables that hold credentials (IsSecretEnv) plus the task's env and WDC_TASK, WDC_ATTEMPT, WDC_WORKER_ID,
 // WDC_FENCING_TOKEN and WDC_ATTEMPT_DIR. On timeout, cancellation or drain

@@ -197,7 +197,8 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		tasks[t.Address()] = TaskRuntime{
 			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: t.Dir,
 			Placement: t.Placement, Timeout: t.Timeout, LeaseGrace: t.LeaseGrace,
-			Retry:     RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff},
+			Retry: RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,
+				Immediate: t.Retry.Backoff == 0},
 			DependsOn: t.DependsOn,
 		}
 	}
@@ -606,6 +607,9 @@ loop:
 		abort = true
 	default:
 	}
+	// The write that finished the last task may still be emitting its
+	// events: they come first.
+	coord.FlushEvents()
 	a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: map[bool]string{true: "killing workers", false: "draining workers"}[abort]})
 	a.stopWorkers(workers, provs, abort)
 	if !abort {

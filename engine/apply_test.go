@@ -127,3 +127,56 @@ func TestListenAddress(t *testing.T) {
 		}
 	}
 }
+
+// backoff = "0s" retries at once: ApplyInputs marks the policy Immediate,
+// and the coordinator keeps the zero backoff instead of its 5s default.
+func TestApplyInputsImmediateRetry(t *testing.T) {
+	t.Parallel()
+	store, cfg, p, _ := applyFixture(t, `
+pool "p" {
+  provider = "local"
+}
+
+task "now" {
+  command = ["true"]
+  retry {
+    max_attempts = 2
+    backoff      = "0s"
+  }
+}
+
+task "later" {
+  command = ["true"]
+}
+`)
+	pools, tasks := ApplyInputs(cfg, p)
+	if got := tasks["task.now"].Retry; !got.Immediate || got.Backoff != 0 {
+		t.Fatalf("task.now retry = %+v, want Immediate with no backoff", got)
+	}
+	if got := tasks["task.later"].Retry; got.Immediate || got.Backoff != 5*time.Second {
+		t.Fatalf("task.later retry = %+v, want the 5s default", got)
+	}
+	var rts []PoolRuntime
+	for _, ap := range pools {
+		rts = append(rts, ap.Runtime)
+	}
+	var trs []TaskRuntime
+	for _, tc := range p.Tasks {
+		rt := tasks[tc.Address]
+		if err := store.UpsertTask(context.Background(), state.TaskDef{Address: rt.Address, Name: strings.TrimPrefix(rt.Address, "task."), Index: -1,
+			DefHash: rt.DefHash, Spec: rt.Definition.Canonical(), Status: state.TaskQueued, MaxAttempts: rt.Retry.MaxAttempts, MaxLost: rt.Retry.MaxLost}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		trs = append(trs, rt)
+	}
+	c, err := NewCoordinator(CoordinatorOptions{Store: store, Pools: rts, Tasks: trs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.policy("task.now").Backoff; got != 0 {
+		t.Errorf("coordinator backoff of task.now = %s, want 0", got)
+	}
+	if got := c.policy("task.later").Backoff; got != 5*time.Second {
+		t.Errorf("coordinator backoff of task.later = %s, want 5s", got)
+	}
+}

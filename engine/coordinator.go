@@ -62,6 +62,9 @@ type RetryPolicy struct {
 	// Backoff (0 → 5s) is the delay before the first retry of a kind,
 	// doubling each retry of that kind, capped at MaxBackoff (0 → 5m).
 	Backoff, MaxBackoff time.Duration
+	// Immediate retries at once (the configuration's backoff = "0s"):
+	// Backoff is then 0, not the default.
+	Immediate bool
 }
 
 // TaskRuntime is one task instance the apply runs.
@@ -358,7 +361,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		if rt.LeaseGrace == 0 {
 			rt.LeaseGrace = DefaultLeaseGrace
 		}
-		if rt.Retry.Backoff == 0 {
+		if rt.Retry.Backoff == 0 && !rt.Retry.Immediate {
 			rt.Retry.Backoff = DefaultBackoff
 		}
 		if rt.Retry.MaxBackoff == 0 {

@@ -57,38 +57,88 @@ func CandidatePools(cfg *wdchcl.Config, t *wdchcl.Task) []*wdchcl.Pool {
 	return out
 }
 
-// CheckPlacement returns one error diagnostic, at the task's placement
-// attribute, for every task instance that no declared pool can ever run.
-// The detail names every unmet label requirement of every pool, so the fix
-// is obvious.
+// CheckPlacement returns an error diagnostic, at the task's placement
+// attribute, for every task that no declared pool can ever run. The detail
+// names every unmet label requirement of every pool, so the fix is obvious.
+// The instances of a counted task that fail the same way share one
+// diagnostic naming them, rather than repeating it per instance.
 func CheckPlacement(cfg *wdchcl.Config) hcl.Diagnostics {
-	var diags hcl.Diagnostics
+	type group struct {
+		task    *wdchcl.Task // the first instance
+		indices []int
+		unmet   string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	total := map[string]int{}
 	for _, t := range cfg.Tasks {
+		total[t.Name]++
 		if len(CandidatePools(cfg, t)) > 0 {
 			continue
 		}
 		var b strings.Builder
-		if len(cfg.Pools) == 0 {
-			b.WriteString("No pool is declared. Declare a pool whose labels satisfy the placement.")
-		} else {
-			fmt.Fprintf(&b, "No pool's labels satisfy the placement of %s:", t.Address())
-			for _, p := range cfg.Pools {
-				unmet := strings.Join(Unmet(p.Labels, t.Placement), "; ")
-				if t.Sensitive.Placement || len(t.Sensitive.PlacementKeys) > 0 || p.SensitiveLabels || len(p.SensitiveLabelKeys) > 0 {
-					unmet = fmt.Sprintf("%d unmet label requirements (values hidden: computed from a sensitive variable)", len(Unmet(p.Labels, t.Placement)))
-				}
-				fmt.Fprintf(&b, "\n  %s: %s", p.Address(), unmet)
+		for _, p := range cfg.Pools {
+			unmet := strings.Join(Unmet(p.Labels, t.Placement), "; ")
+			if t.Sensitive.Placement || len(t.Sensitive.PlacementKeys) > 0 || p.SensitiveLabels || len(p.SensitiveLabelKeys) > 0 {
+				unmet = fmt.Sprintf("%d unmet label requirements (values hidden: computed from a sensitive variable)", len(Unmet(p.Labels, t.Placement)))
 			}
+			fmt.Fprintf(&b, "\n  %s: %s", p.Address(), unmet)
+		}
+		key := t.Name + "\x00" + b.String()
+		g := byKey[key]
+		if g == nil || t.Index < 0 {
+			g = &group{task: t, unmet: b.String()}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.indices = append(g.indices, t.Index)
+	}
+	var diags hcl.Diagnostics
+	for _, g := range groups {
+		t := g.task
+		subject := t.Address()
+		if t.Index >= 0 {
+			subject = instances(t.Name, g.indices, total[t.Name])
+		}
+		detail := fmt.Sprintf("No pool's labels satisfy the placement of %s:%s", subject, g.unmet)
+		if len(cfg.Pools) == 0 {
+			detail = "No pool is declared. Declare a pool whose labels satisfy the placement."
 		}
 		rng := t.PlacementRange
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
-			Summary:  fmt.Sprintf("Unsatisfiable placement for %s", t.Address()),
-			Detail:   b.String(),
+			Summary:  fmt.Sprintf("Unsatisfiable placement for %s", subject),
+			Detail:   detail,
 			Subject:  &rng,
 		})
 	}
 	return diags
+}
+
+// instances names the given instances (ascending indices) of the counted
+// task name, which has total instances: "task.train (all 3 instances)",
+// "task.train[1]", "task.train[0], task.train[2]", and runs of three or more
+// as "task.train[4] to task.train[9]".
+func instances(name string, indices []int, total int) string {
+	if len(indices) == total && total > 1 {
+		return fmt.Sprintf("task.%s (all %d instances)", name, total)
+	}
+	var parts []string
+	for i := 0; i < len(indices); {
+		j := i
+		for j+1 < len(indices) && indices[j+1] == indices[j]+1 {
+			j++
+		}
+		if j-i >= 2 {
+			parts = append(parts, fmt.Sprintf("task.%s[%d] to task.%s[%d]", name, indices[i], name, indices[j]))
+		} else {
+			for k := i; k <= j; k++ {
+				parts = append(parts, fmt.Sprintf("task.%s[%d]", name, indices[k]))
+			}
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Validate runs the engine's checks of a configuration that the hcl package

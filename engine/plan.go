@@ -280,8 +280,12 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 				tc.Action, tc.Reason = ActionRetry, runningReason(leases[addr], now)
 			case old.LastError != "": // queued again after an attempt that did not succeed (revoked, lost, failed)
 				tc.Action, tc.Reason = ActionRetry, "an earlier apply stopped before it finished: "+old.LastError
+			case leases[addr] != nil && leases[addr].Status == state.LeaseReleased:
+				// Queued again after its attempt was handed back: an
+				// interrupted apply gave it up; it starts over.
+				tc.Action, tc.Reason = ActionRetry, interruptedReason(leases[addr])
 			default: // pending or queued: an earlier apply stopped before running it
-				tc.Action, tc.Reason = ActionRun, fmt.Sprintf("%s by an earlier apply that stopped before running it", old.Status)
+				tc.Action, tc.Reason = ActionRun, fmt.Sprintf("left %s by an earlier apply that stopped before running it", old.Status)
 			}
 		}
 		c := tc
@@ -455,26 +459,43 @@ func MatchesAddress(t *wdchcl.Task, target string) bool {
 	return target == t.Address() || target == "task."+t.Name
 }
 
+// latestLeases maps each task to its latest lease: the snapshot's latest
+// leases, and its active ones (a hand-made snapshot may list only those).
 func latestLeases(snap *state.Snapshot) map[string]*state.Lease {
 	out := map[string]*state.Lease{}
-	for i := range snap.Leases {
-		l := &snap.Leases[i]
-		if cur, ok := out[l.Task]; !ok || l.Token > cur.Token {
-			out[l.Task] = l
+	for _, list := range [][]state.Lease{snap.LatestLeases, snap.Leases} {
+		for i := range list {
+			l := &list[i]
+			if cur, ok := out[l.Task]; !ok || l.Token > cur.Token {
+				out[l.Task] = l
+			}
 		}
 	}
 	return out
 }
 
+// runningReason says why a task the state records as running is retried.
+// An active lease is revoked by the next apply (the events say "revoked"),
+// even when its expiry has passed: only a lease the state records as
+// expired is called expired.
 func runningReason(l *state.Lease, now time.Time) string {
 	switch {
 	case l == nil:
 		return "was running when an earlier apply stopped"
-	case l.Status == state.LeaseExpired || (l.Status == state.LeaseActive && !now.Before(l.ExpiresAt)):
+	case l.Status == state.LeaseExpired:
 		return fmt.Sprintf("lease of attempt %d (fencing token %d) expired", l.Attempt, l.Token)
+	case l.Status == state.LeaseActive:
+		return fmt.Sprintf("attempt %d (fencing token %d) was running when an earlier apply stopped; apply revokes its lease first", l.Attempt, l.Token)
 	default:
 		return fmt.Sprintf("attempt %d (fencing token %d) was running when an earlier apply stopped", l.Attempt, l.Token)
 	}
+}
+
+// interruptedReason says why a queued task whose latest lease was handed
+// back (released) runs again: an earlier apply was interrupted while the
+// attempt ran, and it starts again from the beginning.
+func interruptedReason(l *state.Lease) string {
+	return fmt.Sprintf("attempt %d (fencing token %d) was interrupted when an earlier apply stopped; it runs again from the start", l.Attempt, l.Token)
 }
 
 func suffix(msg string) string {

@@ -162,7 +162,7 @@ func TestNewPlan(t *testing.T) {
 			snap: stateOf(baseConfig(), state.TaskSucceeded, map[string]state.TaskStatus{"task.lint": state.TaskQueued, "task.report": state.TaskRunning}),
 			want: []change{
 				{"task.report", "retry", "was running when an earlier apply stopped", "builders"},
-				{"task.lint", "run", "queued by an earlier apply that stopped before running it", "builders"},
+				{"task.lint", "run", "left queued by an earlier apply that stopped before running it", "builders"},
 			},
 			summary: "Plan: 2 workers to launch, 1 task to run, 1 to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
@@ -332,5 +332,48 @@ func TestNewPlanCountGrowsReasons(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, summarize(p)); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// The instances of a counted task that no pool can run share one error
+// naming them; instances with another placement get their own.
+func TestCheckPlacementOncePerTask(t *testing.T) {
+	cfg := baseConfig()
+	gpu := map[string]string{"gpu": "a100"}
+	cfg.Tasks = []*wdchcl.Task{
+		task("train", 0, "x", gpu), task("train", 1, "x", gpu), task("train", 2, "x", gpu),
+		task("mixed", 0, "x", gpu), task("mixed", 1, "x", nil), task("mixed", 2, "x", gpu),
+	}
+	diags := CheckPlacement(cfg)
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.Summary)
+	}
+	want := []string{
+		"Unsatisfiable placement for task.train (all 3 instances)",
+		"Unsatisfiable placement for task.mixed[0], task.mixed[2]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("summaries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestInstances(t *testing.T) {
+	cases := []struct {
+		indices []int
+		total   int
+		want    string
+	}{
+		{[]int{0, 1}, 2, "task.t (all 2 instances)"},
+		{[]int{1}, 2, "task.t[1]"},
+		{[]int{0}, 1, "task.t[0]"},
+		{[]int{0, 2}, 3, "task.t[0], task.t[2]"},
+		{[]int{0, 1, 2, 5, 7, 8, 9, 10}, 12, "task.t[0] to task.t[2], task.t[5], task.t[7] to task.t[10]"},
+		{[]int{3, 4}, 9, "task.t[3], task.t[4]"},
+	}
+	for _, c := range cases {
+		if got := instances("t", c.indices, c.total); got != c.want {
+			t.Errorf("instances(%v, %d) = %q, want %q", c.indices, c.total, got, c.want)
+		}
 	}
 }

@@ -55,13 +55,28 @@ var DefaultLaunchTimeouts = map[string]time.Duration{
 	"kubernetes": 5 * time.Minute,
 }
 
-func providerNames() []string {
-	names := make([]string, 0, len(Providers))
-	for n := range Providers {
-		names = append(names, n)
+// providerNames returns the names of the providers that are available
+// (available true) or only planned (false), sorted.
+func providerNames(available bool) []string {
+	var names []string
+	for n, ok := range Providers {
+		if ok == available {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names
+}
+
+// knownProviders says which providers a pool may name, and which are
+// planned but not built: "The available providers are: local (planned, not
+// built yet: kubernetes, ray)."
+func knownProviders() string {
+	s := "The available providers are: " + strings.Join(providerNames(true), ", ")
+	if planned := providerNames(false); len(planned) > 0 {
+		s += " (planned, not built yet: " + strings.Join(planned, ", ") + ")"
+	}
+	return s + "."
 }
 
 type wdcBody struct {
@@ -261,7 +276,7 @@ type localBody struct {
 
 var providerSchema = func() *hcl.BodySchema {
 	s := &hcl.BodySchema{}
-	for _, n := range providerNames() {
+	for _, n := range append(providerNames(true), providerNames(false)...) {
 		s.Blocks = append(s.Blocks, hcl.BlockHeaderSchema{Type: n})
 	}
 	return s
@@ -316,16 +331,16 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 		switch available, known := Providers[provider]; {
 		case !set:
 			l.add(attrErr(body.Provider, "Missing provider",
-				fmt.Sprintf("The provider of pool %q is required; it must not be null. The known providers are: %s.", p.Name, strings.Join(providerNames(), ", "))))
+				fmt.Sprintf("The provider of pool %q is required; it must not be null. %s", p.Name, knownProviders())))
 		case provider == "":
 			l.add(attrErr(body.Provider, "Missing provider",
-				fmt.Sprintf("The provider of pool %q must not be empty. The known providers are: %s.", p.Name, strings.Join(providerNames(), ", "))))
+				fmt.Sprintf("The provider of pool %q must not be empty. %s", p.Name, knownProviders())))
 		case !known:
 			l.add(attrErr(body.Provider, "Unknown provider",
-				fmt.Sprintf("There is no provider named %q. The known providers are: %s.", provider, strings.Join(providerNames(), ", "))))
+				fmt.Sprintf("There is no provider named %q.%s %s", provider, didYouMean(provider, mapKeys(Providers)), knownProviders())))
 		case !available:
 			l.add(attrErr(body.Provider, fmt.Sprintf("Provider %q is not available", provider),
-				fmt.Sprintf("Pool %q names provider %q, but the %s provider is not available yet; use provider = \"local\".", p.Name, provider, provider)))
+				fmt.Sprintf("Pool %q names provider %q, but the %s provider is not available yet; use provider = \"local\" (workers on this machine) or \"external\" (workers that join from anywhere).", p.Name, provider, provider)))
 		default:
 			providerOK = true
 		}
@@ -617,7 +632,8 @@ func (l *loader) instance(tb *taskBlock, body *taskBody, sc scope, index int) (*
 		t.Retry.MaxLost, _, d = l.ev.integer(r.MaxLost, sc, DefaultMaxLost, 0, math.MaxInt32)
 		l.add(d...)
 		var bok, mok bool
-		t.Retry.Backoff, bok, d = l.ev.duration(r.Backoff, sc, DefaultBackoff)
+		// "0s" retries at once.
+		t.Retry.Backoff, bok, d = l.ev.durationZeroOK(r.Backoff, sc, DefaultBackoff)
 		l.add(d...)
 		t.Retry.MaxBackoff, mok, d = l.ev.duration(r.MaxBackoff, sc, DefaultMaxBackoff)
 		l.add(d...)

@@ -141,7 +141,7 @@ func (l *loader) dependency(e hcl.Expression, byName map[string]int, tbs []*task
 		l.add(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Reference to undeclared task",
-			Detail:   fmt.Sprintf("depends_on names task.%s, but no task %q is declared.", step.Name, step.Name),
+			Detail:   fmt.Sprintf("depends_on names task.%s, but no task %q is declared.%s", step.Name, step.Name, didYouMean(step.Name, mapKeys(byName))),
 			Subject:  e.Range().Ptr(),
 		})
 		return 0, 0, false

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -188,14 +189,14 @@ func (e *evaluator) checkRefs(expr hcl.Expression, sc scope) hcl.Diagnostics {
 				diags = append(diags, refErr(rng, "Invalid reference", `The "var" object must be followed by a variable name, as in var.NAME.`))
 			} else if !e.declared[name] {
 				diags = append(diags, refErr(rng, "Reference to undeclared input variable",
-					fmt.Sprintf("An input variable named %q is not declared. Declare it with a variable %q { } block.", name, name)))
+					fmt.Sprintf("An input variable named %q is not declared.%s Declare it with a variable %q { } block.", name, didYouMean(name, mapKeys(e.declared)), name)))
 			}
 		case "local":
 			if !ok {
 				diags = append(diags, refErr(rng, "Invalid reference", `The "local" object must be followed by a local value name, as in local.NAME.`))
 			} else if !e.localDecl[name] {
 				diags = append(diags, refErr(rng, "Reference to undeclared local value",
-					fmt.Sprintf("A local value named %q is not declared in any locals { } block.", name)))
+					fmt.Sprintf("A local value named %q is not declared in any locals { } block.%s", name, didYouMean(name, mapKeys(e.localDecl)))))
 			}
 		case "path":
 			if !ok || name != "root" {
@@ -379,6 +380,16 @@ func wholeNumber(f *big.Float) (int64, string) {
 // duration evaluates an optional duration attribute: a string that
 // time.ParseDuration accepts, greater than zero.
 func (e *evaluator) duration(attr *hcl.Attribute, sc scope, def time.Duration) (time.Duration, bool, hcl.Diagnostics) {
+	return e.parseDuration(attr, sc, def, false)
+}
+
+// durationZeroOK is duration for a setting where "0s" means "none" (a retry
+// backoff of zero retries at once).
+func (e *evaluator) durationZeroOK(attr *hcl.Attribute, sc scope, def time.Duration) (time.Duration, bool, hcl.Diagnostics) {
+	return e.parseDuration(attr, sc, def, true)
+}
+
+func (e *evaluator) parseDuration(attr *hcl.Attribute, sc scope, def time.Duration, zeroOK bool) (time.Duration, bool, hcl.Diagnostics) {
 	if attr == nil {
 		return def, true, nil
 	}
@@ -394,12 +405,28 @@ func (e *evaluator) duration(attr *hcl.Attribute, sc scope, def time.Duration) (
 		return def, false, append(diags, attrErr(attr, "Invalid duration",
 			fmt.Sprintf("%q is not a duration: remove the leading or trailing spaces.", s)))
 	}
+	atLeast := "greater than zero"
+	if zeroOK {
+		atLeast = "zero or more"
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "eEnNiI") {
+		// A bare number (timeout = 30, or "30"): it lacks only the unit.
+		if n < 0 || (n == 0 && !zeroOK) {
+			return def, false, append(diags, attrErr(attr, "Invalid duration",
+				fmt.Sprintf("%q must be %s; got %s.", attr.Name, atLeast, s)))
+		}
+		if n != 0 {
+			return def, false, append(diags, attrErr(attr, "Invalid duration",
+				fmt.Sprintf("%s is a number, not a duration: a duration is a string with a unit. Write %s = \"%ss\" for %s seconds (or \"%sm\", \"%sh\").",
+					s, attr.Name, s, s, s, s)))
+		}
+	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		msg := fmt.Sprintf("%q is not a duration: write a number and a unit, such as \"90s\", \"10m\" or \"1h30m\".", s)
 		switch {
 		case durationSyntax.MatchString(s) && strings.HasPrefix(s, "-"):
-			msg = fmt.Sprintf("%q must be greater than zero; got %q.", attr.Name, s)
+			msg = fmt.Sprintf("%q must be %s; got %q.", attr.Name, atLeast, s)
 		case durationSyntax.MatchString(s):
 			// Well formed, yet rejected: it does not fit in a
 			// time.Duration.
@@ -407,9 +434,9 @@ func (e *evaluator) duration(attr *hcl.Attribute, sc scope, def time.Duration) (
 		}
 		return def, false, append(diags, attrErr(attr, "Invalid duration", msg))
 	}
-	if d <= 0 {
+	if d < 0 || (d == 0 && !zeroOK) {
 		return def, false, append(diags, attrErr(attr, "Invalid duration",
-			fmt.Sprintf("%q must be greater than zero; got %q.", attr.Name, s)))
+			fmt.Sprintf("%q must be %s; got %q.", attr.Name, atLeast, s)))
 	}
 	return d, true, diags
 }

@@ -143,6 +143,7 @@ func TestInputErrors(t *testing.T) {
 	dir := writeDir(t, map[string]string{
 		"main.wdc.hcl": inputsConfig,
 		"bad.vars":     "s = \"ok\"\nnope = 1\nn = \"x\"\n",
+		"typo.vars":    "anyy = 1\n",
 		"syntax.vars":  "s = = 1\n",
 		"ref.vars":     "s = var.n\n",
 		"empty.vars":   "req = \n",
@@ -165,6 +166,8 @@ func TestInputErrors(t *testing.T) {
 		absent  []string // summaries no error may have
 	}{
 		{name: "undeclared --var", in: Inputs{Vars: []string{"req=r", "nope=1"}}, summary: "Value for undeclared variable", detail: `no variable "nope" is declared`},
+		{name: "mistyped --var", in: Inputs{Vars: []string{"req=r", "reqq=1"}}, summary: "Value for undeclared variable", detail: `no variable "reqq" is declared in the configuration. Did you mean "req"?`},
+		{name: "mistyped name in var file", in: Inputs{Vars: []string{"req=r"}, VarFiles: []string{filepath.Join(dir, "typo.vars")}}, summary: "Value for undeclared variable", detail: `Did you mean "any"?`, file: "typo.vars", line: 1},
 		{name: "--var without =", in: Inputs{Vars: []string{"req=r", "s"}}, summary: "Invalid --var option", detail: "NAME=VALUE"},
 		{name: "--var wrong type", in: Inputs{Vars: []string{"req=r", "n=abc"}}, summary: `Invalid value for variable "n"`, detail: `--var n is invalid: "abc" is not a number`, file: "<value of --var n>", line: 1,
 			absent: []string{"Variables not allowed"}},

@@ -139,7 +139,9 @@ func TestValid(t *testing.T) {
 					settings: Settings{State: "var/state.db", Listen: "127.0.0.1:7070", Advertise: "https://coordinator.example:7070",
 						TLS: &TLSSettings{CertFile: filepath.Join(dir, "tls", "server.crt"), KeyFile: "/etc/wdc/server.key"}},
 					pools: []*Pool{p, edge},
-					tasks: []*Task{train, task("/tmp", "abs", -1, "ls")},
+					tasks: []*Task{train, with(task("/tmp", "abs", -1, "ls"), func(t *Task) {
+						t.Retry = Retry{MaxAttempts: 2, MaxLost: 3, Backoff: 0, MaxBackoff: 5 * time.Minute}
+					})},
 				}
 			},
 		},

@@ -151,8 +151,8 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 			l.add(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Value for undeclared variable",
-				Detail: fmt.Sprintf("--var sets a variable named %q, but no variable %q is declared in the configuration. Declare it with a variable %q { } block.",
-					name, name, name),
+				Detail: fmt.Sprintf("--var sets a variable named %q, but no variable %q is declared in the configuration.%s Declare it with a variable %q { } block.",
+					name, name, didYouMean(name, mapKeys(decls)), name),
 			})
 			continue
 		}
@@ -358,8 +358,8 @@ func (l *loader) varFile(path string, decls map[string]*varDecl) (failed []strin
 			l.add(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Value for undeclared variable",
-				Detail: fmt.Sprintf("The variables file %s sets a variable named %q, but no variable %q is declared in the configuration.",
-					path, a.Name, a.Name),
+				Detail: fmt.Sprintf("The variables file %s sets a variable named %q, but no variable %q is declared in the configuration.%s",
+					path, a.Name, a.Name, didYouMean(a.Name, mapKeys(decls))),
 				Subject: a.NameRange.Ptr(),
 			})
 			continue

@@ -9,7 +9,8 @@ import (
 
 // Snapshot reads the whole state in one read transaction, so every part of
 // it belongs to the same moment: lineage, serial, pools, workers (with
-// LeasesHeld), tasks, the active leases and the apply lock.
+// LeasesHeld), tasks, the active leases, each task's latest lease and the
+// apply lock.
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	snap := &Snapshot{}
 	err := s.read(ctx, func(tx *sql.Tx) error {
@@ -28,6 +29,9 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 			return err
 		}
 		if snap.Leases, err = queryLeases(ctx, tx, `WHERE status = 'active'`); err != nil {
+			return err
+		}
+		if snap.LatestLeases, err = queryLeases(ctx, tx, `WHERE token IN (SELECT MAX(token) FROM leases GROUP BY task)`); err != nil {
 			return err
 		}
 		snap.Lock, err = queryLock(ctx, tx)

@@ -468,7 +468,8 @@ func TestRoundTrip(t *testing.T) {
 		Workers: []Worker{w},
 		Tasks: []Task{{Address: def.Address, Name: "test", Index: 1, DefHash: "abc", Spec: def.Spec, Status: TaskRunning,
 			Attempts: 1, MaxAttempts: 3, MaxLost: 3, CreatedAt: t0, UpdatedAt: t0}},
-		Leases: []Lease{l},
+		Leases:       []Lease{l},
+		LatestLeases: []Lease{l},
 	}
 	if d := cmp.Diff(want, snap); d != "" {
 		t.Errorf("snapshot (-want +got):\n%s", d)

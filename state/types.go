@@ -144,7 +144,10 @@ type Snapshot struct {
 	Workers []Worker // sorted by ID
 	Tasks   []Task   // sorted by address
 	Leases  []Lease  // the active leases, sorted by token
-	Lock    *Lock    // nil when no apply holds the lock
+	// LatestLeases holds the latest lease (any status) of every task that
+	// ever had one, sorted by token: how its last attempt ended.
+	LatestLeases []Lease
+	Lock         *Lock // nil when no apply holds the lock
 }
 
 // EmptySnapshot returns the snapshot of a state file that does not exist yet:
@@ -155,5 +158,7 @@ func EmptySnapshot() *Snapshot {
 		Workers: []Worker{},
 		Tasks:   []Task{},
 		Leases:  []Lease{},
+
+		LatestLeases: []Lease{},
 	}
 }

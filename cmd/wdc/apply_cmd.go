@@ -27,20 +27,17 @@ import (
 // ApplyCmd computes the plan under the state lock, asks for confirmation,
 // and carries it out.
 type ApplyCmd struct {
-	PlanFile    string        `arg:"" optional:"" name:"plan-file" help:"A plan saved with wdc plan --out: carry out exactly its changes, without asking (refused if it went stale)."`
+	PlanFile    string        `arg:"" optional:"" name:"plan-file" predictor:"file" help:"A plan saved with wdc plan --out: carry out exactly its changes, without asking (refused if it went stale)."`
 	JSON        bool          `name:"json" help:"Print one JSON object per line (NDJSON): the plan, each event, the summary (docs/json.md)."`
 	AutoApprove bool          `name:"auto-approve" help:"Apply without asking for confirmation (needed when there is no terminal)."`
 	LockTimeout time.Duration `name:"lock-timeout" default:"0s" help:"How long to wait for a state lock held by another running apply, e.g. 30s (default: fail at once)."`
-	Replace     []string      `name:"replace" sep:"none" placeholder:"ADDR" help:"Run this succeeded task again, and the tasks downstream of it (repeatable)."`
+	Replace     []string      `name:"replace" sep:"none" placeholder:"ADDR" predictor:"address" help:"Run this succeeded task again, and the tasks downstream of it (repeatable)."`
 }
 
 // Run takes the lock, plans, confirms, applies and prints a summary.
 // Exit codes: 0 when every task succeeded or there was nothing to do; 1 on
 // an error, a failed or cancelled task, or an interruption.
 func (c *ApplyCmd) Run(e *env) error {
-	if c.JSON && !c.AutoApprove && c.PlanFile == "" {
-		return errors.New("apply --json cannot ask for confirmation: pass --auto-approve, or apply a saved plan")
-	}
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err
@@ -57,9 +54,11 @@ func (c *ApplyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	// Refuse before touching the state when confirmation is impossible.
-	if !c.AutoApprove && c.PlanFile == "" && !e.stdinIsTerminal() {
-		return errors.New("no terminal to confirm on: review the plan with wdc plan, then run wdc apply --auto-approve (or save it with wdc plan --out FILE and run wdc apply FILE)")
+	// When confirmation is impossible, plan read-only first: nothing to
+	// confirm means nothing to refuse (an up-to-date configuration applies
+	// as a no-op, as with Terraform), and a refusal touches nothing.
+	if !c.AutoApprove && c.PlanFile == "" && (c.JSON || !e.stdinIsTerminal()) {
+		return c.applyUnconfirmed(e, cfg, path)
 	}
 
 	// First signal: stop cleanly. Second: stop at once.
@@ -263,6 +262,41 @@ func (c *ApplyCmd) Run(e *env) error {
 		return errExit{1}
 	}
 	return nil
+}
+
+// applyUnconfirmed is apply without --auto-approve where it cannot ask
+// (no terminal, or --json): it plans against the state opened read-only
+// (never created) and, when the plan has no changes, reports a no-op apply
+// and succeeds; otherwise it refuses, having written nothing.
+func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config, path string) error {
+	ctx := context.Background()
+	snap, err := readSnapshot(ctx, path)
+	if err != nil {
+		return err
+	}
+	plan, diags := engine.NewPlan(cfg, snap, e.now(), engine.PlanOptions{Replace: c.Replace})
+	e.printDiags(cfg, diags)
+	if diags.HasErrors() {
+		return errExit{1}
+	}
+	if plan.HasChanges() {
+		if c.JSON {
+			return errors.New("apply --json cannot ask for confirmation: pass --auto-approve, or apply a saved plan")
+		}
+		return errors.New("no terminal to confirm on: review the plan with wdc plan, then run wdc apply --auto-approve (or save it with wdc plan --out FILE and run wdc apply FILE)")
+	}
+	doc, err := newPlanDoc(cfg, plan, c.Replace)
+	if err != nil {
+		return err
+	}
+	var out applyOutput = newProgressView(e.stdout, false)
+	if c.JSON {
+		out = newJSONOutput(e.stdout)
+	}
+	if err := out.plan(doc, e.color(e.stdout)); err != nil {
+		return err
+	}
+	return out.summary(&engine.ApplyResult{}, true)
 }
 
 // applySummary is the final line: tasks by outcome, attempts, workers and

@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/willabides/kongplete"
 	"golang.org/x/term"
 )
 
 // CLI is the root of the command tree; its fields are the global flags.
 type CLI struct {
-	Chdir   string   `name:"chdir" placeholder:"DIR" help:"Use DIR as the configuration directory instead of the current one (relative paths resolve against it)."`
-	State   string   `name:"state" placeholder:"PATH" help:"State file path. Default: the wdc block's state setting, else .wdc/state.db in the configuration directory. Environment: WDC_STATE."`
-	Var     []string `name:"var" sep:"none" placeholder:"NAME=VALUE" help:"Set an input variable (repeatable; the value may contain commas). Overrides --var-file and WDC_VAR_NAME."`
-	VarFile []string `name:"var-file" sep:"none" placeholder:"FILE" help:"Read input variable values from an HCL file of NAME = value lines (repeatable)."`
+	Chdir   string   `name:"chdir" placeholder:"DIR" predictor:"dir" help:"Use DIR as the configuration directory instead of the current one (relative paths resolve against it)."`
+	State   string   `name:"state" placeholder:"PATH" predictor:"file" help:"State file path. Default: the wdc block's state setting, else .wdc/state.db in the configuration directory. Environment: WDC_STATE."`
+	Var     []string `name:"var" sep:"none" placeholder:"NAME=VALUE" predictor:"var" help:"Set an input variable (repeatable; the value may contain commas). Overrides --var-file and WDC_VAR_NAME."`
+	VarFile []string `name:"var-file" sep:"none" placeholder:"FILE" predictor:"file" help:"Read input variable values from an HCL file of NAME = value lines (repeatable)."`
 	NoColor bool     `name:"no-color" help:"Do not color output. Colors are used only on a terminal, and never when NO_COLOR is set."`
 
 	Validate    ValidateCmd    `cmd:"" help:"Check the configuration files and report every problem with its file:line:column."`
@@ -33,6 +34,7 @@ type CLI struct {
 	JoinToken   JoinTokenCmd   `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`
 	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
 	Version     VersionCmd     `cmd:"" help:"Print the wdc version."`
+	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script for bash, zsh or fish (completes commands, flags, and task addresses from the configuration)."`
 }
 
 // TasksCmd groups the task inspection commands.
@@ -146,6 +148,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 		fmt.Fprintf(stderr, "wdc: internal error: %v\n", err)
 		return 1
 	}
+	// A shell asking for completions (COMP_LINE set) gets them and
+	// nothing else runs.
+	kongplete.Complete(parser, kongplete.WithPredictors(predictors()), kongplete.WithExitFunc(func(c int) { panic(kongExit{c}) }))
 	if len(args) == 0 {
 		args = []string{"--help"}
 	}

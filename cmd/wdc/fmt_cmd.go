@@ -22,7 +22,7 @@ import (
 type FmtCmd struct {
 	Check bool     `name:"check" help:"Change no file; list the files that are not formatted and exit 1 if there are any."`
 	Diff  bool     `name:"diff" help:"Print a unified diff of the changes to each file."`
-	Paths []string `arg:"" optional:"" name:"path" help:"Files or directories to format (directories are not recursed into). Default: the configuration directory."`
+	Paths []string `arg:"" optional:"" name:"path" predictor:"file" help:"Files or directories to format (directories are not recursed into). Default: the configuration directory."`
 }
 
 // fmtFile is one file fmt looks at: its path on disk and its path as shown

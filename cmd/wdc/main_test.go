@@ -44,6 +44,7 @@ func TestScripts(t *testing.T) {
 			"seed-state":       cmdSeedState,
 			"wait-file":        cmdWaitFile,
 			"wait-coordinator": cmdWaitCoordinator,
+			"ci-job":           cmdCIJob,
 		},
 	})
 }

@@ -11,9 +11,9 @@ import (
 // PlanCmd computes and prints a plan. It opens the state read-only and
 // never creates it (docs/design.md §3 invariant 8).
 type PlanCmd struct {
-	Replace          []string `name:"replace" sep:"none" placeholder:"ADDR" help:"Run this succeeded task again, and the tasks downstream of it (repeatable; task.NAME, task.NAME[INDEX] or NAME)."`
+	Replace          []string `name:"replace" sep:"none" placeholder:"ADDR" predictor:"address" help:"Run this succeeded task again, and the tasks downstream of it (repeatable; task.NAME, task.NAME[INDEX] or NAME)."`
 	DetailedExitcode bool     `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are changes, 1 on error."`
-	Out              string   `name:"out" placeholder:"FILE" help:"Also save the plan to FILE (relative to the configuration directory), for wdc apply FILE to carry out exactly (refused if the state, configuration or variables change in between)."`
+	Out              string   `name:"out" placeholder:"FILE" predictor:"file" help:"Also save the plan to FILE (relative to the configuration directory), for wdc apply FILE to carry out exactly (refused if the state, configuration or variables change in between)."`
 	JSON             bool     `name:"json" help:"Print the plan as one JSON document (docs/json.md) instead of text."`
 }
 

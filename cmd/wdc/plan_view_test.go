@@ -91,8 +91,14 @@ func withTask(snap *state.Snapshot, addr string, status state.TaskStatus) *state
 // withLease records an active lease of attempt 1 for addr, expiring at
 // expires.
 func withLease(snap *state.Snapshot, addr string, token int64, expires time.Time) *state.Snapshot {
+	return withLeaseStatus(snap, addr, token, expires, state.LeaseActive)
+}
+
+// withLeaseStatus records a lease of attempt 1 for addr with the given
+// status, expiring at expires.
+func withLeaseStatus(snap *state.Snapshot, addr string, token int64, expires time.Time, status state.LeaseStatus) *state.Snapshot {
 	snap.Leases = append(snap.Leases, state.Lease{Token: token, Task: addr, WorkerID: "w-0123456789ab", Attempt: 1,
-		Status: state.LeaseActive, GrantedAt: expires.Add(-10 * time.Second), ExpiresAt: expires})
+		Status: status, GrantedAt: expires.Add(-10 * time.Second), ExpiresAt: expires})
 	return snap
 }
 
@@ -137,9 +143,12 @@ func TestRenderPlanGolden(t *testing.T) {
 		{name: "replace_requested_unchanged", cfg: goldenConfig(), snap: goldenState(goldenConfig(), nil), replace: []string{"task.test[0]"}},
 		{name: "retry_failed_and_cancelled", cfg: goldenConfig(), snap: goldenState(goldenConfig(), map[string]state.TaskStatus{
 			"task.test[1]": state.TaskFailed, "task.report": state.TaskCancelled})},
-		{name: "retry_lease_expired_or_running", cfg: goldenConfig(), snap: withLease(withLease(goldenState(goldenConfig(), map[string]state.TaskStatus{
-			"task.test[0]": state.TaskRunning, "task.test[1]": state.TaskRunning, "task.lint": state.TaskRunning}),
-			"task.test[0]", 4, goldenNow.Add(-time.Second)), "task.test[1]", 5, goldenNow.Add(time.Minute))},
+		{name: "retry_lease_expired_or_running", cfg: goldenConfig(), snap: withLease(withLease(withLeaseStatus(goldenState(goldenConfig(), map[string]state.TaskStatus{
+			"task.test[0]": state.TaskRunning, "task.test[1]": state.TaskRunning, "task.lint": state.TaskRunning, "task.fetch": state.TaskRunning}),
+			"task.test[0]", 4, goldenNow.Add(-time.Second), state.LeaseExpired), "task.test[1]", 5, goldenNow.Add(time.Minute)),
+			"task.fetch", 3, goldenNow.Add(-time.Minute))},
+		{name: "retry_interrupted", cfg: goldenConfig(), snap: withLeaseStatus(goldenState(goldenConfig(), map[string]state.TaskStatus{
+			"task.lint": state.TaskQueued, "task.report": state.TaskPending}), "task.lint", 6, goldenNow.Add(-time.Second), state.LeaseReleased)},
 		{name: "cancel_removed_tasks", cfg: shrunk, snap: withTask(withTask(goldenState(goldenConfig(), map[string]state.TaskStatus{
 			"task.test[1]": state.TaskQueued, "task.lint": state.TaskFailed}), "task.ghost", state.TaskRunning), "task.zombie", state.TaskPending)},
 		{name: "no_changes", cfg: goldenConfig(), snap: goldenState(goldenConfig(), nil)},
@@ -185,7 +194,10 @@ func TestRenderPlanGoldenCoverage(t *testing.T) {
 	}
 	for _, want := range []string{
 		"will run: new task",
-		"will run: pending by an earlier apply that stopped before running it",
+		"will run: left pending by an earlier apply that stopped before running it",
+		"will run: left queued by an earlier apply that stopped before running it",
+		"will be retried: attempt 1 (fencing token 6) was interrupted when an earlier apply stopped; it runs again from the start",
+		"will be retried: attempt 1 (fencing token 3) was running when an earlier apply stopped; apply revokes its lease first",
 		"will be replaced: definition changed",
 		"will be replaced: depends on task.fetch, which is replaced",
 		"will be replaced: replacement requested with --replace",
@@ -194,7 +206,7 @@ func TestRenderPlanGoldenCoverage(t *testing.T) {
 		"will be retried: failed earlier: ",
 		"will be retried: cancelled earlier: ",
 		"will be retried: lease of attempt 1 (fencing token 4) expired",
-		"will be retried: attempt 1 (fencing token 5) was running when an earlier apply stopped",
+		"will be retried: attempt 1 (fencing token 5) was running when an earlier apply stopped; apply revokes its lease first",
 		"will be retried: was running when an earlier apply stopped",
 		"will be cancelled: no longer in the configuration",
 		"(could also run on pool.general, pool.spare)",

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/wdc-dev/wdc/engine"
+	"golang.org/x/term"
 )
 
 // applyOutput is how apply reports: the plan, each event, the summary.
@@ -30,20 +33,32 @@ type progressView struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
+	width    func() int // the terminal's width in columns
 	begin    time.Time
 	started  bool
 	counts   map[string]int
-	running  int
+	total    int              // task changes of the plan
+	running  map[string]int64 // task → fencing token of its running attempt
 	stop     chan struct{}
 	done     chan struct{}
 }
 
 func newProgressView(w io.Writer, terminal bool) *progressView {
-	return &progressView{w: w, terminal: terminal, counts: map[string]int{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+	v := &progressView{w: w, terminal: terminal, counts: map[string]int{}, running: map[string]int64{},
+		stop: make(chan struct{}), done: make(chan struct{}), width: func() int { return 80 }}
+	if f, ok := w.(*os.File); ok && terminal {
+		v.width = func() int {
+			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+				return cols
+			}
+			return 80
+		}
+	}
+	return v
 }
 
 func (v *progressView) plan(doc *planDoc, color bool) error {
+	v.total = doc.Summary.Total
 	return renderPlan(v.w, doc, color)
 }
 
@@ -88,12 +103,12 @@ func (v *progressView) event(e engine.Event) {
 	v.counts[e.Kind]++
 	switch e.Kind {
 	case engine.EventLeased:
-		v.running++
-	case engine.EventSucceeded, engine.EventExpired:
-		v.running--
-	case engine.EventFailed, engine.EventRetried:
-		if e.Attempt > 0 && e.Token > 0 {
-			v.running--
+		v.running[e.Task] = e.Token
+	case engine.EventSucceeded, engine.EventExpired, engine.EventFailed, engine.EventRetried,
+		engine.EventReleased, engine.EventRevoked, engine.EventCancelled:
+		// The attempt named ended (or the task did, without one).
+		if tok, ok := v.running[e.Task]; ok && (e.Token == 0 || e.Token == tok) {
+			delete(v.running, e.Task)
 		}
 	}
 	if v.terminal {
@@ -106,9 +121,57 @@ func (v *progressView) event(e engine.Event) {
 }
 
 func (v *progressView) status() {
-	fmt.Fprintf(v.w, "\r\x1b[K%d succeeded, %d failed, %d running, %d attempts  %s",
-		v.counts[engine.EventSucceeded], v.counts[engine.EventFailed], max(v.running, 0), v.counts[engine.EventLeased],
-		time.Since(v.begin).Round(100*time.Millisecond))
+	running := make([]string, 0, len(v.running))
+	for t := range v.running {
+		running = append(running, t)
+	}
+	sort.Strings(running)
+	fmt.Fprint(v.w, "\r\x1b[K"+statusLine(progressCounts{
+		Done: v.counts[engine.EventSucceeded] + v.counts[engine.EventFailed] + v.counts[engine.EventCancelled], Total: v.total,
+		Succeeded: v.counts[engine.EventSucceeded], Failed: v.counts[engine.EventFailed], Attempts: v.counts[engine.EventLeased],
+	}, running, time.Since(v.begin), v.width()))
+}
+
+// progressCounts are the numbers of the live status line.
+type progressCounts struct {
+	Done, Total, Succeeded, Failed, Attempts int
+}
+
+// statusLine renders the live status line, at most width columns:
+// "[3/10] 2 succeeded, 1 failed, 4 attempts, 12.4s · running: task.a, task.b[1] +2 more".
+// The counts and the timer always show; the running tasks fill what is left.
+func statusLine(c progressCounts, running []string, elapsed time.Duration, width int) string {
+	head := fmt.Sprintf("[%d/%d] %d succeeded, %d failed, %d attempts, %s", c.Done, c.Total, c.Succeeded, c.Failed, c.Attempts,
+		elapsed.Round(100*time.Millisecond))
+	if len(running) == 0 {
+		return head
+	}
+	// Leave the last column free: writing into it wraps some terminals.
+	room := width - 1 - len(head) - len(" · running: ")
+	shown := 0
+	list := ""
+	for i, t := range running {
+		next := list
+		if i > 0 {
+			next += ", "
+		}
+		next += t
+		more := ""
+		if rest := len(running) - i - 1; rest > 0 {
+			more = fmt.Sprintf(" +%d more", rest)
+		}
+		if len(next)+len(more) > room {
+			break
+		}
+		list, shown = next, i+1
+	}
+	switch {
+	case shown == len(running):
+		return head + " · running: " + list
+	case shown > 0:
+		return head + " · running: " + list + fmt.Sprintf(" +%d more", len(running)-shown)
+	}
+	return head + fmt.Sprintf(" · %d running", len(running))
 }
 
 func (v *progressView) close() {

@@ -34,11 +34,51 @@ func loadSchema(t *testing.T, name string) *jsonschema.Schema {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
-	sch, err := c.Compile(path)
+	// Every schema is known by its $id, as a validator given them all
+	// would know them: apply-event's $ref to plan.schema.json resolves
+	// against its $id, never over the network.
+	dir := filepath.Dir(path)
+	files, err := filepath.Glob(filepath.Join(dir, "*.schema.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("schemas in %s: %v", dir, err)
+	}
+	for _, f := range files {
+		doc, id := readSchema(t, f)
+		if err := c.AddResource(id, doc); err != nil {
+			t.Fatalf("adding %s: %v", f, err)
+		}
+	}
+	_, id := readSchema(t, path)
+	sch, err := c.Compile(id)
 	if err != nil {
 		t.Fatalf("compiling %s: %v", name, err)
 	}
 	return sch
+}
+
+// schemaIDBase is where every schema's $id points: the schema files as
+// the repository publishes them.
+const schemaIDBase = "https://github.com/wdc-dev/wdc/raw/main/docs/schema/"
+
+// readSchema reads a schema file and returns it and its $id, which must be
+// schemaIDBase followed by the file's name.
+func readSchema(t *testing.T, path string) (any, string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	m, _ := doc.(map[string]any)
+	id, _ := m["$id"].(string)
+	if want := schemaIDBase + filepath.Base(path); id != want {
+		t.Fatalf("%s: $id is %q, want %q", path, id, want)
+	}
+	return doc, id
 }
 
 // validateDoc checks that data is one JSON value valid against sch.

@@ -11,7 +11,7 @@ import (
 // ShowCmd renders a saved plan as `wdc plan` would, or with no file the
 // state: pools, workers, tasks and leases.
 type ShowCmd struct {
-	PlanFile string `arg:"" optional:"" name:"plan-file" help:"A plan saved with wdc plan --out (relative to the configuration directory). Without it, show the state."`
+	PlanFile string `arg:"" optional:"" name:"plan-file" predictor:"file" help:"A plan saved with wdc plan --out (relative to the configuration directory). Without it, show the state."`
 	JSON     bool   `name:"json" help:"Print one JSON document (docs/json.md) instead of text."`
 }
 

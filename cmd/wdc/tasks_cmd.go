@@ -60,7 +60,7 @@ func (c *TasksListCmd) Run(e *env) error {
 
 // TasksShowCmd shows one task with its attempts and events.
 type TasksShowCmd struct {
-	Address string `arg:"" name:"address" help:"Task address (task.NAME, task.NAME[INDEX]) or bare name (NAME, NAME[INDEX])."`
+	Address string `arg:"" name:"address" predictor:"address" help:"Task address (task.NAME, task.NAME[INDEX]) or bare name (NAME, NAME[INDEX])."`
 	JSON    bool   `name:"json" help:"Print JSON instead of text."`
 }
 

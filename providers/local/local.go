@@ -234,21 +234,6 @@ func (p *Provider) Status(ctx context.Context, req providers.StatusRequest) (pro
 	return providers.StatusResponse{Running: alive(pid)}, nil
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	// "pid (comm) S …": the state follows the last ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
-}
-
 // Cleanup kills (SIGKILL) the process groups of attempts that the worker
 // req.ID left running when it exited (for example when it was killed): its
 // commands are in their own process groups, and a dying agent takes only

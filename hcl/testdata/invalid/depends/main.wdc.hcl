@@ -38,3 +38,8 @@ task "h" {
   command    = ["true"]
   depends_on = [task.g[0]] # ERROR: count = 0
 }
+
+task "typo" {
+  command    = ["true"]
+  depends_on = [task.cc] # ERROR: depends_on names task.cc, but no task "cc" is declared. Did you mean "c"?
+}

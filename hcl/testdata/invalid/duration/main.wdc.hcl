@@ -8,7 +8,7 @@ pool "p" {
 
 task "t" {
   command = ["true"]
-  timeout = "10" # ERROR: is not a duration
+  timeout = "10" # ERROR: Write timeout = "10s" for 10 seconds
   lease {
     grace = "-1m" # ERROR: greater than zero
   }
@@ -31,5 +31,17 @@ task "spaces" {
   timeout = " 5s" # ERROR: remove the leading or trailing spaces
   lease {
     grace = "5s " # ERROR: remove the leading or trailing spaces
+  }
+}
+
+task "bare" {
+  command = ["true"]
+  timeout = 30 # ERROR: 30 is a number, not a duration: a duration is a string with a unit. Write timeout = "30s"
+  lease {
+    grace = 0 # ERROR: "grace" must be greater than zero; got 0
+  }
+  retry {
+    backoff     = "-1s" # ERROR: "backoff" must be zero or more
+    max_backoff = "0s" # ERROR: "max_backoff" must be greater than zero
   }
 }

@@ -1,5 +1,5 @@
 pool "a" {
-  provider = "docker" # ERROR: known providers are: external, kubernetes, local, ray
+  provider = "docker" # ERROR: There is no provider named "docker". The available providers are: external, local (planned, not built yet: kubernetes, ray).
 }
 
 pool "b" {
@@ -48,4 +48,8 @@ pool "i" {
 pool "j" {
   provider       = "local"
   launch_timeout = "soon" # ERROR: "soon" is not a duration
+}
+
+pool "typo" {
+  provider = "locl" # ERROR: There is no provider named "locl". Did you mean "local"?
 }

@@ -2,6 +2,19 @@ variable "n" {
   default = 1
 }
 
+variable "shards" {
+  default = 2
+}
+
+locals {
+  out = "out"
+}
+
+task "typos" {
+  command = ["echo", var.shard] # ERROR: An input variable named "shard" is not declared. Did you mean "shards"?
+  env     = { A = local.outt } # ERROR: A local value named "outt" is not declared in any locals { } block. Did you mean "out"?
+}
+
 task "a" {
   command = ["echo", var.m] # ERROR: undeclared input variable
   env     = { A = local.z } # ERROR: undeclared local value

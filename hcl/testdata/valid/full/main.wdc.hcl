@@ -51,6 +51,11 @@ task "train" {
 task "abs" {
   command = ["ls"]
   dir     = "/tmp"
+
+  retry {
+    max_attempts = 2
+    backoff      = "0s" # retry at once
+  }
 }
 
 pool "edge" {

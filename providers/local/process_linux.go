@@ -5,7 +5,23 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
+
+// alive reports whether pid exists and is not a zombie (from /proc).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// "pid (comm) S …": the state follows the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+}
 
 // processStart returns the start time of pid as the kernel records it:
 // field 22 of /proc/PID/stat (clock ticks since boot, proc(5)). Two

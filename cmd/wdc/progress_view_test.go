@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/engine"
+)
+
+func TestStatusLine(t *testing.T) {
+	t.Parallel()
+	c := progressCounts{Done: 3, Total: 10, Succeeded: 2, Failed: 1, Attempts: 5}
+	el := 12400 * time.Millisecond
+	head := "[3/10] 2 succeeded, 1 failed, 5 attempts, 12.4s"
+	cases := []struct {
+		name    string
+		running []string
+		width   int
+		want    string
+	}{
+		{"nothing running", nil, 80, head},
+		{"all fit", []string{"task.a", "task.b[1]"}, 80, head + " · running: task.a, task.b[1]"},
+		{"some fit", []string{"task.a", "task.b[1]", "task.c", "task.d"}, len(head) + 40, head + " · running: task.a, task.b[1] +2 more"},
+		{"none fit", []string{"task.a-very-long-name"}, len(head) + 10, head + " · 1 running"},
+	}
+	for _, tc := range cases {
+		if got := statusLine(c, tc.running, el, tc.width); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The status line follows the events: a leased attempt runs until an event
+// ends it (its own token), and finished tasks count toward done/total.
+func TestProgressViewTracksRunningAttempts(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	v := newProgressView(&buf, true)
+	if err := v.plan(&planDoc{Summary: summaryDoc{Total: 3, Run: 3, Text: "Plan: 3 tasks to run."}}, false); err != nil {
+		t.Fatal(err)
+	}
+	v.begin = time.Now()
+	for _, e := range []engine.Event{
+		{Kind: engine.EventLeased, Task: "task.a", Attempt: 1, Token: 1},
+		{Kind: engine.EventLeased, Task: "task.b", Attempt: 1, Token: 2},
+		{Kind: engine.EventRetried, Task: "task.b", Attempt: 1, Token: 2},
+		{Kind: engine.EventLeased, Task: "task.b", Attempt: 2, Token: 3},
+		{Kind: engine.EventSucceeded, Task: "task.a", Attempt: 1, Token: 1},
+		{Kind: engine.EventCancelled, Task: "task.c"},
+	} {
+		v.event(e)
+	}
+	out := buf.String()
+	last := out[strings.LastIndex(out, "\r\x1b[K")+len("\r\x1b[K"):]
+	if !strings.HasPrefix(last, "[2/3] 1 succeeded, 0 failed, 3 attempts, ") || !strings.HasSuffix(last, " · running: task.b") {
+		t.Errorf("status line = %q", last)
+	}
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// platforms are the release targets, GOOS/GOARCH.
+var platforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
+
+// release is one release being made: the commit and the version stamped in.
+type release struct {
+	root    string // the repository's top folder
+	commit  string // full hash
+	version string
+}
+
+// newRelease resolves HEAD of the repository around the current folder to
+// the commit to release, and the version: the given one, else the latest v*
+// tag reachable from it (without the v; git describe adds -N-gHASH past the
+// tag), else 0.1.0-dev.
+func newRelease(version string) (*release, error) {
+	root, err := output("", nil, "git", "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("a release is made from a git commit, and this is not a git checkout (from a source archive, build with go build ./cmd/wdc): %w", err)
+	}
+	commit, err := output(root, nil, "git", "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return nil, err
+	}
+	if version == "" {
+		version = "0.1.0-dev"
+		if d, err := output(root, nil, "git", "describe", "--tags", "--match", "v[0-9]*", commit); err == nil {
+			version = strings.TrimPrefix(d, "v")
+		}
+	}
+	return &release{root: root, commit: commit, version: version}, nil
+}
+
+// base is the prefix of every file name of the release.
+func (r *release) base() string { return "wdc-" + r.version }
+
+func (r *release) binaryName(platform string) string {
+	return r.base() + "-" + strings.ReplaceAll(platform, "/", "-")
+}
+
+func (r *release) archiveName() string { return r.base() + "-src.tar.gz" }
+
+func (r *release) bundleName() string { return r.base() + ".bundle" }
+
+// build writes the release into dist, which it empties first.
+func (r *release) build(dist string) error {
+	if err := os.RemoveAll(dist); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dist, 0o755); err != nil {
+		return err
+	}
+	archive := filepath.Join(dist, r.archiveName())
+	if _, err := output(r.root, nil, "git", "archive", "--format=tar.gz", "--prefix="+r.base()+"/", "-o", archive, r.commit); err != nil {
+		return err
+	}
+	// A bundle of the commit's history with its HEAD: `git clone
+	// wdc-V.bundle` checks the commit out.
+	bundle := filepath.Join(dist, r.bundleName())
+	if _, err := output(r.root, nil, "git", "bundle", "create", "-q", bundle, "HEAD"); err != nil {
+		return err
+	}
+	if heads, err := output(r.root, nil, "git", "bundle", "list-heads", bundle); err != nil {
+		return err
+	} else if !strings.HasPrefix(heads, r.commit+" ") {
+		return fmt.Errorf("the bundle's HEAD is %q, not the release commit %s (did HEAD move?)", heads, r.commit)
+	}
+
+	src, err := os.MkdirTemp("", "wdc-release-src-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(src)
+	if err := extract(archive, src); err != nil {
+		return err
+	}
+	tree := filepath.Join(src, r.base())
+	for _, p := range platforms {
+		if err := r.timed("build "+p, func() error {
+			return r.goBuild(tree, p, filepath.Join(dist, r.binaryName(p)), nil)
+		}); err != nil {
+			return err
+		}
+	}
+	return writeManifest(dist, r.version, r.commit, goVersion())
+}
+
+// goBuild builds ./cmd/wdc of the source tree for platform into out, as a
+// release binary: static, stripped, trimmed of paths, with the version and
+// commit stamped in. env is added to the environment (e.g. a GOCACHE).
+func (r *release) goBuild(tree, platform, out string, env []string) error {
+	goos, goarch, _ := strings.Cut(platform, "/")
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	ldflags := fmt.Sprintf("-s -w -X main.Version=%s -X main.Commit=%s", r.version, r.commit)
+	env = append([]string{"CGO_ENABLED=0", "GOOS=" + goos, "GOARCH=" + goarch, "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local"}, env...)
+	_, err = output(tree, env, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", abs, "./cmd/wdc")
+	return err
+}
+
+// timed runs f and says how long it took.
+func (r *release) timed(what string, f func() error) error {
+	start := time.Now()
+	err := f()
+	if err == nil {
+		fmt.Printf("  %-44s %s\n", what, time.Since(start).Round(10*time.Millisecond))
+	}
+	return err
+}
+
+// extract unpacks a .tar.gz into dir with tar.
+func extract(archive, dir string) error {
+	_, err := output("", nil, "tar", "-xzf", archive, "-C", dir)
+	return err
+}
+
+// goVersion is the version of the go command that builds the release.
+func goVersion() string {
+	v, err := output("", nil, "go", "env", "GOVERSION")
+	if err != nil {
+		return "unknown"
+	}
+	return v
+}
+
+// output runs a command in dir (the current folder when ""), with env added
+// to this process's environment, and returns its trimmed stdout; a failure
+// carries the command and its stderr.
+func output(dir string, env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
