@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -606,10 +607,54 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		StartedAt:      ex.started,
 		EndedAt:        ex.ended,
 	}
+	req.DefHash = asg.DefHash
+	files := map[string]string{} // hash → file, for uploads the coordinator asks for
 	if ex.ran {
-		req.StdoutPath, req.StderrPath = paths.stdout, paths.stderr
+		for _, lf := range []struct{ name, path string }{{"stdout", paths.stdout}, {"stderr", paths.stderr}} {
+			h, size, err := artifact.HashFile(lf.path)
+			if err != nil {
+				log.Warn("reading a log to send it", "log", lf.name, "err", err)
+				continue
+			}
+			req.Artifacts = append(req.Artifacts, protocol.ArtifactRef{Kind: protocol.ArtifactLog, Name: lf.name, SHA256: h, Size: size,
+				MediaType: "text/plain; charset=utf-8"})
+			files[h] = lf.path
+		}
 	}
-	a.postResult(callCtx, log, asg.FencingToken, req)
+	a.postResult(callCtx, log, asg.FencingToken, req, files)
+}
+
+// upload sends the blobs a result is waiting for (a missing_artifacts
+// answer) from their files. An upload the coordinator refuses for good
+// (the file changed under it, it is too large, nobody waits for it) is
+// returned as an error, and the result is then abandoned.
+func (a *Agent) upload(callCtx context.Context, missing []string, files map[string]string) error {
+	for _, h := range missing {
+		path, ok := files[h]
+		if !ok {
+			return fmt.Errorf("the coordinator asks for blob %s, which this result does not name", h)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		// An upload may take long; bound it by the blob's size at
+		// 1 MiB/s, and at least the usual call timeout.
+		cctx, cancel := context.WithTimeout(callCtx, max(a.callTimeout(), time.Duration(fi.Size()>>20)*time.Second))
+		_, err = a.client.PutArtifact(cctx, h, f, fi.Size())
+		cancel()
+		f.Close()
+		a.note(err)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hold records a granted lease (and, when it fits, a running attempt)
@@ -640,12 +685,31 @@ func (a *Agent) hold(asg protocol.Assignment, fits bool) *attempt {
 // until it answers or the agent gives up (callCtx cancelled on a fatal
 // error). A lease the agent was told is gone is posted all the same: the
 // coordinator decides.
-func (a *Agent) postResult(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest) {
+func (a *Agent) postResult(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest, files map[string]string) {
+	uploads := 0 // rounds of missing_artifacts answered; a coordinator that keeps asking is refusing
 	for n := 0; ; n++ {
 		cctx, cancel := context.WithTimeout(callCtx, a.callTimeout())
 		resp, err := a.client.PostResult(cctx, token, req)
 		cancel()
 		a.note(err)
+		var ae *protocol.APIError
+		if errors.As(err, &ae) && ae.Code == protocol.CodeMissingArtifacts && uploads < 3 {
+			uploads++
+			// Not a decision yet: send what the coordinator lacks, then
+			// post again. A blob it holds already is never sent.
+			log.Info("uploading artifacts the coordinator asked for", "blobs", len(ae.Missing))
+			if uerr := a.upload(callCtx, ae.Missing, files); uerr != nil {
+				if reachFailure(uerr) && callCtx.Err() == nil {
+					d := a.retry.delay(n)
+					log.Warn("uploading artifacts failed; retrying", "err", uerr, "in", d)
+					sleep(callCtx, d)
+					continue
+				}
+				err = uerr
+			} else {
+				continue
+			}
+		}
 		if err == nil {
 			if resp.Decision == protocol.DecisionAccepted {
 				log.Info("result accepted", "duplicate", resp.Duplicate)

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -134,9 +137,23 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 	if res.req.FailureClass != "" {
 		t.Fatalf("result = %+v", res.req)
 	}
+	// The logs travel by hash: the result names them, no path.
 	wantLogDir := filepath.Join(a.opts.WorkDir, "logs", "task.env.2", "3")
-	if res.req.StdoutPath != filepath.Join(wantLogDir, "stdout") || res.req.StderrPath != filepath.Join(wantLogDir, "stderr") {
-		t.Errorf("log paths = %q, %q; want them in %s", res.req.StdoutPath, res.req.StderrPath, wantLogDir)
+	if res.req.StdoutPath != "" || res.req.StderrPath != "" {
+		t.Errorf("the result names log paths %q, %q", res.req.StdoutPath, res.req.StderrPath)
+	}
+	logs := map[string]protocol.ArtifactRef{}
+	for _, ar := range res.req.Artifacts {
+		logs[ar.Name] = ar
+	}
+	for _, name := range []string{"stdout", "stderr"} {
+		h, size, err := artifact.HashFile(filepath.Join(wantLogDir, name))
+		if ar := logs[name]; err != nil || ar.Kind != protocol.ArtifactLog || ar.SHA256 != h || ar.Size != size {
+			t.Errorf("artifact %s = %+v; want the hash %s and size %d of %s (%v)", name, ar, h, size, filepath.Join(wantLogDir, name), err)
+		}
+	}
+	if res.req.DefHash != asg.DefHash {
+		t.Errorf("result def_hash %q; want the assignment's %q", res.req.DefHash, asg.DefHash)
 	}
 	if res.req.WorkerID != "w-1" || res.req.Task != "task.env[2]" || res.req.Attempt != 3 || res.req.IdempotencyKey != "w-1-101" {
 		t.Errorf("result identity = %+v", res.req)
@@ -144,7 +161,7 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 	if !res.req.EndedAt.After(res.req.StartedAt) {
 		t.Errorf("ended %v not after started %v", res.req.EndedAt, res.req.StartedAt)
 	}
-	out, err := os.ReadFile(res.req.StdoutPath)
+	out, err := os.ReadFile(filepath.Join(wantLogDir, "stdout"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +192,7 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 	if fi, err := os.Stat(scratch); err != nil || !fi.IsDir() {
 		t.Errorf("scratch folder: %v", err)
 	}
-	errOut, _ := os.ReadFile(res.req.StderrPath)
+	errOut, _ := os.ReadFile(filepath.Join(wantLogDir, "stderr"))
 	if string(errOut) != "to-stderr\n" {
 		t.Errorf("stderr log = %q", errOut)
 	}
@@ -232,8 +249,8 @@ func TestAttemptOutcomes(t *testing.T) {
 			if r.FailureClass != tt.class || !strings.HasPrefix(r.Error, tt.errPrefix) || r.Signal != tt.signal {
 				t.Errorf("result = class %q error %q signal %q; want %q, %q…, %q", r.FailureClass, r.Error, r.Signal, tt.class, tt.errPrefix, tt.signal)
 			}
-			if ran := tt.class != ClassRefused; ran != (r.StdoutPath != "" && r.StderrPath != "") {
-				t.Errorf("log paths %q, %q for a command that ran: %v", r.StdoutPath, r.StderrPath, ran)
+			if ran := tt.class != ClassRefused; ran != (len(r.Artifacts) == 2) {
+				t.Errorf("log artifacts %+v for a command that ran: %v", r.Artifacts, ran)
 			}
 			switch {
 			case tt.exitCode < 0 && r.ExitCode != nil:
@@ -586,5 +603,33 @@ func TestDuplicateGrantRunsOnce(t *testing.T) {
 	}
 	if n := len(f.resultsCopy()); n != 1 {
 		t.Errorf("%d results posted for one lease granted twice, want 1", n)
+	}
+}
+
+// TestResultUploadsWhatTheCoordinatorLacks: a result answered
+// missing_artifacts uploads exactly the blobs named, from the attempt's
+// log files, then posts again; a blob the coordinator holds already is
+// not sent.
+func TestResultUploadsWhatTheCoordinatorLacks(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	empty := sha256.Sum256(nil)
+	f.blobs = map[string][]byte{hex.EncodeToString(empty[:]): nil} // it holds the empty log
+	s := startFake(t, f)
+	startAgent(t, s.URL(), nil)
+	asg := f.add(assignment(t, "task.up", "sh", "-c", "echo some output"))[0]
+	var res resultRec
+	waitFor(t, 20*time.Second, "the result", func() (ok bool) { res, ok = f.result(asg.FencingToken); return })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.puts != 1 {
+		t.Errorf("%d uploads; want 1 (stdout; the empty stderr is held already)", f.puts)
+	}
+	sum := sha256.Sum256([]byte("some output\n"))
+	if got := f.blobs[hex.EncodeToString(sum[:])]; string(got) != "some output\n" {
+		t.Errorf("uploaded stdout %q", got)
+	}
+	if res.req.FailureClass != "" || len(res.req.Artifacts) != 2 {
+		t.Errorf("result = %+v", res.req)
 	}
 }

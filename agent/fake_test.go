@@ -3,8 +3,11 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,6 +41,11 @@ type fakeCoord struct {
 	registerError int                                       // answer registration with this status
 	workerError   int                                       // answer heartbeats and claims with this status
 	resultHook    func(n int, r *http.Request) (status int) // n counts result posts from 1; 0 = answer normally
+	// blobs, when not nil, is the fake's artifact store: a result naming a
+	// hash it lacks is answered 409 missing_artifacts, and uploads land
+	// here (checked against their hash).
+	blobs map[string][]byte
+	puts  int // uploads received
 }
 
 type heartbeatRec struct {
@@ -180,11 +188,39 @@ func (f *fakeCoord) handler() http.Handler {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}))
+	mux.HandleFunc("PUT /v1/artifacts/{sha256}", auth(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != r.PathValue("sha256") {
+			f.writeError(w, http.StatusBadRequest, protocol.CodeHashMismatch)
+			return
+		}
+		f.mu.Lock()
+		f.blobs[r.PathValue("sha256")] = b
+		f.puts++
+		f.mu.Unlock()
+		reply(w, protocol.PutArtifactResponse{SHA256: r.PathValue("sha256"), Size: int64(len(b)), Created: true})
+	}))
 	mux.HandleFunc("POST /v1/leases/{token}/result", auth(func(w http.ResponseWriter, r *http.Request) {
 		token, _ := strconv.ParseInt(r.PathValue("token"), 10, 64)
 		var req protocol.ResultRequest
 		json.NewDecoder(r.Body).Decode(&req)
 		f.mu.Lock()
+		if f.blobs != nil {
+			var missing []string
+			for _, a := range req.Artifacts {
+				if _, ok := f.blobs[a.SHA256]; !ok {
+					missing = append(missing, a.SHA256)
+				}
+			}
+			if len(missing) > 0 {
+				f.mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusConflict)
+				json.NewEncoder(w).Encode(protocol.Error{Code: protocol.CodeMissingArtifacts, Message: "upload them", Missing: missing})
+				return
+			}
+		}
 		f.results = append(f.results, resultRec{time.Now(), token, req})
 		n, hook := len(f.results), f.resultHook
 		f.mu.Unlock()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/wdc-dev/wdc/artifact"
+
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -106,7 +108,14 @@ type ApplyOptions struct {
 	// OnServing, when set, is called once the coordinator serves, with its
 	// endpoint (URL, TLS, pin, warning).
 	OnServing func(*Endpoint)
+	// MaxArtifactSize caps each log and output a worker uploads, in bytes
+	// (default 1 GiB). The blobs go to ArtifactFolder(WorkDir).
+	MaxArtifactSize int64
 }
+
+// ArtifactFolder is where the work folder keeps its content-addressed
+// blobs (logs, outputs, inputs): the folder "artifacts" of it.
+func ArtifactFolder(workDir string) string { return filepath.Join(workDir, "artifacts") }
 
 // DefaultLaunchTimeout returns a provider's default launch_timeout: 60 s
 // for local, 10 min for external (waiting for a worker to join), 5 min for
@@ -367,9 +376,20 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	for _, p := range a.opts.Pools {
 		pools = append(pools, p.Runtime)
 	}
+	maxSize := a.opts.MaxArtifactSize
+	if maxSize <= 0 {
+		maxSize = 1 << 30
+	}
+	blobs, err := artifact.Open(ArtifactFolder(a.opts.WorkDir), maxSize)
+	if err != nil {
+		return err
+	}
+	if _, err := blobs.CleanTemp(time.Hour); err != nil {
+		a.opts.logger().Warn("removing temporary uploads an earlier apply left", "err", err)
+	}
 	coord, err := NewCoordinator(CoordinatorOptions{
 		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
-		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact,
+		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: blobs,
 	})
 	if err != nil {
 		return err

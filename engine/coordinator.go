@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -117,6 +118,10 @@ type CoordinatorOptions struct {
 	// the state stores it or an event shows it (apply hides the values of
 	// sensitive variables, which a refused command or dir may quote).
 	Redact func(string) string
+	// Artifacts is the work folder's blob store, which holds the logs and
+	// outputs results bind. Without it, a result that names artifacts
+	// waits for them forever (answered missing_artifacts).
+	Artifacts *artifact.Store
 }
 
 // Event kinds passed to OnEvent.
@@ -148,6 +153,10 @@ type Event struct {
 	Pool     string // "" when unknown
 	Attempt  int    // 0 when none
 	Token    int64  // fencing token, 0 when none
+	// StderrTail holds the last lines (StderrTailLines) of the stderr of
+	// the attempt a retried or failed event is about, when it failed
+	// (redacted); "" otherwise.
+	StderrTail string
 	// Launch is the launch sequence of a registered worker's launch (0
 	// when it joined with a join token, or for other kinds).
 	Launch  int
@@ -189,6 +198,7 @@ type Coordinator struct {
 	log           *slog.Logger
 	onEvent       func(Event)
 	redact        func(string) string
+	artifacts     *artifact.Store
 	sweepInterval time.Duration
 	maxClaimWait  time.Duration
 
@@ -253,6 +263,9 @@ type workerState struct {
 	drainRequested bool
 	seq            int      // its launch sequence, or 0
 	session        [32]byte // SHA-256 of its session token
+	// expected are the blobs this worker may upload: those a result of
+	// its was answered missing.
+	expected map[string]bool
 }
 
 type leaseState struct {
@@ -284,6 +297,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		log:           opts.Logger,
 		onEvent:       opts.OnEvent,
 		redact:        opts.Redact,
+		artifacts:     opts.Artifacts,
 		sweepInterval: opts.SweepInterval,
 		maxClaimWait:  opts.MaxClaimWait,
 		applyID:       opts.ApplyID,

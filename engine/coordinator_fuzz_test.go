@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -28,7 +29,11 @@ func FuzzHandler(f *testing.F) {
 	pools := []PoolRuntime{rtPool("p", 2, "arch=amd64")}
 	tasks := []TaskRuntime{rtTask("a"), rtTask("b", "task.a"), withRetry(rtTask("c"), 3, 3, time.Millisecond)}
 	upsertAll(f, s, pools, tasks, time.Now())
-	c, err := NewCoordinator(CoordinatorOptions{Store: s, Pools: pools, Tasks: tasks, MaxClaimWait: time.Millisecond})
+	blobs, err := artifact.Open(filepath.Join(f.TempDir(), "artifacts"), 1<<16)
+	if err != nil {
+		f.Fatal(err)
+	}
+	c, err := NewCoordinator(CoordinatorOptions{Store: s, Pools: pools, Tasks: tasks, MaxClaimWait: time.Millisecond, Artifacts: blobs})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -71,6 +76,10 @@ func FuzzHandler(f *testing.F) {
 		{"POST", "/v1/operator/sweep", `{}`, 1},
 		{"POST", "/v1/workers/{w}/claim", `{"max":1}`, 4},
 		{"POST", "/v1/workers/w-other/heartbeat", `{"leases":[]}`, 1},
+		{"PUT", "/v1/artifacts/2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", `hello`, 1},
+		{"PUT", "/v1/artifacts/xyz", `hello`, 1},
+		{"POST", "/v1/leases/1/result", `{"worker_id":"{w}","idempotency_key":"k9","exit_code":0,"artifacts":[{"kind":"log","name":"stdout","sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824","size":5}]}`, 1},
+		{"POST", "/v1/leases/1/result", `{"worker_id":"{w}","idempotency_key":"k8","artifacts":[{"kind":"x","name":"","sha256":"zz","size":-1}]}`, 1},
 	}
 	for _, sd := range seeds {
 		f.Add(sd.method, sd.path, []byte(sd.body), sd.auth)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -52,6 +53,7 @@ type harness struct {
 	clock *fakeClock
 	c     *Coordinator
 	srv   *httptest.Server
+	blobs *artifact.Store // the coordinator's artifact store (1 MiB cap)
 
 	mu     sync.Mutex
 	events []Event
@@ -144,8 +146,13 @@ func newHarness(t *testing.T, pools []PoolRuntime, tasks []TaskRuntime, o harnes
 	if !o.skipUpsert {
 		upsertAll(t, s, pools, tasks, now())
 	}
+	blobs, err := artifact.Open(filepath.Join(filepath.Dir(h.path), "artifacts"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.blobs = blobs
 	h.c, err = NewCoordinator(CoordinatorOptions{
-		Store: s, Pools: pools, Tasks: tasks, Now: now, MaxClaimWait: o.maxClaimWait,
+		Store: s, Pools: pools, Tasks: tasks, Now: now, MaxClaimWait: o.maxClaimWait, Artifacts: blobs,
 		OnEvent: func(e Event) {
 			h.mu.Lock()
 			defer h.mu.Unlock()

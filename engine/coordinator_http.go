@@ -24,6 +24,7 @@ import (
 //	POST /v1/workers/{id}/heartbeat           HeartbeatRequest → HeartbeatResponse    (session token)
 //	POST /v1/workers/{id}/claim               ClaimRequest → ClaimResponse, long poll (session token)
 //	POST /v1/leases/{token}/result            ResultRequest → ResultResponse          (session token)
+//	PUT  /v1/artifacts/{sha256}               blob → PutArtifactResponse               (session token)
 //	POST /v1/operator/join-tokens             JoinTokenRequest → JoinTokenResponse    (operator credential)
 //	POST /v1/operator/join-tokens/{id}/revoke → RevokeJoinTokenResponse               (operator credential)
 //	POST /v1/operator/lease                   LeaseLookupRequest → LeaseLookupResponse (operator credential)
@@ -49,6 +50,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("/v1/workers/{id}/heartbeat", c.serveHeartbeat)
 	mux.HandleFunc("/v1/workers/{id}/claim", c.serveClaim)
 	mux.HandleFunc("/v1/leases/{token}/result", c.serveResult)
+	mux.HandleFunc("/v1/artifacts/{sha256}", c.serveArtifact)
 	mux.HandleFunc("/v1/operator/join-tokens", c.serveCreateJoinToken)
 	mux.HandleFunc("/v1/operator/join-tokens/{id}/revoke", c.serveRevokeJoinToken)
 	mux.HandleFunc("/v1/operator/lease", c.serveLease)
@@ -116,6 +118,7 @@ type httpError struct {
 	code    string
 	reason  string // a protocol.Reason* constant, or ""
 	message string
+	missing []string // of a missing_artifacts answer
 }
 
 func (e *httpError) Error() string { return e.message }
@@ -135,7 +138,7 @@ func writeError(w http.ResponseWriter, e *httpError) {
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="wdc"`)
 	}
-	writeJSON(w, e.status, protocol.Error{Code: e.code, Message: e.message, Reason: e.reason})
+	writeJSON(w, e.status, protocol.Error{Code: e.code, Message: e.message, Reason: e.reason, Missing: e.missing})
 }
 
 func (e *httpError) write(w http.ResponseWriter) { writeError(w, e) }

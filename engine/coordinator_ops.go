@@ -280,7 +280,13 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	in := state.ResultInput{
 		Key: req.IdempotencyKey, Token: token, Task: req.Task, Attempt: req.Attempt, WorkerID: poster.id,
 		Class: state.FailureClass(req.FailureClass), ExitCode: req.ExitCode, Signal: req.Signal, Error: req.Error,
-		StdoutPath: req.StdoutPath, StderrPath: req.StderrPath, Body: body,
+		DefHash: req.DefHash, Artifacts: artifactsOf(req.Artifacts), Body: body,
+		Held: func(hashes []string) ([]string, error) {
+			if c.artifacts == nil {
+				return hashes, nil
+			}
+			return c.artifacts.Missing(hashes)
+		},
 	}
 	if c.redact != nil {
 		in.Error = c.redact(in.Error)
@@ -300,14 +306,30 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 		}
 	}
 	dec, err := c.store.AcceptResult(ctx, in, c.policy, now)
+	var miss *state.MissingArtifactsError
+	if errors.As(err, &miss) {
+		c.mu.Lock()
+		c.expectLocked(poster, miss.Missing)
+		c.mu.Unlock()
+		return protocol.ResultResponse{}, missingAnswer(miss.Missing)
+	}
 	if err != nil {
 		return protocol.ResultResponse{}, err
+	}
+	tail := ""
+	if dec.Outcome != nil && dec.Outcome.Class == state.FailureClassFailure {
+		tail = c.stderrTail(in.Artifacts)
 	}
 	var evs []Event
 	c.mu.Lock()
 	switch {
 	case dec.Outcome != nil:
+		poster.expected = nil
+		n := len(evs)
 		evs = c.applyOutcomeLocked(*dec.Outcome, now, evs)
+		if tail != "" && len(evs) > n {
+			evs[n].StderrTail = tail // the task's retried or failed event
+		}
 	case dec.Decision == state.DecisionRejected && !dec.Duplicate:
 		evs = append(evs, Event{At: now, Kind: EventRejected, Task: dec.Task, WorkerID: poster.id, Pool: poster.pool.rt.Name,
 			Attempt: req.Attempt, Token: token, Message: dec.Reason + ": " + dec.Detail})

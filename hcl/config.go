@@ -49,6 +49,9 @@ type Settings struct {
 	// TLS is the tls { } block: the server certificate to serve HTTPS with
 	// instead of one from the state's own CA; nil when absent.
 	TLS *TLSSettings
+	// MaxArtifactSize is the largest log or output a worker may upload, in
+	// bytes (max_artifact_size, default DefaultMaxArtifactSize).
+	MaxArtifactSize int64
 	// StateRange, ListenRange and AdvertiseRange are the ranges of the
 	// attributes, or the zero Range when they are absent.
 	StateRange     hcl.Range

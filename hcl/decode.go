@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/wdc-dev/wdc/artifact"
 )
 
 // Defaults of the configuration language.
@@ -85,7 +87,12 @@ type wdcBody struct {
 	Advertise *hcl.Attribute `hcl:"advertise,optional"`
 	Insecure  *hcl.Attribute `hcl:"insecure,optional"`
 	TLS       *tlsBody       `hcl:"tls,block"`
+	// MaxArtifactSize: the largest blob a worker may upload, e.g. "1GiB".
+	MaxArtifactSize *hcl.Attribute `hcl:"max_artifact_size,optional"`
 }
+
+// DefaultMaxArtifactSize is max_artifact_size's default, 1 GiB.
+const DefaultMaxArtifactSize = 1 << 30
 
 type tlsBody struct {
 	CertFile *hcl.Attribute `hcl:"cert_file,optional"`
@@ -94,6 +101,7 @@ type tlsBody struct {
 }
 
 func (l *loader) settings(blocks hcl.Blocks) {
+	l.cfg.Settings.MaxArtifactSize = DefaultMaxArtifactSize
 	for i, b := range blocks {
 		if i > 0 {
 			l.add(&hcl.Diagnostic{
@@ -133,6 +141,16 @@ func (l *loader) settings(blocks hcl.Blocks) {
 					l.add(attrErr(body.Advertise, "Invalid advertise URL", msg))
 				} else {
 					l.cfg.Settings.Advertise = u
+				}
+			}
+		}
+		if body.MaxArtifactSize != nil {
+			if v := l.setting(body.MaxArtifactSize); v != "" {
+				n, err := artifact.ParseSize(v)
+				if err != nil {
+					l.add(attrErr(body.MaxArtifactSize, "Invalid size", err.Error()))
+				} else {
+					l.cfg.Settings.MaxArtifactSize = n
 				}
 			}
 		}

@@ -136,7 +136,7 @@ func TestValid(t *testing.T) {
 				edge := pool("edge")
 				edge.Provider, edge.Max, edge.Labels, edge.LaunchTimeout = "external", 3, map[string]string{"site": "edge"}, 10*time.Minute
 				return want{
-					settings: Settings{State: "var/state.db", Listen: "127.0.0.1:7070", Advertise: "https://coordinator.example:7070",
+					settings: Settings{State: "var/state.db", Listen: "127.0.0.1:7070", Advertise: "https://coordinator.example:7070", MaxArtifactSize: 64 << 20,
 						TLS: &TLSSettings{CertFile: filepath.Join(dir, "tls", "server.crt"), KeyFile: "/etc/wdc/server.key"}},
 					pools: []*Pool{p, edge},
 					tasks: []*Task{train, with(task("/tmp", "abs", -1, "ls"), func(t *Task) {
@@ -267,6 +267,9 @@ func TestValid(t *testing.T) {
 			cfg := mustLoad(t, dir, in)
 			adir := abs(t, dir)
 			w := c.want(adir)
+			if w.settings.MaxArtifactSize == 0 {
+				w.settings.MaxArtifactSize = DefaultMaxArtifactSize
+			}
 			if cfg.Dir != adir {
 				t.Errorf("Dir = %q, want %q", cfg.Dir, adir)
 			}

@@ -52,6 +52,8 @@ type APIError struct {
 	Code    string // stable machine-readable name, e.g. "unauthorized"
 	Message string // human-readable detail
 	Reason  string // a Reason* constant refining Code, or ""
+	// Missing lists the hashes of a missing_artifacts answer.
+	Missing []string
 }
 
 // Error implements error, e.g. "coordinator answered 409 conflict: lease is not active".
@@ -155,6 +157,23 @@ func (c *Client) Sweep(ctx context.Context) (SweepResponse, error) {
 	return resp, err
 }
 
+// PutArtifact calls PUT /v1/artifacts/{sha256}, streaming size bytes of
+// body (Content-Type application/octet-stream). The coordinator recomputes
+// the hash: a mismatch is a 400 hash_mismatch, a blob over its cap a 413
+// too_large, a blob no result of this worker is waiting for a 409
+// not_expected.
+func (c *Client) PutArtifact(ctx context.Context, sha256 string, body io.Reader, size int64) (PutArtifactResponse, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.base+"/"+APIVersion+"/artifacts/"+url.PathEscape(sha256), body)
+	if err != nil {
+		return PutArtifactResponse{}, err
+	}
+	req.ContentLength = size
+	req.Header.Set("Content-Type", "application/octet-stream")
+	var resp PutArtifactResponse
+	err = c.do(req, &resp)
+	return resp, err
+}
+
 // call POSTs body as JSON to path and decodes a 2xx answer into out.
 func (c *Client) call(ctx context.Context, path string, body, out any) error {
 	b, err := json.Marshal(body)
@@ -166,6 +185,13 @@ func (c *Client) call(ctx context.Context, path string, body, out any) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return c.do(req, out)
+}
+
+// do sends req with the credential and version headers and decodes a 2xx
+// JSON answer into out.
+func (c *Client) do(req *http.Request, out any) error {
+	path := req.URL.Path
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set(VersionHeader, strconv.Itoa(ProtocolVersion))
@@ -198,7 +224,7 @@ func (c *Client) call(ctx context.Context, path string, body, out any) error {
 func decodeAPIError(status int, data []byte) *APIError {
 	var e Error
 	if err := json.Unmarshal(data, &e); err == nil && e.Code != "" {
-		return &APIError{Status: status, Code: e.Code, Message: e.Message, Reason: e.Reason}
+		return &APIError{Status: status, Code: e.Code, Message: e.Message, Reason: e.Reason, Missing: e.Missing}
 	}
 	msg := strings.TrimSpace(string(data))
 	if len(msg) > 200 {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // recorded is one request as the fake server saw it.
@@ -115,13 +117,13 @@ func TestClientErrors(t *testing.T) {
 		want      APIError
 		temporary bool
 	}{
-		{"typed 401", 401, `{"code":"unauthorized","message":"unknown pool token"}`, APIError{401, "unauthorized", "unknown pool token", ""}, false},
-		{"typed 404", 404, `{"code":"not_found","message":"unknown worker w-9"}`, APIError{404, "not_found", "unknown worker w-9", ""}, false},
-		{"typed 409", 409, `{"code":"conflict","message":"worker is gone"}`, APIError{409, "conflict", "worker is gone", ""}, false},
-		{"plain-text 502 from a proxy", 502, "Bad Gateway\n", APIError{502, "internal", "Bad Gateway", ""}, true},
-		{"503 without body", 503, "", APIError{503, "internal", "", ""}, true},
-		{"429", 429, "slow down", APIError{429, "bad_request", "slow down", ""}, true},
-		{"JSON without code", 400, `{"message":"x"}`, APIError{400, "bad_request", `{"message":"x"}`, ""}, false},
+		{"typed 401", 401, `{"code":"unauthorized","message":"unknown pool token"}`, APIError{Status: 401, Code: "unauthorized", Message: "unknown pool token"}, false},
+		{"typed 404", 404, `{"code":"not_found","message":"unknown worker w-9"}`, APIError{Status: 404, Code: "not_found", Message: "unknown worker w-9"}, false},
+		{"typed 409", 409, `{"code":"conflict","message":"worker is gone"}`, APIError{Status: 409, Code: "conflict", Message: "worker is gone"}, false},
+		{"plain-text 502 from a proxy", 502, "Bad Gateway\n", APIError{Status: 502, Code: "internal", Message: "Bad Gateway"}, true},
+		{"503 without body", 503, "", APIError{Status: 503, Code: "internal", Message: ""}, true},
+		{"429", 429, "slow down", APIError{Status: 429, Code: "bad_request", Message: "slow down"}, true},
+		{"JSON without code", 400, `{"message":"x"}`, APIError{Status: 400, Code: "bad_request", Message: `{"message":"x"}`}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,8 +138,8 @@ func TestClientErrors(t *testing.T) {
 			if !errors.As(err, &ae) {
 				t.Fatalf("error = %v (%T), want *APIError", err, err)
 			}
-			if *ae != tt.want {
-				t.Errorf("error = %+v, want %+v", *ae, tt.want)
+			if diff := cmp.Diff(tt.want, *ae); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
 			}
 			if ae.Temporary() != tt.temporary {
 				t.Errorf("Temporary() = %v, want %v", ae.Temporary(), tt.temporary)

@@ -153,8 +153,45 @@ type ResultRequest struct {
 	Error        string    `json:"error,omitempty"`
 	StartedAt    time.Time `json:"started_at"`
 	EndedAt      time.Time `json:"ended_at"`
-	StdoutPath   string    `json:"stdout_path,omitempty"`
-	StderrPath   string    `json:"stderr_path,omitempty"`
+	// StdoutPath and StderrPath are read from agents of earlier versions
+	// and ignored: logs travel as artifacts, and no path of the worker's
+	// machine enters the state.
+	StdoutPath string `json:"stdout_path,omitempty"`
+	StderrPath string `json:"stderr_path,omitempty"`
+	// DefHash, when set, must be the lease's definition hash (else the
+	// result is rejected as unknown_lease).
+	DefHash string `json:"def_hash,omitempty"`
+	// Artifacts are the attempt's logs and outputs, by content hash. A
+	// result that would be accepted but names blobs the coordinator does
+	// not hold is answered 409 missing_artifacts listing them (and is not
+	// a decision yet): upload them with PUT /v1/artifacts/{sha256} and post
+	// again.
+	Artifacts []ArtifactRef `json:"artifacts,omitempty"`
+}
+
+// Artifact kinds.
+const (
+	ArtifactLog    = "log"    // Name "stdout" or "stderr"
+	ArtifactOutput = "output" // Name the output's path relative to the attempt's directory
+)
+
+// ArtifactRef names one blob a result binds to its attempt.
+type ArtifactRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// SHA256 is the blob's hash, 64 lowercase hex digits.
+	SHA256 string `json:"sha256"`
+	// Size is the blob's length in bytes.
+	Size      int64  `json:"size"`
+	MediaType string `json:"media_type,omitempty"`
+}
+
+// PutArtifactResponse answers PUT /v1/artifacts/{sha256}.
+type PutArtifactResponse struct {
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	// Created is false when the coordinator held the blob already.
+	Created bool `json:"created"`
 }
 
 // Result decisions.
@@ -185,6 +222,17 @@ const (
 	// CodeUnsupportedVersion: the request's VersionHeader is missing or
 	// outside the range the coordinator accepts (400).
 	CodeUnsupportedVersion = "unsupported_protocol_version"
+	// CodeMissingArtifacts: a result names blobs the coordinator does not
+	// hold (409); Error.Missing lists them.
+	CodeMissingArtifacts = "missing_artifacts"
+	// CodeHashMismatch: an uploaded blob's content does not have the hash
+	// it was put under (400).
+	CodeHashMismatch = "hash_mismatch"
+	// CodeTooLarge: an uploaded blob is larger than max_artifact_size (413).
+	CodeTooLarge = "too_large"
+	// CodeNotExpected: an upload of a blob no result of this worker is
+	// waiting for (409).
+	CodeNotExpected = "not_expected"
 )
 
 // Reasons of 401, 403 and 409 answers (protocol.Error.Reason).
@@ -211,4 +259,6 @@ type Error struct {
 	// Reason refines Code where the caller acts on it: one of the
 	// Reason* constants above, or "".
 	Reason string `json:"reason,omitempty"`
+	// Missing lists the hashes of a missing_artifacts answer.
+	Missing []string `json:"missing,omitempty"`
 }

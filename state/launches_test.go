@@ -193,3 +193,77 @@ func TestAppliesRecorded(t *testing.T) {
 		t.Errorf("applies (-want +got):\n%s", diff)
 	}
 }
+
+// TestResultBindsArtifactsOnlyWhenHeld: a result that would be accepted but
+// names blobs the store lacks changes nothing (not even the serial) and
+// says which; once they are held it is accepted and binds them; a fenced
+// result is rejected before the store is even asked; a result naming
+// another definition is not about this lease.
+func TestResultBindsArtifactsOnlyWhenHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	l := claim(t, s, "task.a", "w1", t0)
+	arts := []Artifact{{Kind: ArtifactLog, Name: "stdout", SHA256: hashA, Size: 3, MediaType: "text/plain"},
+		{Kind: ArtifactOutput, Name: "out/r.json", SHA256: hashB, Size: 9}}
+	asked := 0
+	held := map[string]bool{hashA: true}
+	in := ResultInput{Key: "k", Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w1", DefHash: l.DefHash, Artifacts: arts,
+		Held: func(hs []string) ([]string, error) {
+			asked++
+			var missing []string
+			for _, h := range hs {
+				if !held[h] {
+					missing = append(missing, h)
+				}
+			}
+			return missing, nil
+		}}
+	before := serial(t, s)
+	_, err := s.AcceptResult(ctx, in, nil, t0.Add(time.Second))
+	var miss *MissingArtifactsError
+	if !errors.As(err, &miss) || len(miss.Missing) != 1 || miss.Missing[0] != hashB {
+		t.Fatalf("AcceptResult with a blob missing: %v; want a MissingArtifactsError naming it", err)
+	}
+	if serial(t, s) != before || taskOf(t, s, "task.a").Status != TaskRunning {
+		t.Errorf("a result waiting for its artifacts changed the state")
+	}
+	if rs, _ := s.Results(ctx, "task.a"); len(rs) != 0 {
+		t.Errorf("a result waiting for its artifacts was recorded: %+v", rs)
+	}
+	held[hashB] = true
+	dec, err := s.AcceptResult(ctx, in, nil, t0.Add(2*time.Second))
+	if err != nil || dec.Decision != DecisionAccepted {
+		t.Fatalf("AcceptResult once held = %+v, %v", dec, err)
+	}
+	got, err := s.ArtifactsOf(ctx, "task.a", l.Attempt)
+	if err != nil || len(got) != 2 || got[0].Name != "stdout" || got[1].Name != "out/r.json" || got[0].MediaType != "text/plain" {
+		t.Errorf("ArtifactsOf = %+v, %v", got, err)
+	}
+	refs, err := s.ReferencedBlobs(ctx)
+	if err != nil || !refs[hashA] || !refs[hashB] {
+		t.Errorf("ReferencedBlobs = %v, %v", refs, err)
+	}
+	// A fenced result (the lease is completed now) is rejected without
+	// asking the store; a result for another definition is unknown_lease.
+	asked = 0
+	stale := in
+	stale.Key = "k2"
+	if dec, err := s.AcceptResult(ctx, stale, nil, t0.Add(3*time.Second)); err != nil || dec.Reason != ReasonLeaseExpired || asked != 0 {
+		t.Errorf("fenced result = %+v, %v, store asked %d times", dec, err, asked)
+	}
+	addTask(t, s, "task.b", TaskQueued, 1, 1)
+	lb := claim(t, s, "task.b", "w1", t0)
+	other := ResultInput{Key: "k3", Token: lb.Token, WorkerID: "w1", DefHash: "h-other"}
+	if dec, err := s.AcceptResult(ctx, other, nil, t0.Add(time.Second)); err != nil || dec.Reason != ReasonUnknownLease {
+		t.Errorf("result for another definition = %+v, %v; want unknown_lease", dec, err)
+	}
+	// Bad artifacts are refused before anything.
+	for _, bad := range [][]Artifact{{{Kind: "blob", Name: "x", SHA256: hashA}}, {{Kind: ArtifactLog, Name: "x", SHA256: "ABC"}},
+		{{Kind: ArtifactLog, Name: "x", SHA256: hashA}, {Kind: ArtifactLog, Name: "x", SHA256: hashB}}} {
+		if _, err := s.AcceptResult(ctx, ResultInput{Key: "k4", Token: lb.Token, WorkerID: "w1", Artifacts: bad}, nil, t0); !errors.Is(err, ErrInvalid) {
+			t.Errorf("artifacts %+v: %v; want ErrInvalid", bad, err)
+		}
+	}
+}

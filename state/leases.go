@@ -192,8 +192,9 @@ func (s *Store) LastToken(ctx context.Context) (int64, error) {
 	return t, err
 }
 
-// Attempts returns the attempts of the task in ascending number order
-// (empty, not an error, for an unknown task).
+// Attempts returns the attempts of the task in ascending number order, each
+// with the artifacts its accepted result bound (empty, not an error, for
+// an unknown task).
 func (s *Store) Attempts(ctx context.Context, task string) ([]Attempt, error) {
 	out := []Attempt{}
 	err := s.read(ctx, func(tx *sql.Tx) error {
@@ -222,7 +223,16 @@ func (s *Store) Attempts(ctx context.Context, task string) ([]Attempt, error) {
 			a.FailureClass = FailureClass(class.String)
 			out = append(out, a)
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		for i := range out {
+			if out[i].Artifacts, err = queryArtifacts(ctx, tx, `WHERE fencing_token = ?`, out[i].Token); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return out, err
 }

@@ -299,8 +299,62 @@ type ResultInput struct {
 	Error      string
 	StdoutPath string
 	StderrPath string
+	// DefHash, when set, must be the lease's definition hash (else the
+	// result is rejected as unknown_lease: it is not about this lease).
+	DefHash string
+	// Artifacts are the logs and outputs the result binds, by hash.
+	Artifacts []Artifact
+	// Held, when set, is asked — after the fencing checks passed and
+	// before anything is written — which of the artifacts' hashes the
+	// store does not hold; if any, AcceptResult changes nothing and fails
+	// with a *MissingArtifactsError (the result is not a decision yet).
+	Held func(hashes []string) (missing []string, err error)
 	// Body is the request as posted (JSON), kept in the results table.
 	Body []byte
+}
+
+// MissingArtifactsError is returned by AcceptResult when a result that
+// would be accepted names blobs the store does not hold: upload them and
+// post again. Nothing was recorded.
+type MissingArtifactsError struct {
+	Missing []string // hashes, in the result's order
+}
+
+func (e *MissingArtifactsError) Error() string {
+	return fmt.Sprintf("the result names %d artifact(s) the coordinator does not hold: upload them first", len(e.Missing))
+}
+
+// checkArtifacts validates the artifacts of a result.
+func checkArtifacts(as []Artifact) error {
+	seen := map[[2]string]bool{}
+	for _, a := range as {
+		switch {
+		case a.Kind != ArtifactLog && a.Kind != ArtifactOutput:
+			return invalidf("artifact %q: kind must be log or output, have %q", a.Name, a.Kind)
+		case a.Name == "":
+			return invalidf("an artifact has no name")
+		case !isHexHash(a.SHA256):
+			return invalidf("artifact %q: sha256 must be 64 lowercase hex digits", a.Name)
+		case a.Size < 0:
+			return invalidf("artifact %q: size must not be negative", a.Name)
+		case seen[[2]string{a.Kind, a.Name}]:
+			return invalidf("artifact %s %q is named twice", a.Kind, a.Name)
+		}
+		seen[[2]string{a.Kind, a.Name}] = true
+	}
+	return nil
+}
+
+func isHexHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ResultDecision answers AcceptResult.
@@ -369,6 +423,9 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 	case in.Class != "" && !in.Class.Valid():
 		return ResultDecision{}, invalidf("result for lease %d: unknown failure class %q", in.Token, in.Class)
 	}
+	if err := checkArtifacts(in.Artifacts); err != nil {
+		return ResultDecision{}, err
+	}
 	if d, ok, err := s.resultByKey(ctx, in.Key, in.Token, in.WorkerID); err != nil || ok {
 		return d, err
 	}
@@ -414,6 +471,10 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 			return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for %s attempt %d, not %s attempt %d",
 				l.Token, l.Task, l.Attempt, in.Task, in.Attempt))
 		}
+		if in.DefHash != "" && in.DefHash != l.DefHash {
+			return reject(l.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for definition %s, not %s",
+				l.Token, shortHash(l.DefHash), shortHash(in.DefHash)))
+		}
 		if l.WorkerID != in.WorkerID {
 			return reject(l.Task, ReasonWrongWorker, fmt.Sprintf("lease %d belongs to worker %s, not %s", l.Token, l.WorkerID, in.WorkerID))
 		}
@@ -431,7 +492,26 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 			return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d expired at %s", l.Token, l.ExpiresAt.Format(time.RFC3339Nano)))
 		}
 
-		// Accepted.
+		// Accepted, once every artifact it binds is held.
+		if in.Held != nil && len(in.Artifacts) > 0 {
+			hashes := make([]string, len(in.Artifacts))
+			for i, a := range in.Artifacts {
+				hashes[i] = a.SHA256
+			}
+			missing, err := in.Held(hashes)
+			if err != nil {
+				return fmt.Errorf("result %q: checking its artifacts: %w", in.Key, err)
+			}
+			if len(missing) > 0 {
+				return &MissingArtifactsError{Missing: missing}
+			}
+		}
+		for _, a := range in.Artifacts {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, l.Token, l.Task, l.Attempt, a.Kind, a.Name, a.SHA256, a.Size, a.MediaType); err != nil {
+				return fmt.Errorf("record artifact %s of %s attempt %d: %w", a.Name, l.Task, l.Attempt, err)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
 			VALUES (?, ?, ?, ?, ?, 'accepted', NULL, ?, ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, string(in.Body), ms(now)); err != nil {
 			return fmt.Errorf("record result %q: %w", in.Key, err)
@@ -536,6 +616,68 @@ func (s *Store) Results(ctx context.Context, task string) ([]Result, error) {
 			}
 			r.ReceivedAt = fromMS(at)
 			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+func shortHash(h string) string {
+	if len(h) > 8 {
+		return h[:8]
+	}
+	return h
+}
+
+// ArtifactsOf returns the artifacts bound to one attempt of a task, by
+// kind then name (empty when none, or for an unknown attempt).
+func (s *Store) ArtifactsOf(ctx context.Context, task string, attempt int) ([]Artifact, error) {
+	var out []Artifact
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = queryArtifacts(ctx, tx, `WHERE task = ? AND attempt = ?`, task, attempt)
+		return err
+	})
+	return out, err
+}
+
+func queryArtifacts(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]Artifact, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT kind, name, sha256, size, media_type FROM attempt_artifacts `+where+` ORDER BY kind, name`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read artifacts: %w", err)
+	}
+	defer rows.Close()
+	var out []Artifact
+	for rows.Next() {
+		var a Artifact
+		if err := rows.Scan(&a.Kind, &a.Name, &a.SHA256, &a.Size, &a.MediaType); err != nil {
+			return nil, fmt.Errorf("read artifacts: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// ReferencedBlobs returns the hashes of the blobs that an attempt of a
+// task's current definition bound (the attempt's lease has the task's
+// current def_hash): what garbage collection keeps. Blobs of attempts of
+// replaced definitions, and of tasks no longer in the state, are not in it.
+func (s *Store) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT a.sha256 FROM attempt_artifacts a
+			JOIN leases l ON l.token = a.fencing_token
+			JOIN tasks t ON t.address = a.task AND t.def_hash = l.def_hash`)
+		if err != nil {
+			return fmt.Errorf("read referenced blobs: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h string
+			if err := rows.Scan(&h); err != nil {
+				return fmt.Errorf("read referenced blobs: %w", err)
+			}
+			out[h] = true
 		}
 		return rows.Err()
 	})

@@ -99,8 +99,31 @@ type Attempt struct {
 	Signal       string       // signal that killed the command, "" when none
 	FailureClass FailureClass // "" unless the attempt failed
 	Error        string
-	StdoutPath   string
-	StderrPath   string
+	// StdoutPath and StderrPath are where an agent of an earlier version
+	// said its logs were; attempts recorded since logs travel as artifacts
+	// leave them empty.
+	StdoutPath string
+	StderrPath string
+	// Artifacts are the logs and outputs the accepted result bound, by
+	// kind then name (empty until then).
+	Artifacts []Artifact
+}
+
+// Artifact kinds.
+const (
+	ArtifactLog    = "log"    // Name "stdout" or "stderr"
+	ArtifactOutput = "output" // Name the output's path relative to the attempt's directory
+)
+
+// Artifact is one blob an accepted result bound to its attempt: a log or
+// an output, by content hash (the blob is in the work folder's artifact
+// store).
+type Artifact struct {
+	Kind      string // ArtifactLog or ArtifactOutput
+	Name      string
+	SHA256    string // 64 lowercase hex digits
+	Size      int64  // bytes
+	MediaType string // e.g. "text/plain; charset=utf-8"; "" when unknown
 }
 
 // Event is one entry of the append-only event log.

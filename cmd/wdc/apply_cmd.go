@@ -232,13 +232,14 @@ func (c *ApplyCmd) Run(e *env) error {
 		return err
 	}
 	res, err := engine.Apply(ctx, engine.ApplyOptions{
-		Store:   store,
-		Plan:    plan,
-		Pools:   pools,
-		Tasks:   tasks,
-		Serve:   serve,
-		ApplyID: lock.ID(),
-		Lineage: lineage,
+		Store:           store,
+		Plan:            plan,
+		Pools:           pools,
+		Tasks:           tasks,
+		Serve:           serve,
+		MaxArtifactSize: cfg.Settings.MaxArtifactSize,
+		ApplyID:         lock.ID(),
+		Lineage:         lineage,
 		OnServing: func(ep *engine.Endpoint) {
 			if ep.Warning != "" {
 				fmt.Fprintf(e.stderr, "Warning: %s.\n", ep.Warning)

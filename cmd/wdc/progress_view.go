@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,9 +116,22 @@ func (v *progressView) event(e engine.Event) {
 		fmt.Fprint(v.w, "\r\x1b[K")
 	}
 	fmt.Fprintln(v.w, eventLine(e))
+	if e.StderrTail != "" {
+		fmt.Fprint(v.w, indentTail(e.StderrTail))
+	}
 	if v.terminal {
 		v.status()
 	}
+}
+
+// indentTail renders a failed attempt's stderr tail under its event line:
+// "           stderr │ line", one per line.
+func indentTail(tail string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(tail, "\n") {
+		b.WriteString("           stderr | " + line + "\n")
+	}
+	return b.String()
 }
 
 func (v *progressView) status() {
@@ -235,6 +249,9 @@ type eventDoc struct {
 	Token    int64     `json:"fencing_token,omitempty"`
 	Launch   int       `json:"launch,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	// StderrTail is the last lines of a failed attempt's stderr
+	// (retried and failed events; format 1.1).
+	StderrTail string `json:"stderr_tail,omitempty"`
 }
 
 // summaryLine is the last line of apply --json.
@@ -271,7 +288,7 @@ func (j *jsonOutput) close() {}
 
 func (j *jsonOutput) event(e engine.Event) {
 	_ = j.write(eventDoc{Type: "event", Kind: e.Kind, At: e.At.UTC(), Task: e.Task, Pool: e.Pool, WorkerID: e.WorkerID,
-		Attempt: e.Attempt, Token: e.Token, Launch: e.Launch, Message: e.Message})
+		Attempt: e.Attempt, Token: e.Token, Launch: e.Launch, Message: e.Message, StderrTail: e.StderrTail})
 }
 
 func (j *jsonOutput) summary(res *engine.ApplyResult, nothingToDo bool) error {

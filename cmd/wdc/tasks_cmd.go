@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/engine"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -74,8 +79,61 @@ type attemptJSON struct {
 	Signal       string     `json:"signal,omitempty"`
 	FailureClass string     `json:"failure_class,omitempty"`
 	Error        string     `json:"error,omitempty"`
-	StdoutPath   string     `json:"stdout_path,omitempty"`
-	StderrPath   string     `json:"stderr_path,omitempty"`
+	// StdoutPath and StderrPath are set only for attempts recorded by an
+	// earlier version, whose agents reported log paths.
+	StdoutPath string         `json:"stdout_path,omitempty"`
+	StderrPath string         `json:"stderr_path,omitempty"`
+	Artifacts  []artifactJSON `json:"artifacts"`
+	// StderrTail is the last lines of a failed attempt's stderr, redacted.
+	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+// artifactJSON is one log or output an attempt's accepted result bound.
+type artifactJSON struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	MediaType string `json:"media_type,omitempty"`
+}
+
+// rejectedJSON is a result the coordinator refused.
+type rejectedJSON struct {
+	ReceivedAt   time.Time      `json:"received_at"`
+	WorkerID     string         `json:"worker_id"`
+	FencingToken int64          `json:"fencing_token"`
+	Attempt      int            `json:"attempt,omitempty"`
+	Reason       string         `json:"reason"`
+	Artifacts    []artifactJSON `json:"artifacts"`
+}
+
+func newArtifactsJSON(as []state.Artifact) []artifactJSON {
+	out := make([]artifactJSON, 0, len(as))
+	for _, a := range as {
+		out = append(out, artifactJSON{Kind: a.Kind, Name: a.Name, SHA256: a.SHA256, Size: a.Size, MediaType: a.MediaType})
+	}
+	return out
+}
+
+// rejectedResults lists a task's rejected results with the artifacts they
+// named (from the body as posted).
+func rejectedResults(rs []state.Result) []rejectedJSON {
+	out := []rejectedJSON{}
+	for _, r := range rs {
+		if r.Decision != state.DecisionRejected {
+			continue
+		}
+		rj := rejectedJSON{ReceivedAt: r.ReceivedAt, WorkerID: r.WorkerID, FencingToken: r.Token, Attempt: r.Attempt, Reason: r.Reason,
+			Artifacts: []artifactJSON{}}
+		var body protocol.ResultRequest
+		if json.Unmarshal(r.Body, &body) == nil {
+			for _, a := range body.Artifacts {
+				rj.Artifacts = append(rj.Artifacts, artifactJSON{Kind: a.Kind, Name: a.Name, SHA256: a.SHA256, Size: a.Size, MediaType: a.MediaType})
+			}
+		}
+		out = append(out, rj)
+	}
+	return out
 }
 
 type eventJSON struct {
@@ -134,16 +192,24 @@ func (c *TasksShowCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	results, err := st.Results(ctx, addr)
+	if err != nil {
+		return err
+	}
+	rejected := rejectedResults(results)
+	tails := e.stderrTails(path, attempts)
 	if c.JSON {
 		out := struct {
 			taskJSON
-			AttemptList []attemptJSON `json:"attempt_list"`
-			Events      []eventJSON   `json:"events"`
-		}{taskJSON: newTaskJSON(*task), AttemptList: []attemptJSON{}, Events: []eventJSON{}}
+			AttemptList []attemptJSON  `json:"attempt_list"`
+			Rejected    []rejectedJSON `json:"rejected_results"`
+			Events      []eventJSON    `json:"events"`
+		}{taskJSON: newTaskJSON(*task), AttemptList: []attemptJSON{}, Rejected: rejected, Events: []eventJSON{}}
 		for _, a := range attempts {
 			out.AttemptList = append(out.AttemptList, attemptJSON{Number: a.Number, WorkerID: a.WorkerID, FencingToken: a.Token,
 				StartedAt: jsonTime(a.StartedAt), EndedAt: jsonTime(a.EndedAt), ExitCode: a.ExitCode, Signal: a.Signal,
-				FailureClass: string(a.FailureClass), Error: a.Error, StdoutPath: a.StdoutPath, StderrPath: a.StderrPath})
+				FailureClass: string(a.FailureClass), Error: a.Error, StdoutPath: a.StdoutPath, StderrPath: a.StderrPath,
+				Artifacts: newArtifactsJSON(a.Artifacts), StderrTail: tails[a.Number]})
 		}
 		for _, ev := range events {
 			out.Events = append(out.Events, eventJSON{Seq: ev.Seq, At: ev.At.UTC(), Kind: ev.Kind, WorkerID: ev.WorkerID, FencingToken: ev.Token, Message: ev.Message})
@@ -161,7 +227,7 @@ func (c *TasksShowCmd) Run(e *env) error {
 		fmt.Fprintf(w, "  none\n")
 	} else {
 		tw := newTable(w)
-		fmt.Fprintln(tw, "  #\tWORKER\tTOKEN\tSTARTED\tENDED\tEXIT\tCLASS\tSTDOUT\tSTDERR")
+		fmt.Fprintln(tw, "  #\tWORKER\tTOKEN\tSTARTED\tENDED\tEXIT\tCLASS\tARTIFACTS")
 		for _, a := range attempts {
 			exit := "-"
 			switch {
@@ -170,11 +236,30 @@ func (c *TasksShowCmd) Run(e *env) error {
 			case a.Signal != "":
 				exit = a.Signal
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Number, a.WorkerID, a.Token, formatTime(a.StartedAt), formatTime(a.EndedAt),
-				exit, orDash(string(a.FailureClass)), orDash(a.StdoutPath), orDash(a.StderrPath))
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Number, a.WorkerID, a.Token, formatTime(a.StartedAt), formatTime(a.EndedAt),
+				exit, orDash(string(a.FailureClass)), artifactsSummary(a))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		for _, a := range attempts {
+			if tail := tails[a.Number]; tail != "" {
+				fmt.Fprintf(w, "\nAttempt %d, last lines of stderr (wdc logs %s --attempt %d --stderr for all):\n", a.Number, addr, a.Number)
+				for _, line := range strings.Split(tail, "\n") {
+					fmt.Fprintf(w, "  | %s\n", line)
+				}
+			}
+		}
+	}
+	if len(rejected) > 0 {
+		fmt.Fprintf(w, "\nRejected results:\n")
+		for _, r := range rejected {
+			names := make([]string, len(r.Artifacts))
+			for i, a := range r.Artifacts {
+				names[i] = a.Name + " " + protocol.ShortHash(a.SHA256)
+			}
+			fmt.Fprintf(w, "  %s  worker %s, token %d: %s; artifacts: %s\n", formatTime(r.ReceivedAt), r.WorkerID, r.FencingToken, r.Reason,
+				orDash(strings.Join(names, ", ")))
 		}
 	}
 	fmt.Fprintf(w, "\nEvents:\n")
@@ -211,4 +296,73 @@ func (e *env) readStateSnapshot() (*state.Snapshot, string, error) {
 	}
 	snap, err := readSnapshot(context.Background(), path)
 	return snap, path, err
+}
+
+// artifactsSummary is an attempt's artifacts in one cell: "stdout 12 B,
+// stderr 0 B, out/r.json 2.1 KiB", or the log paths an earlier version
+// recorded.
+func artifactsSummary(a state.Attempt) string {
+	if len(a.Artifacts) == 0 {
+		if a.StdoutPath != "" || a.StderrPath != "" {
+			return orDash(a.StdoutPath) + " " + orDash(a.StderrPath)
+		}
+		return "-"
+	}
+	parts := make([]string, len(a.Artifacts))
+	for i, x := range a.Artifacts {
+		parts[i] = x.Name + " " + artifact.FormatSize(x.Size)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// stderrTails returns the last lines of the stderr of each failed attempt
+// (by number), redacted with the configuration's sensitive values; none
+// when the configuration does not load (nothing could be redacted).
+func (e *env) stderrTails(statePath string, attempts []state.Attempt) map[int]string {
+	out := map[int]string{}
+	redact := e.quietRedactor()
+	if redact == nil {
+		return out
+	}
+	var store *artifact.Store
+	for _, a := range attempts {
+		if a.FailureClass != state.FailureClassFailure {
+			continue
+		}
+		for _, x := range a.Artifacts {
+			if x.Kind != state.ArtifactLog || x.Name != "stderr" {
+				continue
+			}
+			if store == nil {
+				s, err := artifact.OpenForReading(engine.ArtifactFolder(filepath.Dir(statePath)))
+				if err != nil {
+					return out
+				}
+				store = s
+			}
+			if tail, err := engine.TailBlob(store, x.SHA256, engine.StderrTailLines); err == nil && tail != "" {
+				out[a.Number] = redact(tail)
+			}
+		}
+	}
+	return out
+}
+
+// quietRedactor loads the configuration without printing anything and
+// returns the function that hides its sensitive values, or nil when it
+// does not load.
+func (e *env) quietRedactor() func(string) string {
+	dir, err := e.configDir()
+	if err != nil {
+		return nil
+	}
+	varFiles := make([]string, len(e.flags.VarFile))
+	for i, f := range e.flags.VarFile {
+		varFiles[i] = resolve(dir, f)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
+	if diags.HasErrors() || cfg == nil {
+		return nil
+	}
+	return newRedactor(cfg).text
 }

@@ -4,6 +4,8 @@ wdc {
   advertise = "ftp://coordinator" # ERROR: must start with https://
   insecure  = "sometimes" # ERROR: Inappropriate value for attribute "insecure"
 
+  max_artifact_size = "lots" # ERROR: Invalid size
+
   tls { # ERROR: The argument "key_file" is required
     cert_file = "server.crt"
   }

@@ -4,6 +4,8 @@ wdc {
   advertise = "https://coordinator.example:7070"
   insecure  = false
 
+  max_artifact_size = "64MiB"
+
   tls {
     cert_file = "tls/server.crt"
     key_file  = "/etc/wdc/server.key"

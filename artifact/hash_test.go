@@ -1,0 +1,91 @@
+package artifact
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// Known SHA-256 values (FIPS 180-2 examples).
+const (
+	emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	abcHash   = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+)
+
+func TestParseHash(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in  string
+		err string // "" when valid
+	}{
+		{abcHash, ""},
+		{emptyHash, ""},
+		{strings.Repeat("0", 64), ""},
+		{strings.Repeat("f", 64), ""},
+		{"", "empty"},
+		{strings.ToUpper(abcHash), "lowercase"},
+		{abcHash[:63] + "D", "lowercase"},
+		{"sha256:" + abcHash, `"sha256:" prefix`},
+		{"SHA256:" + abcHash, `"sha256:" prefix`},
+		{abcHash[:63], "63 bytes long"},
+		{abcHash + "0", "65 bytes long"},
+		{" " + abcHash[1:], `byte 1 is ' '`},
+		{abcHash[:63] + "\n", `byte 64 is '\n'`},
+		{abcHash[:10] + "g" + abcHash[11:], `byte 11 is 'g'`},
+		{abcHash[:62] + "é", "byte 63 is 'é'"},
+		{abcHash[:62] + "\xff\xfe", "byte 63 is '\uFFFD'"},
+		{strings.Repeat("x", 1000), "1000 bytes long"},
+	}
+	for _, c := range cases {
+		got, err := ParseHash(c.in)
+		if c.err == "" {
+			if err != nil || got != c.in {
+				t.Errorf("ParseHash(%q) = %q, %v; want it unchanged", c.in, got, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrInvalidHash) || !strings.Contains(err.Error(), c.err) || got != "" {
+			t.Errorf("ParseHash(%.70q) = %q, %v; want ErrInvalidHash saying %q", c.in, got, err, c.err)
+		}
+		if err != nil && len(err.Error()) > 200 {
+			t.Errorf("ParseHash(%.70q): the error is %d bytes long", c.in, len(err.Error()))
+		}
+	}
+}
+
+func TestHashReaderAndFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cases := []struct {
+		data string
+		hash string
+	}{
+		{"", emptyHash},
+		{"abc", abcHash},
+	}
+	for _, c := range cases {
+		h, n, err := HashReader(strings.NewReader(c.data))
+		if err != nil || h != c.hash || n != int64(len(c.data)) {
+			t.Errorf("HashReader(%q) = %s, %d, %v; want %s", c.data, h, n, err, c.hash)
+		}
+		p := filepath.Join(dir, "f"+c.data)
+		if err := os.WriteFile(p, []byte(c.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h, n, err = HashFile(p)
+		if err != nil || h != c.hash || n != int64(len(c.data)) {
+			t.Errorf("HashFile(%q) = %s, %d, %v; want %s", c.data, h, n, err, c.hash)
+		}
+	}
+	boom := errors.New("boom")
+	if h, n, err := HashReader(iotest.ErrReader(boom)); !errors.Is(err, boom) || h != "" || n != 0 {
+		t.Errorf("HashReader of a failing reader = %q, %d, %v", h, n, err)
+	}
+	missing := filepath.Join(dir, "missing")
+	if _, _, err := HashFile(missing); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("HashFile of a missing file: %v", err)
+	}
+}

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+func blobHash(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// TestResultWaitsForItsArtifacts: a result naming blobs the coordinator
+// lacks is answered 409 missing_artifacts listing them and is not a
+// decision; only those may be uploaded (a stranger's blob is not
+// expected; a mismatching body is refused and stores nothing); once they
+// are held the same result is accepted and binds them; a blob the
+// coordinator holds is never asked for again.
+func TestResultWaitsForItsArtifacts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{rtTask("a"), rtTask("b")}, harnessOpts{})
+	ctx := context.Background()
+	w := h.register("p")
+	a := w.claimOne()
+	stdout, stderr := []byte("hello\n"), []byte{}
+	arts := []protocol.ArtifactRef{
+		{Kind: protocol.ArtifactLog, Name: "stdout", SHA256: blobHash(stdout), Size: int64(len(stdout)), MediaType: "text/plain"},
+		{Kind: protocol.ArtifactLog, Name: "stderr", SHA256: blobHash(stderr), Size: 0},
+	}
+	zero := 0
+	req := protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt, IdempotencyKey: "k", ExitCode: &zero,
+		DefHash: a.DefHash, Artifacts: arts}
+	_, err := w.cl.PostResult(ctx, a.FencingToken, req)
+	var ae *protocol.APIError
+	if !errors.As(err, &ae) || ae.Status != 409 || ae.Code != protocol.CodeMissingArtifacts || len(ae.Missing) != 2 {
+		t.Fatalf("first post: %v; want 409 missing_artifacts naming both logs", err)
+	}
+	if got := h.task("task.a"); got.Status != state.TaskRunning {
+		t.Errorf("task.a is %s while its result waits; want running", got.Status)
+	}
+	if rs, _ := h.store.Results(ctx, "task.a"); len(rs) != 0 {
+		t.Errorf("a result waiting for its artifacts was recorded: %+v", rs)
+	}
+	other := []byte("not asked for")
+	if _, err := w.cl.PutArtifact(ctx, blobHash(other), bytes.NewReader(other), int64(len(other))); protocol.StatusOf(err) != 409 {
+		t.Errorf("upload of a blob no result waits for: %v; want 409 not_expected", err)
+	}
+	if _, err := w.cl.PutArtifact(ctx, blobHash(stdout), strings.NewReader("tampered\n"), 9); protocol.StatusOf(err) != 400 {
+		t.Errorf("upload with the wrong content: %v; want 400 hash_mismatch", err)
+	}
+	if _, ok, _ := h.blobs.Stat(blobHash(stdout)); ok {
+		t.Errorf("a mismatching upload was stored")
+	}
+	for _, b := range [][]byte{stdout, stderr} {
+		resp, err := w.cl.PutArtifact(ctx, blobHash(b), bytes.NewReader(b), int64(len(b)))
+		if err != nil || !resp.Created || resp.Size != int64(len(b)) {
+			t.Fatalf("upload = %+v, %v", resp, err)
+		}
+	}
+	resp, err := w.cl.PostResult(ctx, a.FencingToken, req)
+	if err != nil || resp.Decision != "accepted" || resp.Duplicate {
+		t.Fatalf("post after the uploads = %+v, %v", resp, err)
+	}
+	got, _ := h.store.ArtifactsOf(ctx, "task.a", 1)
+	if len(got) != 2 {
+		t.Errorf("artifacts bound: %+v", got)
+	}
+	// The next result names the same (empty) stderr: not asked again.
+	b := w.claimOne()
+	req2 := protocol.ResultRequest{WorkerID: w.id, Task: b.Task, Attempt: b.Attempt, IdempotencyKey: "k2", ExitCode: &zero,
+		Artifacts: arts[1:]}
+	if resp, err := w.cl.PostResult(ctx, b.FencingToken, req2); err != nil || resp.Decision != "accepted" {
+		t.Errorf("a result naming only held blobs = %+v, %v; want accepted at once", resp, err)
+	}
+}
+
+// TestFencedResultNeverAsksForArtifacts: a result of a lease that is no
+// longer current is rejected at once, without asking for (or ingesting)
+// its artifacts; the rejection records the hashes it named.
+func TestFencedResultNeverAsksForArtifacts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{withRetry(rtTask("a"), 1, 3, time.Millisecond)}, harnessOpts{})
+	ctx := context.Background()
+	w := h.register("p")
+	a := w.claimOne()
+	h.clock.Advance(time.Minute)
+	h.sweep() // the lease expires; the attempt is lost
+	zero := 0
+	blob := []byte("late output")
+	resp, err := w.cl.PostResult(ctx, a.FencingToken, protocol.ResultRequest{WorkerID: w.id, IdempotencyKey: "k", ExitCode: &zero,
+		Artifacts: []protocol.ArtifactRef{{Kind: protocol.ArtifactLog, Name: "stdout", SHA256: blobHash(blob), Size: int64(len(blob))}}})
+	if err != nil || resp.Decision != "rejected" || resp.Reason != "lease_expired" {
+		t.Fatalf("late result = %+v, %v; want rejected lease_expired at once", resp, err)
+	}
+	rs, _ := h.store.Results(ctx, "task.a")
+	if len(rs) != 1 || !strings.Contains(string(rs[0].Body), blobHash(blob)) {
+		t.Errorf("the rejection does not record the hash it named: %+v", rs)
+	}
+}
+
+// TestFailureCarriesStderrTail: a failed attempt's retried or failed event
+// carries the last StderrTailLines lines of its stderr, redacted.
+func TestFailureCarriesStderrTail(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{rtTask("a")}, harnessOpts{})
+	h.c.redact = func(s string) string { return strings.ReplaceAll(s, "hunter2", "(sensitive)") }
+	ctx := context.Background()
+	w := h.register("p")
+	a := w.claimOne()
+	var lines []string
+	for i := range 30 {
+		lines = append(lines, "line "+strings.Repeat("x", i%3)+" hunter2")
+	}
+	stderr := []byte(strings.Join(lines, "\n") + "\n")
+	ref := protocol.ArtifactRef{Kind: protocol.ArtifactLog, Name: "stderr", SHA256: blobHash(stderr), Size: int64(len(stderr))}
+	if _, err := h.blobs.Put(ctx, ref.SHA256, bytes.NewReader(stderr)); err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	if _, err := w.cl.PostResult(ctx, a.FencingToken, protocol.ResultRequest{WorkerID: w.id, IdempotencyKey: "k", ExitCode: &one,
+		FailureClass: "failure", Error: "exit status 1", Artifacts: []protocol.ArtifactRef{ref}}); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.events {
+		if e.Kind == EventFailed && e.Task == "task.a" {
+			got := strings.Split(e.StderrTail, "\n")
+			if len(got) != StderrTailLines || got[len(got)-1] != "line xx (sensitive)" || strings.Contains(e.StderrTail, "hunter2") {
+				t.Errorf("stderr tail %q; want the last %d lines, redacted", e.StderrTail, StderrTailLines)
+			}
+			return
+		}
+	}
+	t.Errorf("no failed event")
+}
