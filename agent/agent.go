@@ -577,7 +577,10 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		log.Warn("assignment beyond capacity: not running it")
 	} else {
 		log.Info("attempt started") // not the command: it may hold a sensitive value; the plan shows it
-		ex = runAttempt(at, paths, taskEnv(a.environ, asg, a.reg.WorkerID, paths.scratch), a.opts.KillGrace)
+		fetch := func(dir string, inputs []protocol.InputFile) (string, string) {
+			return a.fetchInputs(callCtx, dir, inputs)
+		}
+		ex = runAttempt(at, paths, taskEnv(a.environ, asg, a.reg.WorkerID, paths.scratch), a.opts.KillGrace, fetch)
 		a.mu.Lock()
 		a.running--
 		a.mu.Unlock()
@@ -619,6 +622,17 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			req.Artifacts = append(req.Artifacts, protocol.ArtifactRef{Kind: protocol.ArtifactLog, Name: lf.name, SHA256: h, Size: size,
 				MediaType: "text/plain; charset=utf-8"})
 			files[h] = lf.path
+		}
+		if ex.class == "" && len(asg.Definition.Outputs) > 0 {
+			outs, err := collectOutputs(paths.scratch, asg.Definition.Outputs)
+			if err != nil {
+				// A command that did not produce what it declares failed.
+				req.FailureClass, req.Error = ClassFailure, err.Error()
+			}
+			for _, o := range outs {
+				req.Artifacts = append(req.Artifacts, o.ref)
+				files[o.ref.SHA256] = o.path
+			}
 		}
 	}
 	a.postResult(callCtx, log, asg.FencingToken, req, files)

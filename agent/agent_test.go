@@ -633,3 +633,70 @@ func TestResultUploadsWhatTheCoordinatorLacks(t *testing.T) {
 		t.Errorf("result = %+v", res.req)
 	}
 }
+
+// TestDefinitionCheckAndAttemptDirectory: the agent recomputes the hash of
+// the definition it was handed and refuses a mismatch
+// (definition_mismatch) without running it; a task that runs in its
+// attempt's directory gets its inputs there, checked by hash, and its
+// declared outputs are named in the result; a declared output that is not
+// produced fails the attempt.
+func TestDefinitionCheckAndAttemptDirectory(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	input := []byte("the input\n")
+	sum := sha256.Sum256(input)
+	inHash := hex.EncodeToString(sum[:])
+	f.blobs = map[string][]byte{inHash: input}
+	s := startFake(t, f)
+	startAgent(t, s.URL(), nil)
+
+	bad := assignment(t, "task.tampered", "touch", "ran")
+	bad.DefHash = strings.Repeat("0", 64)
+	good := assignment(t, "task.io", "sh", "-c", "mkdir -p out && tr a-z A-Z < in/data.txt > out/up.txt && pwd > out/pwd.txt")
+	good.WorkDir = ""
+	good.Definition.Dir = ""
+	good.Definition.Outputs = []string{"out/*.txt"}
+	good.Definition.Inputs = []protocol.InputFile{{Path: "in/data.txt", SHA256: inHash, Size: int64(len(input))}}
+	good.Inputs = good.Definition.Inputs
+	lazy := assignment(t, "task.lazy", "true")
+	lazy.WorkDir = ""
+	lazy.Definition.Dir = ""
+	lazy.Definition.Outputs = []string{"report.html"}
+	asgs := f.add(bad, good, lazy)
+
+	var rb, rg, rl resultRec
+	waitFor(t, 20*time.Second, "the results", func() bool {
+		var ok1, ok2, ok3 bool
+		rb, ok1 = f.result(asgs[0].FencingToken)
+		rg, ok2 = f.result(asgs[1].FencingToken)
+		rl, ok3 = f.result(asgs[2].FencingToken)
+		return ok1 && ok2 && ok3
+	})
+	if rb.req.FailureClass != ClassRefused || !strings.Contains(rb.req.Error, "definition_mismatch") {
+		t.Errorf("tampered assignment: %+v; want refused definition_mismatch", rb.req)
+	}
+	if _, err := os.Stat(filepath.Join(bad.WorkDir, "ran")); err == nil {
+		t.Errorf("the tampered command ran")
+	}
+	if rg.req.FailureClass != "" {
+		t.Fatalf("io task: %+v", rg.req)
+	}
+	outs := map[string]protocol.ArtifactRef{}
+	for _, a := range rg.req.Artifacts {
+		if a.Kind == protocol.ArtifactOutput {
+			outs[a.Name] = a
+		}
+	}
+	f.mu.Lock()
+	up, pwd := string(f.blobs[outs["out/up.txt"].SHA256]), string(f.blobs[outs["out/pwd.txt"].SHA256])
+	f.mu.Unlock()
+	if up != "THE INPUT\n" || !strings.Contains(pwd, filepath.Join("scratch", "task.io", "1")) {
+		t.Errorf("outputs %q, %q (from %+v); want the input upper-cased, made in the attempt's directory", up, pwd, outs)
+	}
+	if outs["out/up.txt"].MediaType != "text/plain; charset=utf-8" {
+		t.Errorf("media type %q", outs["out/up.txt"].MediaType)
+	}
+	if rl.req.FailureClass != ClassFailure || !strings.Contains(rl.req.Error, `declared output "report.html" matched no file`) {
+		t.Errorf("lazy task: %+v; want a failure naming the missing output", rl.req)
+	}
+}

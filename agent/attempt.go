@@ -210,7 +210,7 @@ type execution struct {
 // signalled on timeout or stop, and swept with SIGKILL when the command
 // ends, so nothing it started outlives the attempt (except processes that
 // made their own session or group).
-func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration) execution {
+func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration, fetch fetchFunc) execution {
 	asg := at.asg
 	ex := execution{started: time.Now().UTC()}
 	finish := func(class, msg string) execution {
@@ -222,17 +222,19 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	}
 
 	// Refusals: the spec cannot run here.
+	if msg := checkDefinition(asg); msg != "" {
+		return finish(ClassRefused, "refused: "+msg)
+	}
 	if len(asg.Definition.Command) == 0 || asg.Definition.Command[0] == "" {
 		return finish(ClassRefused, "refused: the task has no command")
 	}
-	if fi, err := os.Stat(asg.WorkDir); err != nil {
+	workDir := asg.WorkDir
+	if workDir == "" {
+		workDir = paths.scratch // it runs in its attempt's own directory
+	} else if fi, err := os.Stat(workDir); err != nil {
 		return finish(ClassRefused, fmt.Sprintf("refused: working directory: %v", err))
 	} else if !fi.IsDir() {
-		return finish(ClassRefused, fmt.Sprintf("refused: working directory %s is not a directory", asg.WorkDir))
-	}
-	path, err := lookPath(asg.Definition.Command[0], asg.WorkDir, lookupEnv(env, "PATH"))
-	if err != nil {
-		return finish(ClassRefused, fmt.Sprintf("refused: command: %v", err))
+		return finish(ClassRefused, fmt.Sprintf("refused: working directory %s is not a directory", workDir))
 	}
 
 	// Local I/O problems are the worker's, not the task's: "lost" lets the
@@ -248,6 +250,15 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	}
 	if err := os.MkdirAll(paths.scratch, 0o755); err != nil {
 		return finish(ClassLost, fmt.Sprintf("creating the scratch folder: %v", err))
+	}
+	if len(asg.Inputs) > 0 {
+		if class, msg := fetch(paths.scratch, asg.Inputs); class != "" {
+			return finish(class, msg)
+		}
+	}
+	path, err := lookPath(asg.Definition.Command[0], workDir, lookupEnv(env, "PATH"))
+	if err != nil {
+		return finish(ClassRefused, fmt.Sprintf("refused: command: %v", err))
 	}
 	stdout, err := os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -266,7 +277,7 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	cmd := &exec.Cmd{
 		Path:   path,
 		Args:   asg.Definition.Command,
-		Dir:    asg.WorkDir,
+		Dir:    workDir,
 		Env:    env,
 		Stdout: stdout, // *os.File: no copying goroutine, Wait cannot hang on grandchildren
 		Stderr: stderr,

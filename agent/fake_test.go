@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,11 @@ func (f *fakeCoord) add(asgs ...protocol.Assignment) []protocol.Assignment {
 	for i := range asgs {
 		f.nextToken++
 		asgs[i].FencingToken = f.nextToken
+		if strings.HasPrefix(asgs[i].DefHash, "hash-") {
+			// assignment's placeholder: the real hash of the definition as
+			// the test left it, as a coordinator sends it.
+			asgs[i].DefHash = protocol.DefinitionHash(asgs[i].Definition, asgs[i].DepHashes)
+		}
 		f.queue = append(f.queue, asgs[i])
 	}
 	return asgs
@@ -187,6 +193,17 @@ func (f *fakeCoord) handler() http.Handler {
 			f.mu.Unlock()
 			time.Sleep(5 * time.Millisecond)
 		}
+	}))
+	mux.HandleFunc("GET /v1/artifacts/{sha256}", auth(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		b, ok := f.blobs[r.PathValue("sha256")]
+		f.mu.Unlock()
+		if !ok {
+			f.writeError(w, http.StatusNotFound, "not_found")
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(b)
 	}))
 	mux.HandleFunc("PUT /v1/artifacts/{sha256}", auth(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)

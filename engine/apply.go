@@ -203,8 +203,13 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 	tasks := make(map[string]TaskRuntime, len(cfg.Tasks))
 	for _, t := range cfg.Tasks {
 		d := p.Definitions[t.Address()]
+		workDir := t.Dir
+		if d.Definition.RunsInAttemptDir() {
+			workDir = "" // the attempt's own directory
+		}
 		tasks[t.Address()] = TaskRuntime{
-			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: t.Dir,
+			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: workDir, InputRoot: cfg.Dir,
+			DepHashes: DependencyHashes(p.Definitions, d.Definition),
 			Placement: t.Placement, Timeout: t.Timeout, LeaseGrace: t.LeaseGrace,
 			Retry: RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,
 				Immediate: t.Retry.Backoff == 0},
@@ -258,6 +263,24 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	a.emitMu = &sync.Mutex{}
 	defer func() { a.res.Wall = time.Since(started) }()
 
+	maxSize := opts.MaxArtifactSize
+	if maxSize <= 0 {
+		maxSize = 1 << 30
+	}
+	blobs, err := artifact.Open(ArtifactFolder(opts.WorkDir), maxSize)
+	if err != nil {
+		return a.res, err
+	}
+	if _, err := blobs.CleanTemp(time.Hour); err != nil {
+		opts.logger().Warn("removing temporary uploads an earlier apply left", "err", err)
+	}
+	a.blobs = blobs
+	// The inputs go into the store before anything is recorded: a file
+	// that changed since the plan was made is refused here, with nothing
+	// written.
+	if err := a.storeInputs(ctx); err != nil {
+		return a.res, err
+	}
 	runtimes, err := a.record(ctx)
 	if err != nil {
 		return a.res, err
@@ -279,6 +302,7 @@ type applier struct {
 	coord  *Coordinator
 	url    string
 	logDir string
+	blobs  *artifact.Store
 
 	lockLost bool
 
@@ -349,6 +373,48 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 	return runtimes, nil
 }
 
+// storeInputs puts the input files of the plan's tasks into the artifact
+// store, each checked against the hash its definition recorded (for a
+// saved plan: when the plan was made). A file that changed is refused.
+func (a *applier) storeInputs(ctx context.Context) error {
+	done := map[string]bool{}
+	for _, tc := range a.opts.Plan.Tasks {
+		rt, ok := a.opts.Tasks[tc.Address]
+		if tc.Action == ActionCancel || !ok {
+			continue
+		}
+		for _, f := range rt.Definition.Inputs {
+			if done[f.SHA256] {
+				continue
+			}
+			path := filepath.Join(rt.InputRoot, filepath.FromSlash(f.Path))
+			file, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("input %s of %s: %w", f.Path, tc.Address, err)
+			}
+			_, err = a.blobs.Put(ctx, f.SHA256, file)
+			file.Close()
+			var mm *artifact.MismatchError
+			switch {
+			case errors.As(err, &mm):
+				return fmt.Errorf("input %s of %s changed since the plan was made (its SHA-256 was %s, now %s): make the plan again", f.Path, tc.Address,
+					protocolShort(f.SHA256), protocolShort(mm.Got))
+			case err != nil:
+				return fmt.Errorf("input %s of %s: %w", f.Path, tc.Address, err)
+			}
+			done[f.SHA256] = true
+		}
+	}
+	return nil
+}
+
+func protocolShort(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
 // launched is one worker apply launched through a provider.
 type launched struct {
 	pool     *ApplyPool
@@ -376,20 +442,9 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	for _, p := range a.opts.Pools {
 		pools = append(pools, p.Runtime)
 	}
-	maxSize := a.opts.MaxArtifactSize
-	if maxSize <= 0 {
-		maxSize = 1 << 30
-	}
-	blobs, err := artifact.Open(ArtifactFolder(a.opts.WorkDir), maxSize)
-	if err != nil {
-		return err
-	}
-	if _, err := blobs.CleanTemp(time.Hour); err != nil {
-		a.opts.logger().Warn("removing temporary uploads an earlier apply left", "err", err)
-	}
 	coord, err := NewCoordinator(CoordinatorOptions{
 		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
-		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: blobs,
+		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: a.blobs,
 	})
 	if err != nil {
 		return err

@@ -74,8 +74,15 @@ type TaskRuntime struct {
 	DefHash string // must equal the state's def_hash
 	// Definition is sent to the worker in each assignment.
 	Definition protocol.Definition
-	// WorkDir is the absolute directory the command runs in.
+	// WorkDir is the absolute directory the command runs in; "" runs it
+	// in the attempt's own directory.
 	WorkDir string
+	// InputRoot is the configuration directory the definition's input
+	// paths are relative to (apply stores them from there).
+	InputRoot string
+	// DepHashes are the definition hashes of the task's dependencies, by
+	// address, sent with each assignment so the agent can check DefHash.
+	DepHashes map[string]string
 	// Placement: a worker may claim the task only if its pool's labels
 	// satisfy it (Satisfies).
 	Placement map[string]string
@@ -264,8 +271,9 @@ type workerState struct {
 	seq            int      // its launch sequence, or 0
 	session        [32]byte // SHA-256 of its session token
 	// expected are the blobs this worker may upload: those a result of
-	// its was answered missing.
-	expected map[string]bool
+	// its was answered missing. readable are those it may download: the
+	// inputs of assignments it was granted.
+	expected, readable map[string]bool
 }
 
 type leaseState struct {

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"path"
+	"strconv"
 	"strings"
 
 	"github.com/wdc-dev/wdc/artifact"
@@ -35,14 +38,15 @@ func (c *Coordinator) expectLocked(w *workerState, hashes []string) {
 	}
 }
 
-// serveArtifact is PUT /v1/artifacts/{sha256}: a worker uploads a blob one
-// of its results is waiting for. The store recomputes the hash while it
+// serveArtifact is PUT /v1/artifacts/{sha256}, a worker uploading a blob
+// one of its results is waiting for, and GET, a worker fetching an input
+// (serveArtifactDownload). The store recomputes the hash while it
 // writes a temporary file, refuses a mismatch, deduplicates, and renames
 // into place atomically.
 func (c *Coordinator) serveArtifact(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		w.Header().Set("Allow", http.MethodPut)
-		(&httpError{status: http.StatusMethodNotAllowed, code: "bad_request", message: fmt.Sprintf("method %s is not allowed; use PUT", r.Method)}).write(w)
+	if r.Method != http.MethodPut && r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET, PUT")
+		(&httpError{status: http.StatusMethodNotAllowed, code: "bad_request", message: fmt.Sprintf("method %s is not allowed; use PUT to upload, GET to download", r.Method)}).write(w)
 		return
 	}
 	cred, herr := c.authenticate(r, credSession)
@@ -56,6 +60,10 @@ func (c *Coordinator) serveArtifact(w http.ResponseWriter, r *http.Request) {
 	hash, err := artifact.ParseHash(r.PathValue("sha256"))
 	if err != nil {
 		badRequest("%v", err).write(w)
+		return
+	}
+	if r.Method == http.MethodGet {
+		c.serveArtifactDownload(w, r, cred.worker, hash)
 		return
 	}
 	if c.artifacts == nil {
@@ -165,4 +173,71 @@ func TailBlob(store *artifact.Store, hash string, n int) (string, error) {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.ToValidUTF8(strings.Join(lines, "\n"), "\uFFFD"), nil
+}
+
+// assignmentInputs lists the files an attempt of ts gets before its
+// command starts: the definition's inputs, then each input block's
+// upstream outputs (those of its accepted, current attempt) matching the
+// block's pattern, under the block's folder. An error leaves the mounts
+// that could not be read out (the agent then lacks those files).
+func (c *Coordinator) assignmentInputs(ctx context.Context, ts *taskState) ([]protocol.InputFile, error) {
+	d := ts.rt.Definition
+	if len(d.Inputs) == 0 && len(d.Mounts) == 0 {
+		return nil, nil
+	}
+	out := append([]protocol.InputFile(nil), d.Inputs...)
+	var firstErr error
+	for _, m := range d.Mounts {
+		outs, err := c.store.AcceptedOutputs(ctx, m.From)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		for _, a := range outs {
+			if ok, _ := path.Match(m.Output, a.Name); ok {
+				out = append(out, protocol.InputFile{Path: m.Name + "/" + a.Name, SHA256: a.SHA256, Size: a.Size})
+			}
+		}
+	}
+	return out, firstErr
+}
+
+// readableLocked lets w download the blobs of files (the inputs of an
+// assignment it was granted). c.mu must be held.
+func (c *Coordinator) readableLocked(w *workerState, files []protocol.InputFile) {
+	if len(files) == 0 {
+		return
+	}
+	if w.readable == nil {
+		w.readable = map[string]bool{}
+	}
+	for _, f := range files {
+		w.readable[f.SHA256] = true
+	}
+}
+
+// serveArtifactDownload is GET /v1/artifacts/{sha256}: a worker fetches an
+// input of an assignment it was granted. Any other blob, held or not, is a
+// 404, so a worker learns nothing about what else the store holds.
+func (c *Coordinator) serveArtifactDownload(w http.ResponseWriter, r *http.Request, worker *workerState, hash string) {
+	c.mu.Lock()
+	ok := worker.readable[hash]
+	c.mu.Unlock()
+	notFound := &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no input of an assignment of worker %s has SHA-256 %s", worker.id, hash)}
+	if !ok || c.artifacts == nil {
+		notFound.write(w)
+		return
+	}
+	f, size, err := c.artifacts.Open(hash)
+	if err != nil {
+		notFound.write(w)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, f)
 }

@@ -199,9 +199,16 @@ func (c *Coordinator) grant(ctx context.Context, w *workerState, picks []*taskSt
 		switch {
 		case err == nil:
 			granted = append(granted, l)
+			inputs, ierr := c.assignmentInputs(ctx, ts)
+			if ierr != nil {
+				c.log.Warn("resolving a task's inputs", "task", ts.rt.Address, "err", ierr)
+			}
+			c.mu.Lock()
+			c.readableLocked(w, inputs)
+			c.mu.Unlock()
 			asg = append(asg, protocol.Assignment{
 				Task: l.Task, Attempt: l.Attempt, FencingToken: l.Token, DefHash: l.DefHash,
-				Definition: ts.rt.Definition, WorkDir: ts.rt.WorkDir,
+				Definition: ts.rt.Definition, WorkDir: ts.rt.WorkDir, DepHashes: ts.rt.DepHashes, Inputs: inputs,
 				TimeoutMS: ts.rt.Timeout.Milliseconds(), ExpiresAt: l.ExpiresAt,
 			})
 		case errors.Is(err, state.ErrLeaseHeld), errors.Is(err, state.ErrNotClaimable), errors.Is(err, state.ErrTaskFinished):

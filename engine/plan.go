@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/wdc-dev/wdc/artifact"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -111,6 +113,9 @@ type Plan struct {
 type TaskDefinition struct {
 	Definition protocol.Definition
 	Hash       string
+	// Err is set when an input file could not be read to hash it; the
+	// plan reports it as an error.
+	Err error
 }
 
 // Summary counts a plan's changes.
@@ -209,6 +214,12 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 		CreatedAt:   now,
 		Definitions: Definitions(cfg),
 	}
+	for _, t := range cfg.Tasks {
+		if err := p.Definitions[t.Address()].Err; err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unreadable input",
+				Detail: err.Error() + ".", Subject: t.InputsRange.Ptr()})
+		}
+	}
 
 	prior := make(map[string]*state.Task, len(snap.Tasks))
 	for i := range snap.Tasks {
@@ -259,7 +270,11 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 				tc.Action = ActionReplace
 				var why []string
 				if ownChanged || len(upstream) == 0 {
-					why = append(why, "definition changed")
+					if files := inputChanges(old.Spec, def.Definition); len(files) > 0 {
+						why = append(why, "definition changed: "+strings.Join(files, ", "))
+					} else {
+						why = append(why, "definition changed")
+					}
 				}
 				if len(replacedUp) > 0 {
 					why = append(why, fmt.Sprintf("depends on %s, which %s replaced", strings.Join(replacedUp, ", "), plural(len(replacedUp), "is", "are")))
@@ -362,16 +377,81 @@ func WorkersFor(tasks, capacity, min, max int) int {
 func Definitions(cfg *wdchcl.Config) map[string]TaskDefinition {
 	out := make(map[string]TaskDefinition, len(cfg.Tasks))
 	hashes := make(map[string]string, len(cfg.Tasks))
+	files := map[string]protocol.InputFile{} // by path: a file is hashed once
 	for _, t := range topoOrder(cfg.Tasks) {
 		d := protocol.Definition{
 			Command:   t.Command,
 			Env:       t.Env,
 			Dir:       relativeDir(cfg.Dir, t.Dir),
 			DependsOn: t.DependsOn,
+			Outputs:   t.Outputs,
+		}
+		var ferr error
+		for _, p := range t.Inputs {
+			f, ok := files[p]
+			if !ok {
+				h, size, err := artifact.HashFile(filepath.Join(cfg.Dir, filepath.FromSlash(p)))
+				if err != nil && ferr == nil {
+					ferr = fmt.Errorf("input %s of %s: %w", p, t.Address(), err)
+				}
+				f = protocol.InputFile{Path: p, SHA256: h, Size: size}
+				files[p] = f
+			}
+			d.Inputs = append(d.Inputs, f)
+		}
+		for _, m := range t.Mounts {
+			d.Mounts = append(d.Mounts, protocol.Mount{Name: m.Name, From: m.From, Output: m.Output})
+		}
+		if !t.DirSet && (len(d.Inputs) > 0 || len(d.Outputs) > 0 || len(d.Mounts) > 0) {
+			d.Dir = "" // it runs in its attempt's directory
 		}
 		h := protocol.DefinitionHash(d, hashes)
 		hashes[t.Address()] = h
-		out[t.Address()] = TaskDefinition{Definition: d, Hash: h}
+		out[t.Address()] = TaskDefinition{Definition: d, Hash: h, Err: ferr}
+	}
+	return out
+}
+
+// DependencyHashes returns the definition hashes of the dependencies of a
+// task, by address, from the plan's definitions: with the task's
+// definition, what its hash covers.
+func DependencyHashes(defs map[string]TaskDefinition, d protocol.Definition) map[string]string {
+	out := make(map[string]string, len(d.DependsOn))
+	for _, a := range d.DependsOn {
+		out[a] = defs[a].Hash
+	}
+	return out
+}
+
+// inputChanges says which input files differ between a task's recorded
+// spec and its new definition: "input data/a.txt changed", "… added",
+// "… removed".
+func inputChanges(oldSpec []byte, d protocol.Definition) []string {
+	var old protocol.Definition
+	if len(oldSpec) == 0 || json.Unmarshal(oldSpec, &old) != nil {
+		return nil
+	}
+	before := map[string]string{}
+	for _, f := range old.Inputs {
+		before[f.Path] = f.SHA256
+	}
+	var out []string
+	for _, f := range d.Inputs {
+		switch h, ok := before[f.Path]; {
+		case !ok:
+			out = append(out, "input "+f.Path+" added")
+		case h != f.SHA256:
+			out = append(out, "input "+f.Path+" changed")
+		}
+		delete(before, f.Path)
+	}
+	var gone []string
+	for p := range before {
+		gone = append(gone, p)
+	}
+	sort.Strings(gone)
+	for _, p := range gone {
+		out = append(out, "input "+p+" removed")
 	}
 	return out
 }

@@ -144,10 +144,23 @@ type Task struct {
 	Command []string
 	Env     map[string]string // never nil
 	// Dir is the absolute working directory of the command (default: the
-	// configuration directory).
-	Dir       string
-	Placement map[string]string // never nil; label requirements
-	Timeout   time.Duration     // default 1h
+	// configuration directory; a task with inputs, outputs or input
+	// blocks and no dir runs in its attempt's directory). DirSet says the
+	// block set dir.
+	Dir    string
+	DirSet bool
+	// Inputs are the files of the configuration directory the task reads:
+	// its inputs patterns resolved, "/"-separated paths relative to Dir of
+	// the configuration, sorted, without duplicates. Outputs are the
+	// patterns of the files it produces, relative to its attempt's
+	// directory. Mounts are its input blocks.
+	Inputs  []string
+	Outputs []string
+	Mounts  []Mount
+	// InputsRange is the range of the inputs attribute (DeclRange when absent).
+	InputsRange hcl.Range
+	Placement   map[string]string // never nil; label requirements
+	Timeout     time.Duration     // default 1h
 	// LeaseGrace is added to Timeout to bound a lease's life; default 2m.
 	LeaseGrace time.Duration
 	Retry      Retry
@@ -163,6 +176,17 @@ type Task struct {
 	// Sensitive says which attributes are computed from a sensitive
 	// variable; outputs show "(sensitive)" instead of their values.
 	Sensitive SensitiveFields
+}
+
+// Mount is an input block of a task: the accepted outputs of the task From
+// (one instance's address) that match Output go into the folder Name of
+// the attempt's directory. From is also a dependency of the task.
+type Mount struct {
+	Name   string
+	From   string
+	Output string
+	// FromRange is the range of the from expression.
+	FromRange hcl.Range
 }
 
 // SensitiveFields flags the task attributes whose expressions use a

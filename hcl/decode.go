@@ -484,6 +484,19 @@ type taskBody struct {
 	Count     *hcl.Attribute `hcl:"count,optional"`
 	Lease     *leaseBody     `hcl:"lease,block"`
 	Retry     *retryBody     `hcl:"retry,block"`
+	// Inputs: patterns of files of the configuration directory; Outputs:
+	// patterns of files the task produces; Mounts: input blocks mapping an
+	// upstream task's outputs into a folder.
+	Inputs  *hcl.Attribute `hcl:"inputs,optional"`
+	Outputs *hcl.Attribute `hcl:"outputs,optional"`
+	Mounts  []*mountBody   `hcl:"input,block"`
+}
+
+type mountBody struct {
+	Name   string         `hcl:"name,label"`
+	From   *hcl.Attribute `hcl:"from"`
+	Output *hcl.Attribute `hcl:"output"`
+	Body   hcl.Body       `hcl:",body"`
 }
 
 type leaseBody struct {
@@ -504,7 +517,8 @@ type taskBlock struct {
 	counted   bool
 	count     int
 	dependsOn *hcl.Attribute
-	failed    bool // errors left the instances unknown
+	mounts    []*mountBody // input blocks, resolved with the dependencies
+	failed    bool         // errors left the instances unknown
 	instances []*Task
 }
 
@@ -546,6 +560,7 @@ func (l *loader) task(tb *taskBlock) {
 		return
 	}
 	tb.dependsOn = body.DependsOn
+	tb.mounts = body.Mounts
 	if body.Count != nil {
 		n, null, ok, d := l.ev.intValue(body.Count, scope{}, 0, MaxCount)
 		for _, x := range d {
@@ -632,7 +647,9 @@ func (l *loader) instance(tb *taskBlock, body *taskBody, sc scope, index int) (*
 			dir = filepath.Join(l.cfg.Dir, dir)
 		}
 		t.Dir = filepath.Clean(dir)
+		t.DirSet = true
 	}
+	l.files(t, body, sc)
 	t.Placement, d = l.ev.stringMap(body.Placement, sc)
 	l.add(d...)
 	if body.Placement != nil {

@@ -19,16 +19,53 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 	}
 	adj := make([][]int, len(tbs))
 	for i, tb := range tbs {
-		if tb.dependsOn == nil {
+		if tb.dependsOn == nil && len(tb.mounts) == 0 {
 			continue
 		}
 		deps := map[*Task]bool{}
 		edges := map[int]bool{}
-		exprs, diags := hcl.ExprList(tb.dependsOn.Expr)
-		for _, d := range diags {
-			d.Detail = "depends_on must be a list of task addresses, as in [task.fetch, task.build[0]]. " + d.Detail
+		var exprs []hcl.Expression
+		if tb.dependsOn != nil {
+			var diags hcl.Diagnostics
+			exprs, diags = hcl.ExprList(tb.dependsOn.Expr)
+			for _, d := range diags {
+				d.Detail = "depends_on must be a list of task addresses, as in [task.fetch, task.build[0]]. " + d.Detail
+			}
+			l.add(diags...)
 		}
-		l.add(diags...)
+		// An input block's task is a dependency too: its outputs must exist.
+		for _, m := range tb.mounts {
+			if m.From == nil {
+				continue
+			}
+			j, idx, ok := l.dependency(m.From.Expr, byName, tbs)
+			if !ok {
+				continue
+			}
+			target := tbs[j]
+			if idx < 0 && target.counted {
+				l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Input from a counted task",
+					Detail:  fmt.Sprintf("task.%s has count, so the input %q must name one instance, as in task.%s[0].", target.name, m.Name, target.name),
+					Subject: m.From.Expr.Range().Ptr()})
+				continue
+			}
+			if idx < 0 {
+				idx = 0
+			}
+			if idx >= len(target.instances) {
+				continue
+			}
+			from := target.instances[idx]
+			deps[from] = true
+			edges[j] = true
+			for _, t := range tb.instances {
+				for k := range t.Mounts {
+					if t.Mounts[k].Name == m.Name {
+						t.Mounts[k].From = from.Address()
+					}
+				}
+			}
+		}
 		for _, e := range exprs {
 			j, idx, ok := l.dependency(e, byName, tbs)
 			if !ok {
@@ -92,8 +129,7 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 			Summary:  "Dependency cycle",
 			Detail: fmt.Sprintf("These tasks depend on each other, so none of them could ever start: %s.%s",
 				strings.Join(names, " → "), alsoIn(comp, cyc, func(n int) string { return "task." + tbs[n].name })),
-			Subject: first.dependsOn.Expr.Range().Ptr(),
-			Context: first.dependsOn.Range.Ptr(),
+			Subject: cycleSubject(first),
 		})
 	}
 }
@@ -175,4 +211,18 @@ func (l *loader) dependency(e hcl.Expression, byName map[string]int, tbs []*task
 		}
 	}
 	return j, idx, true
+}
+
+// cycleSubject is where a dependency cycle is reported: the block's
+// depends_on, or its first input block.
+func cycleSubject(tb *taskBlock) *hcl.Range {
+	if tb.dependsOn != nil {
+		return tb.dependsOn.Expr.Range().Ptr()
+	}
+	for _, m := range tb.mounts {
+		if m.From != nil {
+			return m.From.Expr.Range().Ptr()
+		}
+	}
+	return tb.block.DefRange.Ptr()
 }

@@ -14,6 +14,7 @@ import (
 
 var cmpOpts = cmp.Options{
 	cmpopts.IgnoreTypes(hcl.Range{}),
+	cmpopts.IgnoreFields(Task{}, "DirSet"),
 	cmpopts.EquateEmpty(),
 	cmp.Comparer(func(a, b cty.Value) bool { return a.RawEquals(b) }),
 	cmp.Comparer(func(a, b cty.Type) bool { return a.Equals(b) }),
@@ -143,6 +144,27 @@ func TestValid(t *testing.T) {
 						t.Retry = Retry{MaxAttempts: 2, MaxLost: 3, Backoff: 0, MaxBackoff: 5 * time.Minute}
 					})},
 				}
+			},
+		},
+		{
+			name: "files",
+			want: func(dir string) want {
+				var tasks []*Task
+				for i := range 2 {
+					tasks = append(tasks, with(task(dir, "build", i, "sh", "-c", "mkdir -p out && cat data/*.txt > out/all.txt"), func(t *Task) {
+						t.Inputs = []string{"data/a.txt", "data/b.txt", "data/sub/c.txt"}
+						t.Outputs = []string{"out/*.txt"}
+					}))
+				}
+				tasks = append(tasks,
+					with(task(dir, "report", -1, "cat", "from-build/out/all.txt"), func(t *Task) {
+						t.Outputs = []string{"report.html"}
+						t.Mounts = []Mount{{Name: "from-build", From: "task.build[1]", Output: "out/*.txt"}}
+						t.DependsOn = []string{"task.build[1]"}
+					}),
+					with(task("/tmp", "plain", -1, "true"), func(t *Task) { t.Inputs = []string{"data/b.txt"} }),
+				)
+				return want{pools: []*Pool{pool("p")}, tasks: tasks}
 			},
 		},
 		{

@@ -174,6 +174,33 @@ func (c *Client) PutArtifact(ctx context.Context, sha256 string, body io.Reader,
 	return resp, err
 }
 
+// GetArtifact calls GET /v1/artifacts/{sha256} and copies the blob, at
+// most max bytes, into dst; it returns the bytes copied. The coordinator
+// serves only inputs of assignments granted to this worker (else 404).
+// The caller checks the hash of what it received.
+func (c *Client) GetArtifact(ctx context.Context, sha256 string, dst io.Writer, max int64) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/"+APIVersion+"/artifacts/"+url.PathEscape(sha256), nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set(VersionHeader, strconv.Itoa(ProtocolVersion))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
+		return 0, decodeAPIError(resp.StatusCode, data)
+	}
+	n, err := io.Copy(dst, io.LimitReader(resp.Body, max+1))
+	if err == nil && n > max {
+		err = fmt.Errorf("blob %s is larger than %d bytes", sha256, max)
+	}
+	return n, err
+}
+
 // call POSTs body as JSON to path and decodes a 2xx answer into out.
 func (c *Client) call(ctx context.Context, path string, body, out any) error {
 	b, err := json.Marshal(body)

@@ -22,11 +22,49 @@ type Definition struct {
 	Env map[string]string `json:"env"`
 	// Dir is the working directory, relative to the configuration directory
 	// when it lies inside it ("." for the directory itself), otherwise
-	// absolute, so that a checkout in another folder hashes the same.
+	// absolute, so that a checkout in another folder hashes the same. ""
+	// means the attempt's own directory (RunsInAttemptDir).
 	Dir string `json:"dir"`
 	// DependsOn lists the addresses of the task instances this one waits
 	// for, sorted.
 	DependsOn []string `json:"depends_on"`
+	// Inputs are files of the configuration directory the task reads, by
+	// path relative to it ("/"-separated, sorted) and content hash: a
+	// changed file changes the definition. The agent fetches each into
+	// the attempt's directory before the command starts.
+	Inputs []InputFile `json:"inputs,omitempty"`
+	// Outputs are the patterns (path.Match syntax, relative to the
+	// attempt's directory) of the files the task produces; each must match
+	// at least one file when the command succeeds.
+	Outputs []string `json:"outputs,omitempty"`
+	// Mounts map an upstream task's accepted outputs into a folder of the
+	// attempt's directory.
+	Mounts []Mount `json:"mounts,omitempty"`
+}
+
+// InputFile is one file put into an attempt's directory before its command
+// starts.
+type InputFile struct {
+	// Path is relative to the attempt's directory, "/"-separated.
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Mount is an input block: the outputs of task From matching Output are put
+// into the folder Name of the attempt's directory (an output "out/a.json"
+// of From becomes "Name/out/a.json").
+type Mount struct {
+	Name   string `json:"name"`
+	From   string `json:"from"`
+	Output string `json:"output"`
+}
+
+// RunsInAttemptDir reports whether the command runs in its attempt's
+// directory: a task that declares inputs, outputs or mounts and sets no
+// dir (its Dir is then "").
+func (d Definition) RunsInAttemptDir() bool {
+	return d.Dir == "" && (len(d.Inputs) > 0 || len(d.Outputs) > 0 || len(d.Mounts) > 0)
 }
 
 // Canonical returns the definition's canonical JSON encoding: keys in a

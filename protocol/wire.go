@@ -126,10 +126,22 @@ type Assignment struct {
 	FencingToken int64      `json:"fencing_token"`
 	DefHash      string     `json:"def_hash"`
 	Definition   Definition `json:"definition"`
-	// WorkDir is the absolute directory to run the command in.
-	WorkDir   string    `json:"work_dir"`
-	TimeoutMS int64     `json:"timeout_ms"`
-	ExpiresAt time.Time `json:"expires_at"`
+	// WorkDir is the absolute directory to run the command in; "" means
+	// the attempt's own directory (WDC_ATTEMPT_DIR), for a task whose
+	// definition RunsInAttemptDir.
+	WorkDir string `json:"work_dir"`
+	// DepHashes are the definition hashes of the task's dependencies, by
+	// address: with Definition they are everything DefHash covers, so the
+	// agent recomputes DefHash and refuses a mismatch
+	// (definition_mismatch).
+	DepHashes map[string]string `json:"dep_hashes,omitempty"`
+	// Inputs are the files to put into the attempt's directory before the
+	// command starts: the definition's inputs and its mounts resolved to
+	// the upstream outputs. The agent fetches each with GET
+	// /v1/artifacts/{sha256} and checks its hash.
+	Inputs    []InputFile `json:"inputs,omitempty"`
+	TimeoutMS int64       `json:"timeout_ms"`
+	ExpiresAt time.Time   `json:"expires_at"`
 }
 
 // ResultRequest is the body of POST /v1/leases/{token}/result.

@@ -683,3 +683,27 @@ func (s *Store) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
 	})
 	return out, err
 }
+
+// AcceptedOutputs returns the outputs bound to the attempt whose accepted
+// result succeeded task under its current definition (the lease's def_hash
+// is the task's), by name; none when the task has not succeeded so.
+func (s *Store) AcceptedOutputs(ctx context.Context, task string) ([]Artifact, error) {
+	var out []Artifact
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var token int64
+		err := tx.QueryRowContext(ctx, `SELECT a.fencing_token FROM attempts a
+			JOIN leases l ON l.token = a.fencing_token
+			JOIN tasks t ON t.address = a.task AND t.def_hash = l.def_hash
+			WHERE a.task = ? AND a.ended_at IS NOT NULL AND a.failure_class IS NULL AND l.status = 'completed'
+			ORDER BY a.number DESC LIMIT 1`, task).Scan(&token)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("accepted outputs of %s: %w", task, err)
+		}
+		out, err = queryArtifacts(ctx, tx, `WHERE fencing_token = ? AND kind = 'output'`, token)
+		return err
+	})
+	return out, err
+}

@@ -32,6 +32,7 @@ type CLI struct {
 	Workers     WorkersCmd     `cmd:"" help:"Inspect workers recorded in the state, or be one by hand against a running apply."`
 	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state, or complete one by hand."`
 	Logs        LogsCmd        `cmd:"" help:"Print an attempt's stdout (or --stderr) as its result delivered it."`
+	Artifacts   ArtifactsCmd   `cmd:"" help:"List and get the outputs tasks produced."`
 	JoinToken   JoinTokenCmd   `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`
 	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
 	Version     VersionCmd     `cmd:"" help:"Print the wdc version."`

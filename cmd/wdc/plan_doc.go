@@ -112,6 +112,10 @@ type beforeDoc struct {
 	Env       map[string]string `json:"env,omitempty"`
 	Dir       string            `json:"dir,omitempty"`
 	DependsOn []string          `json:"depends_on,omitempty"`
+	// Inputs, Outputs and Mounts as the state recorded them (1.1).
+	Inputs  []inputDoc       `json:"inputs,omitempty"`
+	Outputs []string         `json:"outputs,omitempty"`
+	Mounts  []protocol.Mount `json:"mounts,omitempty"`
 }
 
 type afterDoc struct {
@@ -121,6 +125,26 @@ type afterDoc struct {
 	Dir       string            `json:"dir"`
 	DependsOn []string          `json:"depends_on"`
 	Placement map[string]string `json:"placement"`
+	// Inputs are the files the task reads, with the hashes apply stores
+	// and checks; Outputs its output patterns; Mounts its input blocks (1.1).
+	Inputs  []inputDoc       `json:"inputs,omitempty"`
+	Outputs []string         `json:"outputs,omitempty"`
+	Mounts  []protocol.Mount `json:"mounts,omitempty"`
+}
+
+// inputDoc is one input file of a definition.
+type inputDoc struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+func newInputDocs(fs []protocol.InputFile) []inputDoc {
+	var out []inputDoc
+	for _, f := range fs {
+		out = append(out, inputDoc{Path: f.Path, SHA256: f.SHA256, Size: f.Size})
+	}
+	return out
 }
 
 type summaryDoc struct {
@@ -186,6 +210,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 			if len(tc.OldSpec) > 0 && json.Unmarshal(tc.OldSpec, &old) == nil {
 				cd.Before.Command, cd.Before.Env, cd.Before.Dir = red.list(old.Command), red.env(old.Env), red.text(old.Dir)
 				cd.Before.DependsOn = old.DependsOn
+				cd.Before.Inputs, cd.Before.Outputs, cd.Before.Mounts = newInputDocs(old.Inputs), old.Outputs, old.Mounts
 				if t := tasks[tc.Address]; t != nil {
 					if t.Sensitive.Command {
 						cd.Before.Command = []string{sensitiveText}
@@ -199,7 +224,8 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		}
 		if def, ok := p.Definitions[tc.Address]; ok && tc.Action != engine.ActionCancel {
 			a := &afterDoc{DefHash: def.Hash, Command: red.list(def.Definition.Command), Env: red.env(def.Definition.Env),
-				Dir: red.text(def.Definition.Dir), DependsOn: append([]string{}, def.Definition.DependsOn...), Placement: map[string]string{}}
+				Dir: red.text(def.Definition.Dir), DependsOn: append([]string{}, def.Definition.DependsOn...), Placement: map[string]string{},
+				Inputs: newInputDocs(def.Definition.Inputs), Outputs: def.Definition.Outputs, Mounts: def.Definition.Mounts}
 			if t := tasks[tc.Address]; t != nil {
 				a.Placement = red.env(t.Placement)
 				// Values computed from a sensitive variable are hidden
@@ -483,6 +509,11 @@ func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
 		case engine.ActionRun, engine.ActionReplace, engine.ActionRetry:
 			def, ok := p.Definitions[cd.Address]
 			if !ok || cd.After == nil || def.Hash != cd.After.DefHash {
+				if ok && cd.After != nil {
+					if changed := changedInputs(cd.After.Inputs, def.Definition.Inputs); len(changed) > 0 {
+						return nil, fmt.Errorf("plan file: the inputs of %s changed since the plan was made (%s): save a new plan", cd.Address, strings.Join(changed, ", "))
+					}
+				}
 				return nil, fmt.Errorf("plan file: %s no longer has the definition the plan recorded: save a new plan", cd.Address)
 			}
 			tc.NewHash = def.Hash
@@ -493,4 +524,28 @@ func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
 		p.Tasks = append(p.Tasks, tc)
 	}
 	return p, nil
+}
+
+// changedInputs names the input files whose content differs between a
+// saved plan's definition and the current one.
+func changedInputs(planned []inputDoc, now []protocol.InputFile) []string {
+	cur := map[string]string{}
+	for _, f := range now {
+		cur[f.Path] = f.SHA256
+	}
+	var out []string
+	for _, f := range planned {
+		switch h, ok := cur[f.Path]; {
+		case !ok:
+			out = append(out, f.Path+" is gone")
+		case h != f.SHA256:
+			out = append(out, f.Path+" changed")
+		}
+		delete(cur, f.Path)
+	}
+	for p := range cur {
+		out = append(out, p+" is new")
+	}
+	sort.Strings(out)
+	return out
 }

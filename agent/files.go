@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/protocol"
+)
+
+// Inputs and outputs travel through the coordinator by hash
+// (docs/protocol.md, "Artifacts"): before an attempt's command starts the
+// agent fetches each input of its assignment into the attempt's directory
+// and checks its hash; after a command that succeeded it finds the files
+// its output patterns match there, and names them in the result.
+
+// fetchFunc puts inputs into dir; a non-empty class means the attempt ends
+// with it (refused: an input cannot be had; lost: the coordinator could not
+// be reached), and msg says why.
+type fetchFunc func(dir string, inputs []protocol.InputFile) (class, msg string)
+
+// maxInputBytes caps one input file the agent accepts (the coordinator's
+// own cap is max_artifact_size).
+const maxInputBytes = 1 << 40
+
+// checkDefinition recomputes the definition hash of the spec it was handed
+// and returns why it refuses it ("definition_mismatch: …"), or "". An
+// assignment of a task with dependencies carries their hashes; without them
+// there is nothing to recompute against.
+func checkDefinition(asg protocol.Assignment) string {
+	if len(asg.Definition.DependsOn) > 0 && asg.DepHashes == nil {
+		return ""
+	}
+	if got := protocol.DefinitionHash(asg.Definition, asg.DepHashes); got != asg.DefHash {
+		return fmt.Sprintf("definition_mismatch: the definition handed over hashes to %s, not the lease's %s", protocol.ShortHash(got), protocol.ShortHash(asg.DefHash))
+	}
+	return ""
+}
+
+// insideDir joins a "/"-separated relative path to dir, refusing one that
+// would leave it.
+func insideDir(dir, rel string) (string, error) {
+	if rel == "" || strings.HasPrefix(rel, "/") || strings.Contains(rel, `\`) {
+		return "", fmt.Errorf("path %q is not relative", rel)
+	}
+	for _, el := range strings.Split(rel, "/") {
+		if el == "" || el == "." || el == ".." {
+			return "", fmt.Errorf("path %q leaves its folder", rel)
+		}
+	}
+	return filepath.Join(dir, filepath.FromSlash(rel)), nil
+}
+
+// fetchInputs downloads each input into dir, checking its hash, retrying a
+// coordinator that cannot be reached.
+func (a *Agent) fetchInputs(ctx context.Context, dir string, inputs []protocol.InputFile) (class, msg string) {
+	for _, in := range inputs {
+		dst, err := insideDir(dir, in.Path)
+		if err != nil {
+			return ClassRefused, "refused: input: " + err.Error()
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return ClassLost, fmt.Sprintf("creating the folder of input %s: %v", in.Path, err)
+		}
+		var last error
+		for n := 0; n < 5; n++ {
+			last = a.fetchOne(ctx, dst, in)
+			if last == nil || !reachFailure(last) || ctx.Err() != nil {
+				break
+			}
+			sleep(ctx, a.retry.delay(n))
+		}
+		switch {
+		case last == nil:
+		case protocol.StatusOf(last) == http.StatusNotFound:
+			return ClassRefused, fmt.Sprintf("refused: input %s (%s) is not to be had from the coordinator", in.Path, protocol.ShortHash(in.SHA256))
+		case errors.Is(last, errHashMismatch):
+			return ClassRefused, fmt.Sprintf("refused: input %s: %v", in.Path, last)
+		default:
+			return ClassLost, fmt.Sprintf("fetching input %s: %v", in.Path, last)
+		}
+	}
+	return "", ""
+}
+
+var errHashMismatch = errors.New("content hash mismatch")
+
+// fetchOne downloads one input to dst through a temporary file, checking
+// its SHA-256 and size before renaming it into place.
+func (a *Agent) fetchOne(ctx context.Context, dst string, in protocol.InputFile) error {
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".wdc-input-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	cctx, cancel := context.WithTimeout(ctx, max(a.callTimeout(), 30*time.Second))
+	n, err := a.client.GetArtifact(cctx, in.SHA256, io.MultiWriter(tmp, h), maxInputBytes)
+	cancel()
+	a.note(err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != in.SHA256 || n != in.Size {
+		return fmt.Errorf("%w: received %d bytes hashing to %s, want %d bytes %s", errHashMismatch, n, protocol.ShortHash(got), in.Size, protocol.ShortHash(in.SHA256))
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+// outputFile is one output an attempt produced.
+type outputFile struct {
+	ref  protocol.ArtifactRef
+	path string
+}
+
+// collectOutputs finds the files the output patterns match in dir (regular
+// files only, by "/"-separated relative name, sorted) and hashes them. A
+// pattern that matches no file is an error naming it.
+func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
+	var out []outputFile
+	seen := map[string]bool{}
+	for _, p := range patterns {
+		matches, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			return nil, fmt.Errorf("output pattern %q: %v", p, err)
+		}
+		found := 0
+		for _, m := range matches {
+			fi, err := os.Lstat(m)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			rel, err := filepath.Rel(dir, m)
+			if err != nil {
+				continue
+			}
+			rel = filepath.ToSlash(rel)
+			found++
+			if seen[rel] {
+				continue
+			}
+			seen[rel] = true
+			h, size, err := artifact.HashFile(m)
+			if err != nil {
+				return nil, fmt.Errorf("output %s: %v", rel, err)
+			}
+			out = append(out, outputFile{path: m, ref: protocol.ArtifactRef{Kind: protocol.ArtifactOutput, Name: rel, SHA256: h, Size: size,
+				MediaType: mime.TypeByExtension(path.Ext(rel))}})
+		}
+		if found == 0 {
+			return nil, fmt.Errorf("declared output %q matched no file in the attempt's directory", p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ref.Name < out[j].ref.Name })
+	return out, nil
+}
