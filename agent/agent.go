@@ -75,6 +75,9 @@ type Options struct {
 	RetryBase, RetryMax time.Duration
 	// Hostname is reported at registration; empty means os.Hostname().
 	Hostname string
+	// Spool is the folder of the durable result buffer ("" = the folder
+	// "spool" of WorkDir); see spool.go.
+	Spool string
 }
 
 // Agent is one worker: it registers, heartbeats on its own timer, claims
@@ -88,6 +91,7 @@ type Agent struct {
 	// requestID is sent with every try of the registration, so a retry
 	// whose first answer was lost gets the same worker back.
 	requestID string
+	spool     *spool // nil when it could not be opened
 	environ   []string
 	retry     backoff
 	health    health
@@ -137,6 +141,11 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	if opts.Spool == "" {
+		opts.Spool = filepath.Join(opts.WorkDir, "spool")
+	} else if opts.Spool, err = filepath.Abs(opts.Spool); err != nil {
+		return nil, fmt.Errorf("agent: spool folder: %w", err)
 	}
 	if opts.ClaimWait <= 0 {
 		opts.ClaimWait = DefaultClaimWait
@@ -231,6 +240,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	if sp, err := openSpool(a.opts.Spool, spoolSession{ServerURL: a.opts.ServerURL, WorkerID: a.reg.WorkerID, SessionToken: a.reg.SessionToken}); err != nil {
+		a.log.Warn("no spool: results are posted from the attempts' files only", "err", err)
+	} else {
+		a.spool = sp
+		defer sp.close()
+	}
+	a.deliverOrphans(callCtx)
 	// Label names only: a label's value may come from a sensitive variable.
 	labelNames := make([]string, 0, len(a.reg.Labels))
 	for k := range a.reg.Labels {
@@ -635,14 +651,90 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			}
 		}
 	}
-	a.postResult(callCtx, log, asg.FencingToken, req, files)
+	a.settle(callCtx, log, asg.FencingToken, req, files)
+}
+
+// settle spools a result with its artifacts, posts it, and then removes the
+// entry (accepted) or moves it to quarantine (rejected). A result not
+// delivered stays in the spool, where a later agent finds it.
+func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest, files map[string]string) {
+	entry := ""
+	if a.spool != nil {
+		e, spooled, err := a.spool.put(token, req, files)
+		if err != nil {
+			log.Warn("spooling the result failed; posting it from the attempt's files", "err", err)
+		} else {
+			entry, files = e, spooled
+		}
+	}
+	resp, ok := a.postResult(callCtx, log, token, req, files)
+	switch {
+	case !ok || entry == "":
+	case resp.Decision == protocol.DecisionAccepted:
+		done(entry)
+	default:
+		if q, err := quarantine(a.spool.root, entry, "rejected: "+resp.Reason); err == nil {
+			log.Warn("the rejected result is kept in the spool's quarantine", "path", q)
+		}
+	}
+}
+
+// deliverOrphans posts the results that agents which are gone left in the
+// spool, each with its own worker's session and idempotency key, so a
+// result is delivered once across a crash. A result whose session no
+// longer works, or that the coordinator rejects, goes to quarantine; one
+// the coordinator cannot be reached for stays for a later agent.
+func (a *Agent) deliverOrphans(callCtx context.Context) {
+	for _, o := range orphans(a.opts.Spool) {
+		if o.session.SessionToken != "" {
+			client := a.client.WithToken(o.session.SessionToken)
+			for _, entry := range o.entries {
+				log := a.log.With("spool", entry)
+				e, err := readEntry(entry)
+				if err != nil {
+					quarantine(a.opts.Spool, entry, "unreadable: "+err.Error())
+					continue
+				}
+				files := map[string]string{}
+				for _, ar := range e.Result.Artifacts {
+					files[ar.SHA256] = filepath.Join(entry, "blobs", ar.SHA256)
+				}
+				log.Info("delivering a result a stopped agent left", "worker", o.session.WorkerID, "task", e.Result.Task, "token", e.Token)
+				resp, err := a.deliver(callCtx, log, client, e.Token, e.Result, files, false)
+				switch st := protocol.StatusOf(err); {
+				case err == nil && resp.Decision == protocol.DecisionAccepted:
+					done(entry)
+				case err == nil:
+					quarantine(a.opts.Spool, entry, "rejected: "+resp.Reason)
+				case st == http.StatusUnauthorized || st == http.StatusForbidden:
+					quarantine(a.opts.Spool, entry, "its worker's session no longer works: "+err.Error())
+				default:
+					log.Warn("a stopped agent's result stays in the spool", "err", err)
+				}
+			}
+		}
+		if rest, _ := os.ReadDir(o.dir); len(pendingEntries(rest)) == 0 {
+			os.RemoveAll(o.dir)
+		}
+		o.lock.Close()
+	}
+}
+
+func pendingEntries(des []os.DirEntry) []os.DirEntry {
+	var out []os.DirEntry
+	for _, d := range des {
+		if d.IsDir() && d.Name()[0] != '.' {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // upload sends the blobs a result is waiting for (a missing_artifacts
 // answer) from their files. An upload the coordinator refuses for good
 // (the file changed under it, it is too large, nobody waits for it) is
 // returned as an error, and the result is then abandoned.
-func (a *Agent) upload(callCtx context.Context, missing []string, files map[string]string) error {
+func (a *Agent) upload(callCtx context.Context, client *protocol.Client, missing []string, files map[string]string) error {
 	for _, h := range missing {
 		path, ok := files[h]
 		if !ok {
@@ -660,7 +752,7 @@ func (a *Agent) upload(callCtx context.Context, missing []string, files map[stri
 		// An upload may take long; bound it by the blob's size at
 		// 1 MiB/s, and at least the usual call timeout.
 		cctx, cancel := context.WithTimeout(callCtx, max(a.callTimeout(), time.Duration(fi.Size()>>20)*time.Second))
-		_, err = a.client.PutArtifact(cctx, h, f, fi.Size())
+		_, err = client.PutArtifact(cctx, h, f, fi.Size())
 		cancel()
 		f.Close()
 		a.note(err)
@@ -699,11 +791,34 @@ func (a *Agent) hold(asg protocol.Assignment, fits bool) *attempt {
 // until it answers or the agent gives up (callCtx cancelled on a fatal
 // error). A lease the agent was told is gone is posted all the same: the
 // coordinator decides.
-func (a *Agent) postResult(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest, files map[string]string) {
+func (a *Agent) postResult(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest, files map[string]string) (protocol.ResultResponse, bool) {
+	resp, err := a.deliver(callCtx, log, a.client, token, req, files, true)
+	if err == nil {
+		return resp, true
+	}
+	switch {
+	case a.fatalAnswer(err, false):
+	case callCtx.Err() != nil:
+		log.Error("result not delivered: abandoning the lease", "err", err)
+	default:
+		log.Error("the coordinator refused the result: abandoning the lease", "err", err)
+	}
+	a.mu.Lock()
+	a.abandoned = append(a.abandoned, token)
+	a.mu.Unlock()
+	return protocol.ResultResponse{}, false
+}
+
+// deliver posts a result with client until the coordinator decides,
+// uploading the blobs it asks for from files (hash → file), and retrying
+// while it cannot be reached (without limit when persist, else a few
+// times). It returns the decision, or the error that ended the tries.
+func (a *Agent) deliver(callCtx context.Context, log *slog.Logger, client *protocol.Client, token int64, req protocol.ResultRequest,
+	files map[string]string, persist bool) (protocol.ResultResponse, error) {
 	uploads := 0 // rounds of missing_artifacts answered; a coordinator that keeps asking is refusing
 	for n := 0; ; n++ {
 		cctx, cancel := context.WithTimeout(callCtx, a.callTimeout())
-		resp, err := a.client.PostResult(cctx, token, req)
+		resp, err := client.PostResult(cctx, token, req)
 		cancel()
 		a.note(err)
 		var ae *protocol.APIError
@@ -712,7 +827,7 @@ func (a *Agent) postResult(callCtx context.Context, log *slog.Logger, token int6
 			// Not a decision yet: send what the coordinator lacks, then
 			// post again. A blob it holds already is never sent.
 			log.Info("uploading artifacts the coordinator asked for", "blobs", len(ae.Missing))
-			if uerr := a.upload(callCtx, ae.Missing, files); uerr != nil {
+			if uerr := a.upload(callCtx, client, ae.Missing, files); uerr != nil {
 				if reachFailure(uerr) && callCtx.Err() == nil {
 					d := a.retry.delay(n)
 					log.Warn("uploading artifacts failed; retrying", "err", uerr, "in", d)
@@ -730,20 +845,10 @@ func (a *Agent) postResult(callCtx context.Context, log *slog.Logger, token int6
 			} else {
 				log.Warn("result rejected", "decision", resp.Decision, "reason", resp.Reason, "duplicate", resp.Duplicate)
 			}
-			return
+			return resp, nil
 		}
-		if !reachFailure(err) || callCtx.Err() != nil {
-			switch {
-			case a.fatalAnswer(err, false):
-			case callCtx.Err() != nil:
-				log.Error("result not delivered: abandoning the lease", "err", err)
-			default:
-				log.Error("the coordinator refused the result: abandoning the lease", "err", err)
-			}
-			a.mu.Lock()
-			a.abandoned = append(a.abandoned, token)
-			a.mu.Unlock()
-			return
+		if !reachFailure(err) || callCtx.Err() != nil || (!persist && n >= 4) {
+			return protocol.ResultResponse{}, err
 		}
 		d := a.retry.delay(n)
 		log.Warn("posting the result failed; retrying", "err", err, "in", d)

@@ -3,12 +3,14 @@ package agent
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -698,5 +700,70 @@ func TestDefinitionCheckAndAttemptDirectory(t *testing.T) {
 	}
 	if rl.req.FailureClass != ClassFailure || !strings.Contains(rl.req.Error, `declared output "report.html" matched no file`) {
 		t.Errorf("lazy task: %+v; want a failure naming the missing output", rl.req)
+	}
+}
+
+// TestSpool: a result waits in the spool until the coordinator decides;
+// accepted, it is removed; rejected, it goes to quarantine with why. An
+// agent that starts delivers what a stopped agent left, with that agent's
+// session and idempotency key, once; a result whose session no longer
+// works goes to quarantine.
+func TestSpool(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	work := t.TempDir()
+	spoolDir := filepath.Join(work, "spool")
+
+	// What a stopped agent left: one result with its session ("sess",
+	// which the fake takes) and one with a session nobody knows.
+	leave := func(worker, session string, token int64) string {
+		dir := filepath.Join(spoolDir, worker)
+		entry := filepath.Join(dir, strconv.FormatInt(token, 10))
+		if err := os.MkdirAll(filepath.Join(entry, "blobs"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		sb, _ := json.Marshal(spoolSession{ServerURL: s.URL(), WorkerID: worker, SessionToken: session})
+		os.WriteFile(filepath.Join(dir, "session.json"), sb, 0o600)
+		zero := 0
+		eb, _ := json.Marshal(spoolEntry{Token: token, Result: protocol.ResultRequest{WorkerID: worker, Task: "task.old", Attempt: 1,
+			IdempotencyKey: worker + "-" + strconv.FormatInt(token, 10), ExitCode: &zero}})
+		os.WriteFile(filepath.Join(entry, "result.json"), eb, 0o600)
+		return entry
+	}
+	kept := leave("w-old", "sess", 555)
+	stale := leave("w-gone", "expired-session", 556)
+
+	startAgent(t, s.URL(), func(o *Options) { o.WorkDir = work })
+	waitFor(t, 20*time.Second, "the stopped agent's result", func() bool { _, ok := f.result(555); return ok })
+	r, _ := f.result(555)
+	if r.req.IdempotencyKey != "w-old-555" || r.req.WorkerID != "w-old" {
+		t.Errorf("delivered %+v; want the stopped agent's own result", r.req)
+	}
+	waitFor(t, 10*time.Second, "the spool to settle", func() bool {
+		_, e1 := os.Stat(kept)
+		_, e2 := os.Stat(filepath.Join(spoolDir, "quarantine", "w-gone-556", "why"))
+		return errors.Is(e1, os.ErrNotExist) && e2 == nil
+	})
+	why, _ := os.ReadFile(filepath.Join(spoolDir, "quarantine", "w-gone-556", "why"))
+	if !strings.Contains(string(why), "session no longer works") {
+		t.Errorf("quarantine note %q", why)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the result with a dead session is still pending: %v", err)
+	}
+
+	// A result of this agent: accepted, then nothing left; a rejected one
+	// goes to quarantine.
+	ok := f.add(assignment(t, "task.ok", "true"))[0]
+	waitFor(t, 20*time.Second, "the result", func() bool { _, got := f.result(ok.FencingToken); return got })
+	entry := filepath.Join(spoolDir, "w-1", strconv.FormatInt(ok.FencingToken, 10))
+	waitFor(t, 10*time.Second, "the accepted entry to go", func() bool { _, err := os.Stat(entry); return errors.Is(err, os.ErrNotExist) })
+	f.set(func(f *fakeCoord) { f.rejectAll = "stale_token" })
+	bad := f.add(assignment(t, "task.late", "true"))[0]
+	q := filepath.Join(spoolDir, "quarantine", "w-1-"+strconv.FormatInt(bad.FencingToken, 10))
+	waitFor(t, 20*time.Second, "the rejected result in quarantine", func() bool { _, err := os.Stat(filepath.Join(q, "result.json")); return err == nil })
+	if why, _ := os.ReadFile(filepath.Join(q, "why")); !strings.Contains(string(why), "stale_token") {
+		t.Errorf("quarantine note %q", why)
 	}
 }

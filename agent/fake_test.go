@@ -47,6 +47,8 @@ type fakeCoord struct {
 	// here (checked against their hash).
 	blobs map[string][]byte
 	puts  int // uploads received
+	// rejectAll, when set, answers every result rejected with this reason.
+	rejectAll string
 }
 
 type heartbeatRec struct {
@@ -246,6 +248,13 @@ func (f *fakeCoord) handler() http.Handler {
 				f.writeError(w, status, "internal")
 				return
 			}
+		}
+		f.mu.Lock()
+		reject := f.rejectAll
+		f.mu.Unlock()
+		if reject != "" {
+			reply(w, protocol.ResultResponse{Decision: protocol.DecisionRejected, Reason: reject})
+			return
 		}
 		reply(w, protocol.ResultResponse{Decision: protocol.DecisionAccepted})
 	}))

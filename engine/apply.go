@@ -735,8 +735,9 @@ func joinHint(p *ApplyPool, ep *Endpoint) string {
 }
 
 // waitExternal gives workers that joined from elsewhere (which apply
-// cannot stop) their drain timeout to post the results of their running
-// attempts, until they hold no lease.
+// cannot stop) their drain timeout to learn that they should stop (an
+// answer with drain=true) and to post the results of their running
+// attempts, until each was told and they hold no lease.
 func (a *applier) waitExternal() {
 	var deadline time.Time
 	for i := range a.opts.Pools {
@@ -748,13 +749,13 @@ func (a *applier) waitExternal() {
 		}
 	}
 	for time.Now().Before(deadline) {
-		held := 0
+		waiting := 0
 		for i, pp := range a.coord.Progress().Pools {
 			if a.opts.Pools[i].Provider == ProviderExternal {
-				held += pp.Leases
+				waiting += pp.Leases + pp.Untold
 			}
 		}
-		if held == 0 {
+		if waiting == 0 {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

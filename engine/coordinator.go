@@ -191,6 +191,10 @@ type PoolProgress struct {
 	Active, Draining, Stale, Gone int
 	// Leases counts the active leases its workers hold.
 	Leases int
+	// Untold counts its live (active or draining) workers that have not
+	// yet been answered drain=true since Drain: apply waits for them at
+	// the end, so a worker that joined by itself learns to stop.
+	Untold int
 	// Failed is true after FailPool.
 	Failed bool
 }
@@ -268,6 +272,7 @@ type workerState struct {
 	// token was revoked, or its slot was taken while it was stale); it
 	// stays draining even after it comes back from stale.
 	drainRequested bool
+	toldDrain      bool     // an answer with drain=true reached it
 	seq            int      // its launch sequence, or 0
 	session        [32]byte // SHA-256 of its session token
 	// expected are the blobs this worker may upload: those a result of
@@ -780,6 +785,9 @@ func (c *Coordinator) Progress() Progress {
 			pp.Gone++
 		}
 		pp.Leases += w.held
+		if c.draining && !w.toldDrain && (w.status == state.WorkerActive || w.status == state.WorkerDraining) {
+			pp.Untold++
+		}
 	}
 	return p
 }

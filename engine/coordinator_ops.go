@@ -72,6 +72,11 @@ func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protoco
 	}
 	resp := protocol.HeartbeatResponse{Drain: draining || want == state.WorkerDraining || cur == state.WorkerGone,
 		CancelLeases: []int64{}, Renewed: renewed}
+	if resp.Drain {
+		c.mu.Lock()
+		w.toldDrain = true
+		c.mu.Unlock()
+	}
 	seen := map[int64]bool{}
 	for _, t := range req.Leases {
 		if !live[t] && !seen[t] {
@@ -125,6 +130,7 @@ func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait t
 	for {
 		c.mu.Lock()
 		if c.draining || w.status == state.WorkerDraining {
+			w.toldDrain = true
 			c.mu.Unlock()
 			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}, Drain: true}, nil
 		}

@@ -27,6 +27,7 @@ type AgentCmd struct {
 	CASHA256     string        `name:"ca-sha256" placeholder:"HEX" help:"SHA-256 fingerprint of the coordinator's CA, as apply prints it: verify the https server by it (default: WDC_CA_SHA256, the join file's, else the system's roots)."`
 	WorkDir      string        `name:"work-dir" placeholder:"DIR" default:"." help:"Work folder: attempt logs go to logs/<task>/<attempt>/, scratch folders to scratch/<task>/<attempt>/."`
 	DrainTimeout time.Duration `name:"drain-timeout" default:"60s" help:"On SIGTERM or SIGINT, how long running attempts may finish before they are killed."`
+	Spool        string        `name:"spool" placeholder:"DIR" help:"Durable result buffer: results wait here until the coordinator decides, across a restart (default: spool in the work folder)."`
 }
 
 // Run runs the agent until it drains (first SIGTERM/SIGINT, or the
@@ -68,6 +69,7 @@ func (c *AgentCmd) Run(e *env) error {
 		Credential:   credential,
 		WorkDir:      c.WorkDir,
 		DrainTimeout: c.DrainTimeout,
+		Spool:        c.Spool,
 		Logger:       logger,
 		Version:      Version,
 		Environ:      e.environ,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -181,7 +182,8 @@ func seedFailed(ctx context.Context, st *state.Store, now time.Time, reason stri
 
 // cmdWaitCoordinator waits until an apply holds the state in DIR (default
 // the current directory, state .wdc/state.db) and its coordinator serves,
-// then sets COORDINATOR to its URL and CA_SHA256 to its CA fingerprint:
+// then sets COORDINATOR to its URL, CA_SHA256 to its CA fingerprint and
+// APPLY_PID to the apply's process id:
 //
 //	wait-coordinator [DIR]
 func cmdWaitCoordinator(ts *testscript.TestScript, neg bool, args []string) {
@@ -198,6 +200,7 @@ func cmdWaitCoordinator(ts *testscript.TestScript, neg bool, args []string) {
 		if snap, err := readSnapshot(context.Background(), path); err == nil && snap.Lock != nil && snap.Lock.CoordinatorURL != "" {
 			ts.Setenv("COORDINATOR", snap.Lock.CoordinatorURL)
 			ts.Setenv("CA_SHA256", snap.Lock.CASHA256)
+			ts.Setenv("APPLY_PID", strconv.Itoa(snap.Lock.PID))
 			return
 		}
 		if time.Now().After(deadline) {

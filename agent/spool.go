@@ -1,0 +1,244 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/wdc-dev/wdc/protocol"
+)
+
+// The spool (docs/protocol.md, "The spool") is the agent's durable result
+// buffer. Before it posts an attempt's result, the agent writes the result
+// and its artifacts into a folder of its own in the spool; it deletes the
+// entry only once the coordinator decided. It also keeps its worker id and
+// session token there (mode 0600). An agent that starts finds the folders
+// of agents that are gone (their lock is free) and posts their pending
+// results with their sessions, with the same idempotency keys, so a result
+// is delivered once across a crash; when such a session no longer works
+// (the apply ended, the worker was marked gone) the result goes to
+// quarantine/ instead, as does a result the coordinator rejected. Nothing
+// is synced to disk: the page cache outlives a crashed process, and a
+// machine crash only loses results whose tasks are then retried.
+//
+// Layout: <spool>/<worker id>/{session.json, lock, <token>/{result.json,
+// blobs/<sha256>}} and <spool>/quarantine/<worker id>-<token>/.
+
+// spoolSession is what a worker's spool folder keeps about the worker.
+type spoolSession struct {
+	ServerURL    string `json:"server_url"`
+	WorkerID     string `json:"worker_id"`
+	SessionToken string `json:"session_token"`
+}
+
+// spoolEntry is one result waiting for a decision.
+type spoolEntry struct {
+	Token  int64                  `json:"token"`
+	Result protocol.ResultRequest `json:"result"`
+}
+
+// spool is one agent's folder of a spool.
+type spool struct {
+	root string // the spool folder
+	dir  string // this worker's folder in it
+	lock *os.File
+}
+
+// openSpool creates the worker's folder in root, takes its lock (held for
+// the agent's lifetime: other agents then know it is alive) and writes the
+// session file.
+func openSpool(root string, s spoolSession) (*spool, error) {
+	dir := filepath.Join(root, s.WorkerID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	lock, err := lockFolder(dir, false)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	b, _ := json.Marshal(s) // strings only
+	if err := renameio.WriteFile(filepath.Join(dir, "session.json"), b, 0o600, renameio.WithStaticPermissions(0o600)); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	return &spool{root: root, dir: dir, lock: lock}, nil
+}
+
+// close releases the worker's folder, removing it when nothing is pending.
+func (sp *spool) close() {
+	entries, _ := os.ReadDir(sp.dir)
+	pending := false
+	for _, e := range entries {
+		if e.IsDir() {
+			pending = true
+		}
+	}
+	if !pending {
+		os.RemoveAll(sp.dir)
+	}
+	sp.lock.Close()
+}
+
+// lockFolder takes the exclusive lock of a spool folder (flock on its
+// "lock" file); with try it fails at once when another process holds it.
+func lockFolder(dir string, try bool) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	how := syscall.LOCK_EX
+	if try {
+		how |= syscall.LOCK_NB
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// put writes a result and its artifacts into an entry, atomically (a
+// temporary folder renamed into place); files maps each artifact's hash to
+// the file it was hashed from. It returns the entry's folder and the
+// artifacts' copies in it, by hash.
+func (sp *spool) put(token int64, req protocol.ResultRequest, files map[string]string) (string, map[string]string, error) {
+	entry := filepath.Join(sp.dir, strconv.FormatInt(token, 10))
+	tmp, err := os.MkdirTemp(sp.dir, ".tmp-")
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Mkdir(filepath.Join(tmp, "blobs"), 0o700); err != nil {
+		return "", nil, err
+	}
+	for h, src := range files {
+		if err := linkOrCopy(src, filepath.Join(tmp, "blobs", h)); err != nil {
+			return "", nil, fmt.Errorf("spooling %s: %w", src, err)
+		}
+	}
+	b, err := json.Marshal(spoolEntry{Token: token, Result: req})
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "result.json"), b, 0o600); err != nil {
+		return "", nil, err
+	}
+	os.RemoveAll(entry) // an earlier try of the same attempt
+	if err := os.Rename(tmp, entry); err != nil {
+		return "", nil, err
+	}
+	return entry, blobsOf(entry, files), nil
+}
+
+func blobsOf(entry string, files map[string]string) map[string]string {
+	out := make(map[string]string, len(files))
+	for h := range files {
+		out[h] = filepath.Join(entry, "blobs", h)
+	}
+	return out
+}
+
+// linkOrCopy hard-links src to dst, or copies it when it cannot.
+func linkOrCopy(src, dst string) error {
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// done removes a decided entry.
+func done(entry string) { os.RemoveAll(entry) }
+
+// quarantine moves an entry to <root>/quarantine/<worker>-<token>, with a
+// note of why, never over another entry; it returns where it went.
+func quarantine(root, entry, why string) (string, error) {
+	q := filepath.Join(root, "quarantine")
+	if err := os.MkdirAll(q, 0o700); err != nil {
+		return "", err
+	}
+	base := filepath.Base(filepath.Dir(entry)) + "-" + filepath.Base(entry)
+	dst := filepath.Join(q, base)
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		dst = filepath.Join(q, base+"."+strconv.Itoa(n))
+	}
+	if err := os.Rename(entry, dst); err != nil {
+		return "", err
+	}
+	_ = os.WriteFile(filepath.Join(dst, "why"), []byte(why+"\n"), 0o600)
+	return dst, nil
+}
+
+// orphan is the spool folder of an agent that is gone, with what it left.
+type orphan struct {
+	dir     string
+	lock    *os.File
+	session spoolSession
+	entries []string // entry folders, by token
+}
+
+// orphans finds the folders of root whose agent is gone (their lock is
+// free) and takes their locks. The caller releases each lock.
+func orphans(root string) []orphan {
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var out []orphan
+	for _, d := range dirs {
+		if !d.IsDir() || d.Name() == "quarantine" {
+			continue
+		}
+		dir := filepath.Join(root, d.Name())
+		lock, err := lockFolder(dir, true)
+		if err != nil {
+			continue // its agent is alive (or the folder is not ours)
+		}
+		o := orphan{dir: dir, lock: lock}
+		if b, err := os.ReadFile(filepath.Join(dir, "session.json")); err == nil {
+			_ = json.Unmarshal(b, &o.session)
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() && e.Name()[0] != '.' {
+				o.entries = append(o.entries, filepath.Join(dir, e.Name()))
+			}
+		}
+		sort.Strings(o.entries)
+		out = append(out, o)
+	}
+	return out
+}
+
+// readEntry reads an entry's result.
+func readEntry(entry string) (spoolEntry, error) {
+	var e spoolEntry
+	b, err := os.ReadFile(filepath.Join(entry, "result.json"))
+	if err != nil {
+		return e, err
+	}
+	return e, json.Unmarshal(b, &e)
+}
