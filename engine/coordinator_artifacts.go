@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
@@ -240,4 +241,25 @@ func (c *Coordinator) serveArtifactDownload(w http.ResponseWriter, r *http.Reque
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.Copy(w, f)
+}
+
+// collectGarbage is CollectGarbage beside the running apply (the operator
+// route behind `wdc gc`): it keeps, beyond what the state refers to, every
+// blob a worker was told to upload (a result in flight names it), and
+// removes only temporary files older than an hour (an upload may be in
+// progress). State writes wait while it runs.
+func (c *Coordinator) collectGarbage(ctx context.Context, dryRun bool) (protocol.GCResponse, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return CollectGarbage(ctx, c.store, c.artifacts, GCOptions{DryRun: dryRun, TempOlderThan: time.Hour, Keep: func() map[string]bool {
+		keep := map[string]bool{}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, w := range c.workers {
+			for h := range w.expected {
+				keep[h] = true
+			}
+		}
+		return keep
+	}})
 }

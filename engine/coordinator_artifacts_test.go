@@ -143,3 +143,69 @@ func TestFailureCarriesStderrTail(t *testing.T) {
 	}
 	t.Errorf("no failed event")
 }
+
+// TestGCKeepsWhatIsReferredToOrInFlight: beside a running coordinator,
+// garbage collection keeps the blobs accepted attempts bound and those a
+// result in flight has uploaded but not yet posted again, and removes a
+// blob nothing refers to; a dry run removes nothing; only the operator
+// credential opens the route.
+func TestGCKeepsWhatIsReferredToOrInFlight(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{rtTask("a"), rtTask("b")}, harnessOpts{})
+	ctx := context.Background()
+	ops := protocol.NewClient(h.srv.URL, h.c.OperatorCredential(), nil)
+	w := h.register("p")
+	zero := 0
+	post := func(a protocol.Assignment, key string, blob []byte) (protocol.ResultResponse, error) {
+		return w.cl.PostResult(ctx, a.FencingToken, protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt, IdempotencyKey: key,
+			ExitCode: &zero, DefHash: a.DefHash, Artifacts: []protocol.ArtifactRef{{Kind: protocol.ArtifactLog, Name: "stdout", SHA256: blobHash(blob), Size: int64(len(blob))}}})
+	}
+	upload := func(blob []byte) {
+		t.Helper()
+		if _, err := w.cl.PutArtifact(ctx, blobHash(blob), bytes.NewReader(blob), int64(len(blob))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	accepted, inFlight, orphan := []byte("accepted\n"), []byte("in flight\n"), []byte("nobody's\n")
+	a := w.claimOne()
+	if _, err := post(a, "ka", accepted); protocol.StatusOf(err) != 409 {
+		t.Fatalf("first post: %v", err)
+	}
+	upload(accepted)
+	if r, err := post(a, "ka", accepted); err != nil || r.Decision != "accepted" {
+		t.Fatalf("post = %+v, %v", r, err)
+	}
+	b := w.claimOne()
+	if _, err := post(b, "kb", inFlight); protocol.StatusOf(err) != 409 {
+		t.Fatalf("first post of b: %v", err)
+	}
+	upload(inFlight)
+	if _, err := h.blobs.Put(ctx, blobHash(orphan), bytes.NewReader(orphan)); err != nil {
+		t.Fatal(err)
+	}
+
+	want := []protocol.GCBlob{{SHA256: blobHash(orphan), Size: int64(len(orphan))}}
+	dry, err := ops.GC(ctx, protocol.GCRequest{DryRun: true})
+	if err != nil || !dry.DryRun || len(dry.Removed) != 1 || dry.Removed[0] != want[0] || dry.Kept != 2 || dry.RemovedBytes != int64(len(orphan)) {
+		t.Fatalf("dry run = %+v, %v; want the orphan listed, 2 kept", dry, err)
+	}
+	if _, ok, _ := h.blobs.Stat(blobHash(orphan)); !ok {
+		t.Fatalf("a dry run removed a blob")
+	}
+	if _, err := w.cl.GC(ctx, protocol.GCRequest{}); protocol.StatusOf(err) != 401 {
+		t.Errorf("gc with a session: %v; want 401", err)
+	}
+	res, err := ops.GC(ctx, protocol.GCRequest{})
+	if err != nil || res.DryRun || len(res.Removed) != 1 || res.Removed[0] != want[0] || res.Kept != 2 || res.KeptBytes != int64(len(accepted)+len(inFlight)) {
+		t.Fatalf("gc = %+v, %v", res, err)
+	}
+	for blob, held := range map[string]bool{string(accepted): true, string(inFlight): true, string(orphan): false} {
+		if _, ok, _ := h.blobs.Stat(blobHash([]byte(blob))); ok != held {
+			t.Errorf("after gc, blob %q held = %t, want %t", blob, ok, held)
+		}
+	}
+	// The result in flight lands without another upload.
+	if r, err := post(b, "kb", inFlight); err != nil || r.Decision != "accepted" {
+		t.Errorf("post of b after gc = %+v, %v", r, err)
+	}
+}

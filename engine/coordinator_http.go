@@ -29,6 +29,7 @@ import (
 //	POST /v1/operator/join-tokens/{id}/revoke → RevokeJoinTokenResponse               (operator credential)
 //	POST /v1/operator/lease                   LeaseLookupRequest → LeaseLookupResponse (operator credential)
 //	POST /v1/operator/sweep                   → SweepResponse                         (operator credential)
+//	POST /v1/operator/gc                      GCRequest → GCResponse                  (operator credential)
 //
 // Every call needs "Authorization: Bearer <credential>" of the kind its
 // route takes and the Wdc-Protocol-Version header. Errors are
@@ -55,6 +56,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("/v1/operator/join-tokens/{id}/revoke", c.serveRevokeJoinToken)
 	mux.HandleFunc("/v1/operator/lease", c.serveLease)
 	mux.HandleFunc("/v1/operator/sweep", c.serveSweep)
+	mux.HandleFunc("/v1/operator/gc", c.serveGC)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no protocol route %s", r.URL.Path)})
 	})
@@ -488,5 +490,18 @@ func (c *Coordinator) serveSweep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := c.sweepNow(r.Context())
+	respond(w, resp, err)
+}
+
+func (c *Coordinator) serveGC(w http.ResponseWriter, r *http.Request) {
+	_, req, _, ok := decodeRequest(c, w, r, func(protocol.GCRequest) error { return nil }, credOperator)
+	if !ok {
+		return
+	}
+	if c.artifacts == nil {
+		(&httpError{status: http.StatusConflict, code: protocol.CodeNotExpected, message: "this coordinator keeps no artifacts"}).write(w)
+		return
+	}
+	resp, err := c.collectGarbage(r.Context(), req.DryRun)
 	respond(w, resp, err)
 }

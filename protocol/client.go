@@ -157,6 +157,15 @@ func (c *Client) Sweep(ctx context.Context) (SweepResponse, error) {
 	return resp, err
 }
 
+// GC calls POST /v1/operator/gc (operator credential): the running
+// apply's coordinator collects the artifact store's garbage, or with
+// req.DryRun says what it would remove.
+func (c *Client) GC(ctx context.Context, req GCRequest) (GCResponse, error) {
+	var resp GCResponse
+	err := c.call(ctx, "/"+APIVersion+"/operator/gc", req, &resp)
+	return resp, err
+}
+
 // PutArtifact calls PUT /v1/artifacts/{sha256}, streaming size bytes of
 // body (Content-Type application/octet-stream). The coordinator recomputes
 // the hash: a mismatch is a 400 hash_mismatch, a blob over its cap a 413

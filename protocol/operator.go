@@ -71,3 +71,30 @@ type SweepResponse struct {
 	Expired []LeaseInfo `json:"expired"`
 	Stale   []string    `json:"stale"`
 }
+
+// GCRequest is the body of POST /v1/operator/gc: collect the artifact
+// store's garbage now, or with DryRun only say what would go.
+type GCRequest struct {
+	DryRun bool `json:"dry_run"`
+}
+
+// GCResponse answers POST /v1/operator/gc (and is what `wdc gc` reports
+// without an apply): the blobs removed, or with dry_run those that would
+// be, and what is kept. Sizes are in bytes.
+type GCResponse struct {
+	DryRun       bool     `json:"dry_run"`
+	Removed      []GCBlob `json:"removed"`
+	RemovedBytes int64    `json:"removed_bytes"`
+	Kept         int      `json:"kept"`
+	KeptBytes    int64    `json:"kept_bytes"`
+	// TempFiles is how many leftover temporary files of interrupted
+	// uploads were removed (0 with dry_run).
+	TempFiles int `json:"temp_files"`
+}
+
+// GCBlob is one blob garbage collection removed: its hash and size in
+// bytes.
+type GCBlob struct {
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}

@@ -658,32 +658,6 @@ func queryArtifacts(ctx context.Context, tx *sql.Tx, where string, args ...any) 
 	return out, rows.Err()
 }
 
-// ReferencedBlobs returns the hashes of the blobs that an attempt of a
-// task's current definition bound (the attempt's lease has the task's
-// current def_hash): what garbage collection keeps. Blobs of attempts of
-// replaced definitions, and of tasks no longer in the state, are not in it.
-func (s *Store) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
-	out := map[string]bool{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT a.sha256 FROM attempt_artifacts a
-			JOIN leases l ON l.token = a.fencing_token
-			JOIN tasks t ON t.address = a.task AND t.def_hash = l.def_hash`)
-		if err != nil {
-			return fmt.Errorf("read referenced blobs: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var h string
-			if err := rows.Scan(&h); err != nil {
-				return fmt.Errorf("read referenced blobs: %w", err)
-			}
-			out[h] = true
-		}
-		return rows.Err()
-	})
-	return out, err
-}
-
 // AcceptedOutputs returns the outputs bound to the attempt whose accepted
 // result succeeded task under its current definition (the lease's def_hash
 // is the task's), by name; none when the task has not succeeded so.

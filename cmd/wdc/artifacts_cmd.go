@@ -132,7 +132,7 @@ func (c *ArtifactsGetCmd) Run(e *env) error {
 		}
 		f, _, err := store.Open(o.SHA256)
 		if err != nil {
-			return fmt.Errorf("output %s of %s attempt %d (blob %s) is not in the work folder's artifact store: %w", o.Name, normalizeAddress(c.Address), a.Number, o.SHA256, err)
+			return fmt.Errorf("output %s of %s attempt %d (blob %s) is not in the work folder's artifact store (wdc gc removes the blobs of replaced definitions): %w", o.Name, normalizeAddress(c.Address), a.Number, o.SHA256, err)
 		}
 		defer f.Close()
 		if c.Out == "" {

@@ -67,7 +67,7 @@ func (c *LogsCmd) Run(e *env) error {
 			}
 			f, _, err := store.Open(x.SHA256)
 			if err != nil {
-				return fmt.Errorf("the %s of %s attempt %d (blob %s) is not in the work folder's artifact store: %w", name, addr, a.Number, x.SHA256, err)
+				return fmt.Errorf("the %s of %s attempt %d (blob %s) is not in the work folder's artifact store (wdc gc removes the blobs of replaced definitions): %w", name, addr, a.Number, x.SHA256, err)
 			}
 			defer f.Close()
 			_, err = io.Copy(e.stdout, f)

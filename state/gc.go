@@ -1,0 +1,82 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Garbage collection of the artifact store (wdc gc): the state decides
+// which blobs are still referred to; package artifact removes the others.
+
+// ReferencedBlobs returns the hashes of the blobs the state still refers
+// to, which garbage collection keeps: those an attempt of a task's current
+// definition bound (the attempt's lease has the task's current def_hash),
+// and the inputs of the tasks' current definitions (their spec's inputs).
+// Blobs of attempts of replaced definitions, of rejected results and of
+// tasks no longer in the state are not in it.
+func (s *Store) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
+	var out map[string]bool
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = referencedBlobs(ctx, tx)
+		return err
+	})
+	return out, err
+}
+
+// CollectGarbage calls remove with ReferencedBlobs inside one write
+// transaction, so that no result is accepted, no input recorded and no
+// apply started while remove deletes what the state does not refer to.
+// It does not change the state's content (the serial stays, so a saved
+// plan stays valid). On a store that GuardWrites (the apply's own) it
+// fails with ErrLockLost when the apply no longer holds the lock; on any
+// other store it fails with a *LockedError when an apply holds it: a
+// collection beside a running apply goes through its coordinator.
+// remove's error is returned as it is.
+func (s *Store) CollectGarbage(ctx context.Context, remove func(referenced map[string]bool) error) error {
+	return s.writeTx(ctx, false, func(tx *sql.Tx) error {
+		cur, err := queryLock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		switch guard := s.guard.Load(); {
+		case guard != nil && (cur == nil || cur.ID != *guard):
+			return fmt.Errorf("state file %s: garbage collection refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
+		case guard == nil && cur != nil:
+			return &LockedError{Path: s.path, Lock: *cur}
+		}
+		ref, err := referencedBlobs(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return remove(ref)
+	})
+}
+
+func referencedBlobs(ctx context.Context, tx *sql.Tx) (map[string]bool, error) {
+	out := map[string]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT a.sha256 FROM attempt_artifacts a
+			JOIN leases l ON l.token = a.fencing_token
+			JOIN tasks t ON t.address = a.task AND t.def_hash = l.def_hash
+		UNION
+		SELECT json_extract(i.value, '$.sha256') FROM tasks t, json_each(t.spec, '$.inputs') i
+			WHERE t.spec != '' AND json_type(t.spec, '$.inputs') = 'array'`)
+	if err != nil {
+		return nil, fmt.Errorf("read referenced blobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h sql.NullString
+		if err := rows.Scan(&h); err != nil {
+			return nil, fmt.Errorf("read referenced blobs: %w", err)
+		}
+		if h.Valid {
+			out[h.String] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read referenced blobs: %w", err)
+	}
+	return out, nil
+}
