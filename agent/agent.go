@@ -480,6 +480,18 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		a.log.Warn("coordinator cancelled a lease: stopping its attempt", "task", at.asg.Task, "attempt", at.asg.Attempt, "token", tok)
 		at.stop("stopped: the coordinator cancelled the lease (it is no longer active)")
 	}
+	for _, tok := range resp.FollowLogs {
+		a.mu.Lock()
+		at := a.attempts[tok]
+		start := at != nil && !at.streaming
+		if start {
+			at.streaming = true
+		}
+		a.mu.Unlock()
+		if start {
+			go a.streamLogs(ctx, at)
+		}
+	}
 	if resp.Drain {
 		a.startDrain("the coordinator asked the worker to drain")
 	}
@@ -577,9 +589,10 @@ func (a *Agent) done() bool {
 // max) is not run: its result says "lost" so the task is retried.
 func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	asg := at.asg
-	paths := pathsFor(a.opts.WorkDir, asg)
+	paths := at.paths
 	log := a.log.With("task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
 	defer func() {
+		at.end()
 		a.mu.Lock()
 		delete(a.attempts, asg.FencingToken)
 		a.mu.Unlock()
@@ -597,6 +610,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			return a.fetchInputs(callCtx, dir, inputs)
 		}
 		ex = runAttempt(at, paths, taskEnv(a.environ, asg, a.reg.WorkerID, paths.scratch), a.opts.KillGrace, fetch)
+		at.end()
 		a.mu.Lock()
 		a.running--
 		a.mu.Unlock()
@@ -768,7 +782,7 @@ func (a *Agent) upload(callCtx context.Context, client *protocol.Client, missing
 // token. If the agent has already failed, the attempt is stopped before it
 // starts.
 func (a *Agent) hold(asg protocol.Assignment, fits bool) *attempt {
-	at := newAttempt(asg)
+	at := newAttempt(asg, a.opts.WorkDir)
 	a.mu.Lock()
 	if _, dup := a.attempts[asg.FencingToken]; dup {
 		a.mu.Unlock()

@@ -38,16 +38,26 @@ const (
 
 // attempt is one running (or finishing) try of a task on this worker.
 type attempt struct {
-	asg protocol.Assignment
+	asg   protocol.Assignment
+	paths attemptPaths
+
+	endOnce sync.Once
+	ended   chan struct{} // closed when the command has ended (or was never run)
+	// streaming: a streamLogs goroutine sends its output (guarded by the
+	// agent's mu).
+	streaming bool
 
 	stopOnce sync.Once
 	stopCh   chan struct{} // closed when the agent asks the attempt to stop
 	stopWhy  string        // why, set before stopCh closes
 }
 
-func newAttempt(asg protocol.Assignment) *attempt {
-	return &attempt{asg: asg, stopCh: make(chan struct{})}
+func newAttempt(asg protocol.Assignment, workDir string) *attempt {
+	return &attempt{asg: asg, paths: pathsFor(workDir, asg), stopCh: make(chan struct{}), ended: make(chan struct{})}
 }
+
+// end marks the command ended: its logs are complete.
+func (at *attempt) end() { at.endOnce.Do(func() { close(at.ended) }) }
 
 // stop asks the attempt's process group to terminate; the result is then
 // reported with class "lost" and why as its error. Only the first call

@@ -113,7 +113,8 @@ type CoordinatorOptions struct {
 	Now func() time.Time
 	// SweepInterval is Run's ticker period (default 500ms).
 	SweepInterval time.Duration
-	// MaxClaimWait caps a claim's long poll (default 30s).
+	// MaxClaimWait caps a claim's long poll, and a log follow's (default
+	// 30s).
 	MaxClaimWait time.Duration
 	// OnEvent receives progress events, synchronously, in order. It must be
 	// cheap and must not call the coordinator's methods other than
@@ -231,6 +232,7 @@ type Coordinator struct {
 	external    map[string]state.TaskStatus // dependencies outside the apply
 	workers     map[string]*workerState
 	leases      map[int64]*leaseState // active leases known to the coordinator
+	live        map[int64]*liveLog    // output of followed attempts, by lease token (coordinator_logs.go)
 	delayed     map[*taskState]struct{}
 	wake        chan struct{} // closed and replaced to wake waiting claims
 	stopped     bool          // StopGranting
@@ -321,6 +323,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		external:      map[string]state.TaskStatus{},
 		workers:       map[string]*workerState{},
 		leases:        map[int64]*leaseState{},
+		live:          map[int64]*liveLog{},
 		delayed:       map[*taskState]struct{}{},
 		wake:          make(chan struct{}),
 		done:          make(chan struct{}),
@@ -984,6 +987,7 @@ func (c *Coordinator) endLeaseLocked(token int64) {
 		}
 		delete(c.leases, token)
 	}
+	delete(c.live, token)
 }
 
 // applyOutcomeLocked brings memory in line with a settled attempt and

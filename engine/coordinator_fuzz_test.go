@@ -74,6 +74,11 @@ func FuzzHandler(f *testing.F) {
 		{"POST", "/v1/operator/lease", `{"task":"task.a"}`, 4},
 		{"POST", "/v1/operator/sweep", `{}`, 4},
 		{"POST", "/v1/operator/sweep", `{}`, 1},
+		{"POST", "/v1/operator/gc", `{"dry_run":true}`, 4},
+		{"POST", "/v1/operator/logs", `{"task":"task.a","stream":"stdout","offset":0,"wait_ms":5}`, 4},
+		{"POST", "/v1/operator/logs", `{"task":"task.a","attempt":-1,"stream":"x","offset":-3}`, 4},
+		{"POST", "/v1/leases/1/log", `{"worker_id":"{w}","stream":"stdout","offset":0,"data":"aGVsbG8="}`, 1},
+		{"POST", "/v1/leases/1/log", `{"worker_id":"{w}","stream":"stderr","offset":99,"data":"!!"}`, 1},
 		{"POST", "/v1/workers/{w}/claim", `{"max":1}`, 4},
 		{"POST", "/v1/workers/w-other/heartbeat", `{"leases":[]}`, 1},
 		{"PUT", "/v1/artifacts/2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", `hello`, 1},
@@ -137,6 +142,7 @@ func FuzzDecoders(f *testing.F) {
 		`{"worker_id":"w","task":"task.a","attempt":1,"idempotency_key":"k","exit_code":3,"signal":"SIGKILL","failure_class":"failure"}`,
 		`{}`, `null`, `{"pid":-1}`, `{"max":0}`, `{"leases":[0]}`, `{"started_at":"bad"}`, `{} x`, "\xff",
 		`{"pool":"p","ttl_ms":1000,"labels":{"a":"b"}}`, `{"pool":"","ttl_ms":-1}`, `{"request_id":"r"}`,
+		`{"worker_id":"w","stream":"stdout","offset":3,"data":"aGk="}`, `{"worker_id":"w","stream":"stdout","data":"***"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -146,6 +152,7 @@ func FuzzDecoders(f *testing.F) {
 		roundTrip(t, body, DecodeClaimRequest)
 		roundTrip(t, body, DecodeResultRequest)
 		roundTrip(t, body, DecodeJoinTokenRequest)
+		roundTrip(t, body, DecodeLogChunkRequest)
 	})
 }
 

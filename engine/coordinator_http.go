@@ -24,12 +24,15 @@ import (
 //	POST /v1/workers/{id}/heartbeat           HeartbeatRequest → HeartbeatResponse    (session token)
 //	POST /v1/workers/{id}/claim               ClaimRequest → ClaimResponse, long poll (session token)
 //	POST /v1/leases/{token}/result            ResultRequest → ResultResponse          (session token)
+//	POST /v1/leases/{token}/log               LogChunkRequest → LogChunkResponse      (session token)
 //	PUT  /v1/artifacts/{sha256}               blob → PutArtifactResponse               (session token)
+//	GET  /v1/artifacts/{sha256}               → blob, an input of the worker's assignments (session token)
 //	POST /v1/operator/join-tokens             JoinTokenRequest → JoinTokenResponse    (operator credential)
 //	POST /v1/operator/join-tokens/{id}/revoke → RevokeJoinTokenResponse               (operator credential)
 //	POST /v1/operator/lease                   LeaseLookupRequest → LeaseLookupResponse (operator credential)
 //	POST /v1/operator/sweep                   → SweepResponse                         (operator credential)
 //	POST /v1/operator/gc                      GCRequest → GCResponse                  (operator credential)
+//	POST /v1/operator/logs                    LogFollowRequest → LogFollowResponse, long poll (operator credential)
 //
 // Every call needs "Authorization: Bearer <credential>" of the kind its
 // route takes and the Wdc-Protocol-Version header. Errors are
@@ -51,12 +54,14 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("/v1/workers/{id}/heartbeat", c.serveHeartbeat)
 	mux.HandleFunc("/v1/workers/{id}/claim", c.serveClaim)
 	mux.HandleFunc("/v1/leases/{token}/result", c.serveResult)
+	mux.HandleFunc("/v1/leases/{token}/log", c.serveLogChunk)
 	mux.HandleFunc("/v1/artifacts/{sha256}", c.serveArtifact)
 	mux.HandleFunc("/v1/operator/join-tokens", c.serveCreateJoinToken)
 	mux.HandleFunc("/v1/operator/join-tokens/{id}/revoke", c.serveRevokeJoinToken)
 	mux.HandleFunc("/v1/operator/lease", c.serveLease)
 	mux.HandleFunc("/v1/operator/sweep", c.serveSweep)
 	mux.HandleFunc("/v1/operator/gc", c.serveGC)
+	mux.HandleFunc("/v1/operator/logs", c.serveFollowLog)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no protocol route %s", r.URL.Path)})
 	})

@@ -78,12 +78,18 @@ func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protoco
 		c.mu.Unlock()
 	}
 	seen := map[int64]bool{}
+	c.mu.Lock()
 	for _, t := range req.Leases {
-		if !live[t] && !seen[t] {
-			seen[t] = true
+		switch {
+		case seen[t]:
+		case !live[t]:
 			resp.CancelLeases = append(resp.CancelLeases, t)
+		case c.followedLocked(t, now):
+			resp.FollowLogs = append(resp.FollowLogs, t)
 		}
+		seen[t] = true
 	}
+	c.mu.Unlock()
 	for _, l := range unreported {
 		c.releaseLocked(ctx, l, "the worker does not report holding it", now)
 	}

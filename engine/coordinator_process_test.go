@@ -92,6 +92,9 @@ func TestHelperCoordinatorProcess(t *testing.T) {
 	go func() { // stop when the state says every task is finished
 		for ctx.Err() == nil {
 			snap, err := s.Snapshot(ctx)
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "SNAPSHOT ERROR:", err) // why a helper would never see the end
+			}
 			if err == nil {
 				done := 0
 				for _, tk := range snap.Tasks {
@@ -141,6 +144,13 @@ func TestHelperCoordinatorProcess(t *testing.T) {
 	}
 	wg.Wait()
 	if err := context.Cause(ctx); err == context.DeadlineExceeded {
+		if snap, err := s.Snapshot(context.Background()); err == nil {
+			for _, tk := range snap.Tasks {
+				if !tk.Status.Finished() {
+					fmt.Fprintf(os.Stderr, "UNFINISHED: %s %s attempts=%d\n", tk.Address, tk.Status, tk.Attempts)
+				}
+			}
+		}
 		fmt.Fprintln(os.Stderr, "HELPER TIMED OUT")
 		os.Exit(4)
 	}

@@ -117,6 +117,24 @@ func (c *Client) PostResult(ctx context.Context, token int64, req ResultRequest)
 	return resp, err
 }
 
+// PostLogChunk calls POST /v1/leases/{token}/log (session token): the
+// next bytes of a followed attempt's stdout or stderr. A 403 means the
+// lease is another worker's; the answer's Follow false means stop sending.
+func (c *Client) PostLogChunk(ctx context.Context, token int64, req LogChunkRequest) (LogChunkResponse, error) {
+	var resp LogChunkResponse
+	err := c.call(ctx, "/"+APIVersion+"/leases/"+strconv.FormatInt(token, 10)+"/log", req, &resp)
+	return resp, err
+}
+
+// FollowLog calls POST /v1/operator/logs (operator credential), a long
+// poll the server may hold open for up to req.WaitMS milliseconds: give
+// ctx a deadline longer than that. A 404 means the apply has no such task.
+func (c *Client) FollowLog(ctx context.Context, req LogFollowRequest) (LogFollowResponse, error) {
+	var resp LogFollowResponse
+	err := c.call(ctx, "/"+APIVersion+"/operator/logs", req, &resp)
+	return resp, err
+}
+
 // WithToken returns a client for the same coordinator and HTTP client that
 // sends token instead (after registration: the session token).
 func (c *Client) WithToken(token string) *Client {

@@ -98,3 +98,47 @@ type GCBlob struct {
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
 }
+
+// Statuses of a followed attempt (LogFollowResponse.Status).
+const (
+	// FollowWaiting: the attempt has not started yet.
+	FollowWaiting = "waiting"
+	// FollowRunning: the attempt's lease is active; more may come.
+	FollowRunning = "running"
+	// FollowEnded: the attempt's lease ended; its finished log is the
+	// blob its result bound, if it delivered one.
+	FollowEnded = "ended"
+)
+
+// LogFollowRequest is the body of POST /v1/operator/logs, a long poll:
+// the bytes of a task's attempt's stdout or stderr from Offset on, as the
+// worker sends them while the attempt runs.
+type LogFollowRequest struct {
+	// Task is the task address.
+	Task string `json:"task"`
+	// Attempt is the attempt number, or 0 for the task's running attempt
+	// (or the next one, when none runs and the task is not finished).
+	Attempt int `json:"attempt"`
+	// Stream is "stdout" or "stderr".
+	Stream string `json:"stream"`
+	// Offset is the first byte wanted, from the stream's start.
+	Offset int64 `json:"offset"`
+	// WaitMS is how long the coordinator may hold the request open when
+	// there is nothing new, in milliseconds; it caps it.
+	WaitMS int64 `json:"wait_ms"`
+}
+
+// LogFollowResponse answers POST /v1/operator/logs.
+type LogFollowResponse struct {
+	Task string `json:"task"`
+	// Attempt and FencingToken are the followed attempt's (0 while
+	// waiting, or when it ended and the request named no attempt).
+	Attempt      int   `json:"attempt"`
+	FencingToken int64 `json:"fencing_token"`
+	// Status is "waiting", "running" or "ended".
+	Status string `json:"status"`
+	// Data are the bytes from the request's offset (base64 in JSON),
+	// possibly none; Offset is where the next request starts.
+	Data   []byte `json:"data"`
+	Offset int64  `json:"offset"`
+}

@@ -101,6 +101,49 @@ type HeartbeatResponse struct {
 	CancelLeases []int64 `json:"cancel_leases"`
 	// Renewed is the number of active leases the heartbeat renewed.
 	Renewed int `json:"renewed"`
+	// FollowLogs lists tokens of leases the worker holds whose output
+	// someone follows (wdc logs --follow): the worker should send their
+	// stdout and stderr as they grow, with POST /v1/leases/{token}/log,
+	// until an answer says follow is false or the attempt ends. Omitted
+	// when none; a worker that ignores it only makes followers wait for
+	// the finished logs.
+	FollowLogs []int64 `json:"follow_logs,omitempty"`
+}
+
+// Log streams of an attempt, as LogChunkRequest and LogFollowRequest name
+// them.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+)
+
+// MaxLogChunkBytes is the most data one LogChunkRequest carries (256 KiB,
+// which base64 keeps well under the coordinator's request limit).
+const MaxLogChunkBytes = 256 << 10
+
+// LogChunkRequest is the body of POST /v1/leases/{token}/log: the next
+// bytes of a running attempt's stdout or stderr, while someone follows it.
+type LogChunkRequest struct {
+	WorkerID string `json:"worker_id"`
+	// Stream is "stdout" or "stderr".
+	Stream string `json:"stream"`
+	// Offset is where Data starts in the stream, in bytes from its start.
+	Offset int64 `json:"offset"`
+	// Data is the bytes (base64 in JSON), at most MaxLogChunkBytes.
+	Data []byte `json:"data"`
+}
+
+// LogChunkResponse answers a LogChunkRequest. The coordinator appends only
+// what continues what it has: a chunk that starts past its end is dropped,
+// one that overlaps it adds its new part.
+type LogChunkResponse struct {
+	// Offset is how many bytes of the stream the coordinator now holds:
+	// where the next chunk starts.
+	Offset int64 `json:"offset"`
+	// Follow is false when nobody follows the stream any more, the lease
+	// is no longer active, or the coordinator keeps no more of it: stop
+	// sending (the finished log still arrives with the result).
+	Follow bool `json:"follow"`
 }
 
 // ClaimRequest is the body of POST /v1/workers/{id}/claim, a long poll.

@@ -2,28 +2,114 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
 
 // LogsCmd prints an attempt's stdout or stderr from the work folder's
-// artifact store.
+// artifact store, or follows a running attempt's output.
 type LogsCmd struct {
 	Address string `arg:"" name:"address" predictor:"address" help:"Task address (task.NAME, task.NAME[INDEX]) or bare name."`
-	Attempt int    `name:"attempt" placeholder:"N" help:"Which attempt (default: the latest)."`
+	Attempt int    `name:"attempt" placeholder:"N" help:"Which attempt (default: the latest; with --follow, the running one or the next)."`
 	Stderr  bool   `name:"stderr" help:"Print stderr instead of stdout."`
+	Follow  bool   `name:"follow" short:"f" help:"While an apply runs, print the attempt's output as it comes, until the attempt ends (then the rest of its finished log)."`
 }
+
+// followWait is how long one follow request may wait for new output.
+const followWait = 15 * time.Second
 
 // Run prints the log exactly as the attempt wrote it (the bytes its
 // accepted result bound), never redacted: a log is whatever the command
-// printed.
+// printed. With --follow and an apply running, it streams the attempt's
+// output through the apply's coordinator first.
 func (c *LogsCmd) Run(e *env) error {
+	addr := normalizeAddress(c.Address)
+	if c.Attempt < 0 {
+		return fmt.Errorf("--attempt must be 1 or more, have %d", c.Attempt)
+	}
+	if c.Follow {
+		_, err := e.findApply("wdc logs --follow", false)
+		var none errNoApply
+		switch {
+		case errors.As(err, &none):
+			// Nothing runs: the finished log is all there is.
+		case err != nil:
+			return err
+		default:
+			return c.follow(e, addr)
+		}
+	}
+	return c.printFinished(e, addr, c.Attempt, 0)
+}
+
+func (c *LogsCmd) stream() string {
+	if c.Stderr {
+		return protocol.StreamStderr
+	}
+	return protocol.StreamStdout
+}
+
+// follow long-polls the coordinator for the attempt's output, then prints
+// the rest of its finished log from where the live output stopped.
+func (c *LogsCmd) follow(e *env, addr string) error {
+	cl, _, err := e.operatorClient("wdc logs --follow")
+	if err != nil {
+		return err
+	}
+	attempt, offset := c.Attempt, int64(0)
+	announced := false
+	for n := 0; ; n++ {
+		wait := followWait
+		if n == 0 {
+			wait = 0 // the first answer says at once whether the attempt runs yet
+		}
+		ctx, cancel := callContext(wait)
+		resp, err := cl.FollowLog(ctx, protocol.LogFollowRequest{Task: addr, Attempt: attempt, Stream: c.stream(), Offset: offset,
+			WaitMS: wait.Milliseconds()})
+		cancel()
+		var ae *protocol.APIError
+		switch {
+		case errors.As(err, &ae) && ae.Status == 404:
+			// Not a task of this apply: what the state holds is final.
+			return c.printFinished(e, addr, attempt, offset)
+		case errors.As(err, &ae):
+			return describeAPIError(err)
+		case err != nil:
+			// The apply ended (or went away) meanwhile: the state has
+			// what it recorded.
+			fmt.Fprintf(e.stderr, "wdc logs: the apply's coordinator is gone (%v); printing what the state recorded.\n", err)
+			return c.printFinished(e, addr, attempt, offset)
+		}
+		if _, err := e.stdout.Write(resp.Data); err != nil {
+			return err
+		}
+		offset = resp.Offset
+		switch resp.Status {
+		case protocol.FollowWaiting:
+			if !announced {
+				fmt.Fprintf(e.stderr, "Waiting for %s to start an attempt…\n", addr)
+				announced = true
+			}
+		case protocol.FollowRunning:
+			attempt = resp.Attempt // stay with this attempt
+		case protocol.FollowEnded:
+			return c.printFinished(e, addr, attempt, offset)
+		}
+	}
+}
+
+// printFinished prints the attempt's finished log (attempt 0: the latest)
+// from byte offset on.
+func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) error {
 	ctx := context.Background()
 	path, err := e.statePathForReading()
 	if err != nil {
@@ -33,7 +119,6 @@ func (c *LogsCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	addr := normalizeAddress(c.Address)
 	if st == nil {
 		return fmt.Errorf("no task %s: there is no state file at %s", addr, path)
 	}
@@ -49,34 +134,37 @@ func (c *LogsCmd) Run(e *env) error {
 		return fmt.Errorf("%s has no attempt yet", addr)
 	}
 	a := attempts[len(attempts)-1]
-	if c.Attempt != 0 {
-		if c.Attempt < 1 || c.Attempt > len(attempts) {
-			return fmt.Errorf("%s has attempts 1 to %d, not %d", addr, len(attempts), c.Attempt)
+	if number != 0 {
+		if number > len(attempts) {
+			return fmt.Errorf("%s has attempts 1 to %d, not %d", addr, len(attempts), number)
 		}
-		a = attempts[c.Attempt-1]
+		a = attempts[number-1]
 	}
-	name := "stdout"
-	if c.Stderr {
-		name = "stderr"
-	}
+	name := c.stream()
 	for _, x := range a.Artifacts {
 		if x.Kind == state.ArtifactLog && x.Name == name {
 			store, err := artifact.OpenForReading(engine.ArtifactFolder(filepath.Dir(path)))
 			if err != nil {
 				return err
 			}
-			f, _, err := store.Open(x.SHA256)
+			f, size, err := store.Open(x.SHA256)
 			if err != nil {
 				return fmt.Errorf("the %s of %s attempt %d (blob %s) is not in the work folder's artifact store (wdc gc removes the blobs of replaced definitions): %w", name, addr, a.Number, x.SHA256, err)
 			}
 			defer f.Close()
+			if offset > size {
+				return fmt.Errorf("the finished %s of %s attempt %d is %d bytes, shorter than the %d printed while it ran", name, addr, a.Number, size, offset)
+			}
+			if _, err := f.Seek(offset, io.SeekStart); err != nil {
+				return err
+			}
 			_, err = io.Copy(e.stdout, f)
 			return err
 		}
 	}
 	legacy := map[string]string{"stdout": a.StdoutPath, "stderr": a.StderrPath}[name]
 	switch {
-	case legacy != "":
+	case legacy != "" && offset == 0:
 		f, err := os.Open(legacy)
 		if err != nil {
 			return fmt.Errorf("%s attempt %d was recorded by an earlier version with its %s at %s: %w", addr, a.Number, name, legacy, err)
@@ -84,8 +172,12 @@ func (c *LogsCmd) Run(e *env) error {
 		defer f.Close()
 		_, err = io.Copy(e.stdout, f)
 		return err
+	case a.EndedAt.IsZero() && offset > 0:
+		return fmt.Errorf("%s attempt %d is still running, but the apply that runs it is gone: the lines above are what its worker sent", addr, a.Number)
 	case a.EndedAt.IsZero():
-		return fmt.Errorf("%s attempt %d is still running: its logs arrive with its result", addr, a.Number)
+		return fmt.Errorf("%s attempt %d is still running: its logs arrive with its result (wdc logs --follow prints them as they come)", addr, a.Number)
+	case offset > 0:
+		return fmt.Errorf("%s attempt %d ended without delivering its %s (%s): the lines above are what its worker sent while it ran", addr, a.Number, name, orDash(a.Error))
 	default:
 		return fmt.Errorf("%s attempt %d has no %s: it ended without running its command (%s)", addr, a.Number, name, orDash(a.Error))
 	}
