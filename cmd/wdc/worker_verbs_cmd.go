@@ -2,12 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"mime"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -155,12 +160,56 @@ func (c *WorkersAssignCmd) Run(e *env) error {
 // LeasesCompleteCmd posts a lease's result.
 type LeasesCompleteCmd struct {
 	coordinatorFlags
-	Token          int64  `arg:"" help:"The lease's fencing token (from wdc workers assign)."`
-	Worker         string `name:"worker" required:"" placeholder:"ID" help:"The worker id (the session's)."`
-	ExitCode       *int   `name:"exit-code" required:"" placeholder:"N" help:"The command's exit status: 0 succeeds, anything else is a failure."`
-	Error          string `name:"error" placeholder:"TEXT" help:"Why it failed, as the task's events and wdc tasks show will say."`
-	IdempotencyKey string `name:"idempotency-key" placeholder:"K" help:"Makes a retried call safe (default: one derived from the token and the worker)."`
-	JSON           bool   `name:"json" help:"Print the coordinator's answer as JSON."`
+	Token          int64    `arg:"" help:"The lease's fencing token (from wdc workers assign)."`
+	Worker         string   `name:"worker" required:"" placeholder:"ID" help:"The worker id (the session's)."`
+	ExitCode       *int     `name:"exit-code" required:"" placeholder:"N" help:"The command's exit status: 0 succeeds, anything else is a failure."`
+	Error          string   `name:"error" placeholder:"TEXT" help:"Why it failed, as the task's events and wdc tasks show will say."`
+	IdempotencyKey string   `name:"idempotency-key" placeholder:"K" help:"Makes a retried call safe (default: one derived from the token and the worker)."`
+	Stdout         string   `name:"stdout" placeholder:"FILE" help:"The command's stdout, sent as the attempt's stdout log (wdc logs)."`
+	Stderr         string   `name:"stderr" placeholder:"FILE" help:"The command's stderr, sent as the attempt's stderr log (its last lines are shown where a failure is reported)."`
+	Output         []string `name:"output" sep:"none" placeholder:"NAME=FILE" help:"An output of the task (repeatable): NAME is its path relative to the attempt's directory, as the task's outputs match it; FILE is where it is here."`
+	JSON           bool     `name:"json" help:"Print the coordinator's answer as JSON."`
+}
+
+// artifacts hashes the files named by --stdout, --stderr and --output and
+// returns the references a result names and where each blob is.
+func (c *LeasesCompleteCmd) artifacts() ([]protocol.ArtifactRef, map[string]string, error) {
+	var refs []protocol.ArtifactRef
+	files := map[string]string{}
+	add := func(kind, name, file, media string) error {
+		h, size, err := artifact.HashFile(file)
+		if err != nil {
+			return fmt.Errorf("the %s %s: %w", kind, name, err)
+		}
+		refs = append(refs, protocol.ArtifactRef{Kind: kind, Name: name, SHA256: h, Size: size, MediaType: media})
+		files[h] = file
+		return nil
+	}
+	for _, l := range []struct{ name, file string }{{"stdout", c.Stdout}, {"stderr", c.Stderr}} {
+		if l.file != "" {
+			if err := add(protocol.ArtifactLog, l.name, l.file, "text/plain; charset=utf-8"); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, o := range c.Output {
+		name, file, ok := strings.Cut(o, "=")
+		if !ok || name == "" || file == "" {
+			return nil, nil, fmt.Errorf("--output %q: write NAME=FILE (NAME as the task's outputs match it, e.g. out/r.json=./r.json)", o)
+		}
+		if !fs.ValidPath(name) || name == "." {
+			return nil, nil, fmt.Errorf("--output %q: NAME must be a relative /-separated path without . or .. parts", o)
+		}
+		if seen[name] {
+			return nil, nil, fmt.Errorf("--output %q: output %s is given twice", o, name)
+		}
+		seen[name] = true
+		if err := add(protocol.ArtifactOutput, name, file, mime.TypeByExtension(path.Ext(name))); err != nil {
+			return nil, nil, err
+		}
+	}
+	return refs, files, nil
 }
 
 // Run posts the result and prints the decision (accepted, or rejected with
@@ -169,6 +218,10 @@ type LeasesCompleteCmd struct {
 func (c *LeasesCompleteCmd) Run(e *env) error {
 	if c.Token < 1 {
 		return fmt.Errorf("the fencing token must be a positive integer, have %d", c.Token)
+	}
+	refs, files, err := c.artifacts() // before anything is posted
+	if err != nil {
+		return err
 	}
 	cl, err := e.workerClient("wdc leases complete", c.coordinatorFlags, e.sessionToken, "")
 	if err != nil {
@@ -186,9 +239,24 @@ func (c *LeasesCompleteCmd) Run(e *env) error {
 			req.Error = fmt.Sprintf("exit status %d", *c.ExitCode)
 		}
 	}
-	ctx, cancel := callContext(0)
-	defer cancel()
-	resp, err := cl.PostResult(ctx, c.Token, req)
+	req.Artifacts = refs
+	var resp protocol.ResultResponse
+	for round := 0; ; round++ {
+		ctx, cancel := callContext(0)
+		resp, err = cl.PostResult(ctx, c.Token, req)
+		cancel()
+		var ae *protocol.APIError
+		if !errors.As(err, &ae) || ae.Code != protocol.CodeMissingArtifacts || round == 3 {
+			break
+		}
+		// Not a decision yet: send only what the coordinator lacks.
+		fmt.Fprintf(e.stderr, "The coordinator lacks %d of the result's %d blobs: uploading them.\n", len(ae.Missing), len(req.Artifacts))
+		for _, h := range ae.Missing {
+			if err := uploadBlob(cl, h, files[h]); err != nil {
+				return err
+			}
+		}
+	}
 	if err != nil {
 		return describeAPIError(err)
 	}
@@ -284,4 +352,26 @@ func compactJSON(v any) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v) // string slices and maps always encode
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// uploadBlob PUTs the file as the blob with hash h.
+func uploadBlob(cl *protocol.Client, h, file string) error {
+	if file == "" {
+		return fmt.Errorf("the coordinator asks for blob %s, which this result does not name", h)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(time.Duration(fi.Size()>>20) * time.Second) // at least 1 MiB/s
+	defer cancel()
+	if _, err := cl.PutArtifact(ctx, h, f, fi.Size()); err != nil {
+		return fmt.Errorf("uploading %s: %w", file, describeAPIError(err))
+	}
+	return nil
 }
