@@ -45,6 +45,7 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
 	modernc.org/sqlite v1.55.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
 )
 
 tool github.com/santhosh-tekuri/jsonschema/cmd/jv

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ const (
 	EventExited     = "exited"      // a launched worker exited (Pool, Message)
 	EventPoolFailed = "pool_failed" // a pool's launches kept failing; its remaining tasks failed
 	EventDraining   = "draining"    // apply stopped granting and asked workers to drain
+	// EventDrainRequested: the supervisor asked an idle worker to drain
+	// (Pool, WorkerID, Launch; Message: which worker and the counts why).
+	EventDrainRequested = "drain_requested"
 	// EventAwaitingWorkers: an external pool waits for workers to join
 	// (Pool; Message: the join command and the wait).
 	EventAwaitingWorkers = "awaiting_workers"
@@ -111,6 +115,16 @@ type ApplyOptions struct {
 	// MaxArtifactSize caps each log and output a worker uploads, in bytes
 	// (default 1 GiB). The blobs go to ArtifactFolder(WorkDir).
 	MaxArtifactSize int64
+	// SupervisorTick is how often the supervisor takes a step for each
+	// pool (default DefaultSupervisorTick, 1 s).
+	SupervisorTick time.Duration
+}
+
+func (o ApplyOptions) supervisorTick() time.Duration {
+	if o.SupervisorTick > 0 {
+		return o.SupervisorTick
+	}
+	return DefaultSupervisorTick
 }
 
 // ArtifactFolder is where the work folder keeps its content-addressed
@@ -307,9 +321,10 @@ type applier struct {
 	lockLost bool
 
 	mu         sync.Mutex
-	registered []Event         // registrations of launched workers, not yet matched to their launch
-	joined     map[string]int  // pool → workers that joined with a join token
-	stale      map[string]bool // worker ids gone silent
+	decisions  map[string]Decision // pool → the supervisor's last decision
+	registered []Event             // registrations of launched workers, not yet matched to their launch
+	joined     map[string]int      // pool → workers that joined with a join token
+	stale      map[string]bool     // worker ids gone silent
 }
 
 // joinedCount is the number of workers that joined the pool.
@@ -505,7 +520,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	failedInRow := map[string]int{}
 	poolFailed := map[string]bool{}
 	seqs := map[string]int{}
-	launch := func(p *ApplyPool) {
+	launch := func(p *ApplyPool, why string) {
 		seqs[p.Runtime.Name]++
 		seq := seqs[p.Runtime.Name]
 		name := p.Runtime.Name
@@ -538,7 +553,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		w := &launched{pool: p, seq: seq, id: resp.ID, pid: resp.PID, log: logPath, at: time.Now()}
 		workers = append(workers, w)
 		a.emit(Event{At: a.opts.Now(), Kind: EventLaunched, Pool: name, Launch: seq,
-			Message: fmt.Sprintf("%s, log %s", w.describe(), logPath)})
+			Message: fmt.Sprintf("%s, log %s: %s", w.describe(), logPath, why)})
 	}
 
 	external := map[string]time.Time{} // external pool → since when it has had work and no live worker
@@ -551,13 +566,45 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 			}
 			continue
 		}
-		for n := 0; n < p.Workers; n++ {
-			launch(p)
-		}
 	}
 
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	var supervised time.Time
+	holds := map[string]string{} // pool → the reason of its last hold, logged when it changes
+	supervise := func(p *ApplyPool) {
+		obs, idle := a.observe(p, workers)
+		d := Supervise(obs)
+		name := p.Runtime.Name
+		switch d.Action {
+		case SuperviseLaunch:
+			delete(holds, name)
+			for range d.Count {
+				launch(p, d.Reason)
+			}
+		case SuperviseDrain:
+			delete(holds, name)
+			for _, wv := range idle { // the newest idle worker first
+				ok, err := coord.DrainWorker(ctx, wv.ID)
+				if err != nil {
+					a.opts.logger().Warn("asking a worker to drain", "pool", name, "worker", wv.ID, "err", err)
+					continue
+				}
+				if ok {
+					a.emit(Event{At: a.opts.Now(), Kind: EventDrainRequested, Pool: name, WorkerID: wv.ID, Launch: wv.Seq,
+						Message: fmt.Sprintf("%s asked to drain: %s", describeWorker(wv), d.Reason)})
+					break
+				}
+			}
+		default:
+			if holds[name] != d.Reason {
+				holds[name] = d.Reason
+				a.opts.logger().Info("supervisor holds", "pool", name, "reason", d.Reason,
+					"queued", obs.Queued, "busy", obs.Busy, "idle", obs.Idle, "pending", obs.Pending, "min", obs.Min, "max", obs.Max)
+			}
+		}
+		a.setDecision(name, d)
+	}
 loop:
 	for {
 		select {
@@ -653,19 +700,12 @@ loop:
 				}
 				continue
 			}
-			if prog.Pools[i].Unfinished == 0 {
-				continue
+			if time.Since(supervised) >= a.opts.supervisorTick() {
+				supervise(p)
 			}
-			live := 0
-			for _, w := range workers {
-				if w.pool == p && !w.exited && !a.isStale(w.workerID) {
-					live++
-				}
-			}
-			want := min(p.Workers, p.Max)
-			for ; live < want; live++ {
-				launch(p)
-			}
+		}
+		if time.Since(supervised) >= a.opts.supervisorTick() {
+			supervised = time.Now()
 		}
 	}
 
@@ -916,4 +956,62 @@ func splitAddress(addr string) (string, int) {
 		}
 	}
 	return s, -1
+}
+
+// observe counts what the supervisor sees of pool p: the coordinator's
+// view of its tasks and registered workers, and the launches that have not
+// registered yet. It also returns the pool's idle workers the supervisor
+// may drain, the newest first: all idle ones when the pool has no work
+// left, else those idle for DefaultIdleDelay.
+func (a *applier) observe(p *ApplyPool, workers []*launched) (PoolObservation, []WorkerView) {
+	view, _ := a.coord.PoolView(p.Runtime.Name)
+	o := PoolObservation{Queued: view.Queued, Unfinished: view.Unfinished, Capacity: max(p.Runtime.Capacity, 1),
+		Min: min(p.Min, p.Workers), Max: p.Workers}
+	for _, w := range workers {
+		if w.pool == p && !w.exited && w.workerID == "" {
+			o.Pending++
+		}
+	}
+	now := a.opts.Now()
+	var idle []WorkerView
+	for _, w := range view.Workers {
+		switch {
+		case w.Status == state.WorkerDraining:
+			o.Draining++
+		case w.Status != state.WorkerActive:
+			// stale or gone: not counted; its leases expire and a
+			// replacement is launched if the queue needs one
+		case w.Held == 0 && !w.Claiming:
+			o.Idle++
+			o.FreeSlots += o.Capacity
+			if view.Unfinished == 0 || now.Sub(w.IdleSince) >= DefaultIdleDelay {
+				o.Drainable++
+				idle = append(idle, w)
+			}
+		default:
+			o.Busy++
+			o.FreeSlots += max(o.Capacity-w.Held, 0)
+		}
+	}
+	sort.SliceStable(idle, func(i, j int) bool { return idle[i].Seq > idle[j].Seq })
+	return o, idle
+}
+
+// setDecision records the supervisor's last decision for a pool.
+func (a *applier) setDecision(pool string, d Decision) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.decisions == nil {
+		a.decisions = map[string]Decision{}
+	}
+	a.decisions[pool] = d
+}
+
+// describeWorker names a registered worker in messages: "worker 2
+// (w-…)", or "worker w-…" for one that joined by itself.
+func describeWorker(w WorkerView) string {
+	if w.Seq > 0 {
+		return fmt.Sprintf("worker %d (%s)", w.Seq, w.ID)
+	}
+	return "worker " + w.ID
 }

@@ -274,9 +274,13 @@ type workerState struct {
 	// token was revoked, or its slot was taken while it was stale); it
 	// stays draining even after it comes back from stale.
 	drainRequested bool
-	toldDrain      bool     // an answer with drain=true reached it
-	seq            int      // its launch sequence, or 0
-	session        [32]byte // SHA-256 of its session token
+	toldDrain      bool // an answer with drain=true reached it
+	// picking counts claims of this worker between picking tasks and
+	// granting them; idleSince is when it last held no lease.
+	picking   int
+	idleSince time.Time
+	seq       int      // its launch sequence, or 0
+	session   [32]byte // SHA-256 of its session token
 	// expected are the blobs this worker may upload: those a result of
 	// its was answered missing. readable are those it may download: the
 	// inputs of assignments it was granted.
@@ -983,7 +987,9 @@ func (c *Coordinator) depsSucceeded(ts *taskState) bool {
 func (c *Coordinator) endLeaseLocked(token int64) {
 	if l := c.leases[token]; l != nil {
 		if w := c.workers[l.worker]; w != nil && w.held > 0 {
-			w.held--
+			if w.held--; w.held == 0 {
+				w.idleSince = c.now()
+			}
 		}
 		delete(c.leases, token)
 	}

@@ -145,9 +145,15 @@ func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait t
 		if !c.stopped && w.status == state.WorkerActive {
 			picks = c.pickLocked(w, min(max, w.pool.rt.Capacity-w.held), c.now(), tried)
 		}
+		if len(picks) > 0 {
+			w.picking++ // DrainWorker leaves it alone until the grant is done
+		}
 		c.mu.Unlock()
 		if len(picks) > 0 {
 			asg, err := c.grant(ctx, w, picks)
+			c.mu.Lock()
+			w.picking--
+			c.mu.Unlock()
 			if len(asg) > 0 || err != nil {
 				return protocol.ClaimResponse{Assignments: asg}, err
 			}

@@ -152,7 +152,9 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // normalizers replace what differs from run to run — hashes and ids, times,
-// durations, pids — so shown output compares with real output.
+// durations, pids, and how many workers the supervisor launched (it grows
+// a pool by the tick, so that depends on the machine's speed) — so shown
+// output compares with real output.
 var normalizers = []struct {
 	re   *regexp.Regexp
 	repl string
@@ -161,6 +163,7 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\b[0-9a-f]{8,}\b`), "<hex>"},
 	{regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|ms|s)\b`), "<duration>"},
 	{regexp.MustCompile(`\bpid \d+`), "pid <n>"},
+	{regexp.MustCompile(`\. Workers: \d+`), ". Workers: <n>"},
 }
 
 func normalize(line string) string {

@@ -23,7 +23,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const planFormatVersion = "1.1"
+const planFormatVersion = "1.2"
 
 // sensitiveText stands in for a sensitive variable's value in every output
 // and in plan files.
@@ -82,10 +82,13 @@ type poolDoc struct {
 	Provider string            `json:"provider"`
 	Labels   map[string]string `json:"labels"`
 	Workers  int               `json:"workers"`
-	Tasks    int               `json:"tasks"`
-	Capacity int               `json:"capacity"`
-	Min      int               `json:"min"`
-	Max      int               `json:"max"`
+	// InitialWorkers is how many of them apply starts with; the
+	// supervisor grows the pool from there up to Workers (1.2).
+	InitialWorkers int `json:"initial_workers"`
+	Tasks          int `json:"tasks"`
+	Capacity       int `json:"capacity"`
+	Min            int `json:"min"`
+	Max            int `json:"max"`
 }
 
 // changeDoc is one change: what happens to one task and why.
@@ -188,7 +191,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		provider[pool.Name] = pool
 	}
 	for _, pc := range p.Pools {
-		pd := poolDoc{Address: "pool." + pc.Name, Name: pc.Name, Workers: pc.Workers, Tasks: pc.Tasks,
+		pd := poolDoc{Address: "pool." + pc.Name, Name: pc.Name, Workers: pc.Workers, InitialWorkers: engine.InitialWorkers(pc.Workers, pc.Min), Tasks: pc.Tasks,
 			Capacity: pc.Capacity, Min: pc.Min, Max: pc.Max, Labels: map[string]string{}}
 		if pool := provider[pc.Name]; pool != nil {
 			pd.Provider = pool.Provider

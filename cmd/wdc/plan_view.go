@@ -50,8 +50,12 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 			fmt.Fprintf(&b, "%s %s (external)\n", sym("+"), pd.Address)
 			continue
 		}
+		launch := count(pd.Workers, "worker", "workers")
+		if pd.InitialWorkers < pd.Workers {
+			launch = fmt.Sprintf("up to %s, starting with %d", launch, pd.InitialWorkers)
+		}
 		fmt.Fprintf(&b, "\n  # %s will launch %s (%s counted toward it, capacity %d, min %d, max %d)\n",
-			pd.Address, count(pd.Workers, "worker", "workers"), count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Min, pd.Max)
+			pd.Address, launch, count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Min, pd.Max)
 		fmt.Fprintf(&b, "%s %s\n", sym("+"), pd.Address)
 	}
 	for _, cd := range doc.Changes {

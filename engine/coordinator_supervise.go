@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/wdc-dev/wdc/state"
+)
+
+// PoolView is what the coordinator knows of one pool for the supervisor:
+// its tasks and the workers registered with it.
+type PoolView struct {
+	// Queued counts the tasks the pool's workers could claim now;
+	// Unfinished the pool's tasks not finished (see PoolObservation).
+	Queued, Unfinished int
+	// Workers are the pool's registered workers, by launch sequence
+	// (joined workers, sequence 0, first).
+	Workers []WorkerView
+}
+
+// WorkerView is one registered worker as the supervisor sees it.
+type WorkerView struct {
+	ID string
+	// Seq is its launch sequence in the pool, or 0 for a worker that
+	// joined with a join token.
+	Seq    int
+	Status state.WorkerStatus
+	// Held is the number of leases it holds; Claiming is true while a
+	// claim of its is being granted.
+	Held     int
+	Claiming bool
+	// IdleSince is when it last held no lease (its registration, or its
+	// last lease's end); meaningful only when Held is 0.
+	IdleSince time.Time
+}
+
+// PoolView returns the supervisor's view of the pool named pool; false
+// when the coordinator has no such pool.
+func (c *Coordinator) PoolView(pool string) (PoolView, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps := c.poolByNam[pool]
+	if ps == nil {
+		return PoolView{}, false
+	}
+	now := c.now()
+	var v PoolView
+	for _, pos := range ps.queue {
+		ts := c.order[pos]
+		if ts.status == state.TaskQueued && !ts.claiming && !ts.notBefore.After(now) && c.depsSucceeded(ts) {
+			v.Queued++
+		}
+	}
+	for _, ts := range c.order {
+		if ts.status.Finished() {
+			continue
+		}
+		for _, p := range ts.pools {
+			if p == ps {
+				v.Unfinished++
+				break
+			}
+		}
+	}
+	for _, w := range c.workers {
+		if w.pool == ps {
+			v.Workers = append(v.Workers, WorkerView{ID: w.id, Seq: w.seq, Status: w.status, Held: w.held, Claiming: w.picking > 0, IdleSince: w.idleSince})
+		}
+	}
+	sort.Slice(v.Workers, func(i, j int) bool {
+		if v.Workers[i].Seq != v.Workers[j].Seq {
+			return v.Workers[i].Seq < v.Workers[j].Seq
+		}
+		return v.Workers[i].ID < v.Workers[j].ID
+	})
+	return v, true
+}
+
+// DrainWorker asks an idle worker to drain: its status becomes draining
+// (in the state, then in memory), so its next claim or heartbeat answer
+// says drain and it exits without taking more work. It is a request
+// through the protocol, never a signal. It refuses (false, nil) a worker
+// that holds a lease or is being granted one, or that is not active: the
+// supervisor never stops a worker with work. Errors: an unknown worker;
+// state errors.
+func (c *Coordinator) DrainWorker(ctx context.Context, id string) (bool, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	w := c.workers[id]
+	if w == nil {
+		c.mu.Unlock()
+		return false, fmt.Errorf("no worker %s: %w", id, state.ErrNotFound)
+	}
+	if w.held > 0 || w.picking > 0 || w.status != state.WorkerActive {
+		c.mu.Unlock()
+		return false, nil
+	}
+	// Draining in memory first: no claim picks for it from here on.
+	w.status, w.drainRequested = state.WorkerDraining, true
+	c.mu.Unlock()
+	if err := c.store.SetWorkerStatus(ctx, id, state.WorkerDraining, c.now()); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	c.broadcastLocked()
+	c.mu.Unlock()
+	return true, nil
+}
