@@ -442,6 +442,37 @@ type launched struct {
 	exited   bool
 }
 
+// workerExit is a provider's report that a launched worker ended.
+type workerExit struct {
+	w    *launched
+	resp providers.WaitResponse
+	err  error
+}
+
+// workerExited handles a provider's report that a worker ended: the
+// worker's leases are revoked as lost at once (their tasks queued again
+// without backoff), a worker that never registered counts toward failing
+// its pool, and the exit is reported.
+func (a *applier) workerExited(ctx context.Context, prov providers.Provider, ex workerExit, failedInRow map[string]int) {
+	w := ex.w
+	if w.exited {
+		return // apply stopped it and said so already
+	}
+	msg := w.describe() + " exited"
+	switch {
+	case ex.err != nil:
+		msg = fmt.Sprintf("%s: its provider could not say how it ended: %v", w.describe(), ex.err)
+	case ex.resp.Reason != "":
+		msg = w.describe() + " " + ex.resp.Reason
+	}
+	if w.workerID == "" {
+		failedInRow[w.pool.Runtime.Name]++
+		msg += " before it registered; see " + w.log
+	}
+	a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Launch: w.seq, Message: msg})
+	a.ended(ctx, prov, w, msg)
+}
+
 // describe names the launch in messages: "worker 2 (pid 123)".
 func (l *launched) describe() string {
 	if l.pid > 0 {
@@ -517,6 +548,9 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	}
 
 	var workers []*launched
+	waitCtx, stopWaiting := context.WithCancel(context.Background())
+	defer stopWaiting()
+	exits := make(chan workerExit, 16)
 	failedInRow := map[string]int{}
 	poolFailed := map[string]bool{}
 	seqs := map[string]int{}
@@ -552,6 +586,15 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		}
 		w := &launched{pool: p, seq: seq, id: resp.ID, pid: resp.PID, log: logPath, at: time.Now()}
 		workers = append(workers, w)
+		go func() { // the provider's report of the worker's end
+			r, err := provs[p.Provider].Wait(waitCtx, providers.WaitRequest{ID: w.id})
+			if waitCtx.Err() == nil {
+				select {
+				case exits <- workerExit{w: w, resp: r, err: err}:
+				case <-waitCtx.Done():
+				}
+			}
+		}()
 		a.emit(Event{At: a.opts.Now(), Kind: EventLaunched, Pool: name, Launch: seq,
 			Message: fmt.Sprintf("%s, log %s: %s", w.describe(), logPath, why)})
 	}
@@ -620,31 +663,20 @@ loop:
 			a.res.Interrupted = true
 			a.lockLost = true
 			break loop
+		case ex := <-exits:
+			a.matchRegistrations(workers, failedInRow)
+			a.workerExited(ctx, provs[ex.w.pool.Provider], ex, failedInRow)
+			supervised = time.Time{} // a replacement may be due: decide at the next tick
+			continue
 		case <-tick.C:
 		}
 		a.matchRegistrations(workers, failedInRow)
-		// Workers that exited, or never registered in time.
+		// Workers that never registered in time.
 		for _, w := range workers {
 			if w.exited {
 				continue
 			}
 			prov := provs[w.pool.Provider]
-			st, err := prov.Status(ctx, providers.StatusRequest{ID: w.id})
-			if err == nil && !st.Running {
-				msg := w.describe() + " exited"
-				if st.ExitCode != nil {
-					msg = fmt.Sprintf("%s exited with status %d", w.describe(), *st.ExitCode)
-				} else if st.Signal != "" {
-					msg = fmt.Sprintf("%s was killed by %s", w.describe(), st.Signal)
-				}
-				if w.workerID == "" {
-					failedInRow[w.pool.Runtime.Name]++
-					msg += " before it registered; see " + w.log
-				}
-				a.ended(ctx, prov, w)
-				a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Launch: w.seq, Message: msg})
-				continue
-			}
 			if w.workerID == "" && time.Since(w.at) > w.pool.LaunchTimeout {
 				// Revoke the credential first: a worker that starts late
 				// cannot join and push the pool past max.
@@ -654,7 +686,7 @@ loop:
 				}
 				prov.Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}) //nolint:errcheck // counted below
 				failedInRow[w.pool.Runtime.Name]++
-				a.ended(ctx, prov, w)
+				a.ended(ctx, prov, w, "it never registered")
 				a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, Launch: w.seq,
 					Message: fmt.Sprintf("%s did not register within its launch_timeout of %s: its credential is revoked and it was stopped; see %s",
 						w.describe(), w.pool.LaunchTimeout, w.log)})
@@ -803,20 +835,30 @@ func (a *applier) waitExternal() {
 }
 
 // ended records that a launched worker is gone: the launch is closed in
-// the state (no later apply stops it), its worker is marked gone (its
-// session revoked), and the provider cleans up what it left.
-func (a *applier) ended(ctx context.Context, prov providers.Provider, w *launched) {
+// the state (no later apply stops it), the provider cleans up what it left
+// (so no attempt of it still runs), and its worker is marked gone: its
+// session revoked and, while apply runs (why is not ""), its leases
+// revoked at once as lost with why as the recorded cause, so their tasks
+// run again without waiting out the ttl. When apply stops its workers (why
+// is ""), their leases are left for apply's end, which hands them back
+// without cost after an interruption.
+func (a *applier) ended(ctx context.Context, prov providers.Provider, w *launched, why string) {
 	w.exited = true
 	ctx = context.WithoutCancel(ctx)
 	if err := a.opts.Store.EndLaunches(ctx, a.coord.ApplyID(), w.pool.Runtime.Name, []int{w.seq}, a.opts.Now()); err != nil {
 		a.opts.logger().Warn("recording a launch's end", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
 	}
-	if w.workerID != "" {
-		if err := a.coord.WorkerGone(ctx, w.workerID); err != nil {
-			a.opts.logger().Warn("marking a worker gone", "worker", w.workerID, "err", err)
-		}
-	}
 	a.cleanup(ctx, prov, w)
+	if w.workerID == "" {
+		return
+	}
+	err := a.coord.WorkerGone(ctx, w.workerID)
+	if why != "" {
+		err = a.coord.WorkerLost(ctx, w.workerID, why)
+	}
+	if err != nil {
+		a.opts.logger().Warn("marking a worker gone", "worker", w.workerID, "err", err)
+	}
 }
 
 func (o ApplyOptions) logger() *slog.Logger {
@@ -876,15 +918,15 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		a.ended(ctx, prov, w)
+		a.ended(ctx, prov, w, "")
 	}
 }
 
-// cleanup asks the provider, when it can, to remove what an exited worker
-// left running (for local workers: its attempts' process groups).
+// cleanup asks the provider to remove what an exited worker left running
+// (for local workers: its attempts' process groups).
 func (a *applier) cleanup(ctx context.Context, prov providers.Provider, w *launched) {
-	if c, ok := prov.(providers.Cleaner); ok {
-		_ = c.Cleanup(ctx, providers.CleanupRequest{ID: w.id, WorkDir: a.opts.WorkDir})
+	if err := prov.Cleanup(ctx, providers.CleanupRequest{ID: w.id, WorkDir: a.opts.WorkDir}); err != nil {
+		a.opts.logger().Warn("cleaning up after a worker", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
 	}
 }
 

@@ -386,10 +386,9 @@ func (c *Coordinator) revokeSessionLocked(w *workerState) {
 	}
 }
 
-// WorkerGone marks a worker gone (its provider reported it exited) and
-// revokes its session. Its active leases are left to the sweep, which
-// expires them past their ttl. Unknown ids are ignored. Errors: state
-// errors.
+// WorkerGone marks a worker gone and revokes its session, leaving its
+// leases alone (apply calls it for the workers it stopped itself; it deals
+// with their leases at its end). An unknown worker is not an error.
 func (c *Coordinator) WorkerGone(ctx context.Context, id string) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -407,6 +406,42 @@ func (c *Coordinator) WorkerGone(ctx context.Context, id string) error {
 	c.revokeSessionLocked(w)
 	c.broadcastLocked()
 	c.mu.Unlock()
+	return nil
+}
+
+// WorkerLost is what apply calls when a worker's provider reports it gone
+// while the apply runs (its process exited or was killed, its pod or job
+// ended): the worker is marked gone and its session revoked, and its
+// active leases are revoked at once as lost with reason
+// (state.LoseWorker), so their tasks are queued again without waiting for
+// the lease to expire, and without backoff. An unknown worker is not an
+// error.
+func (c *Coordinator) WorkerLost(ctx context.Context, id, reason string) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	w := c.workers[id]
+	c.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	now := c.now()
+	outs, err := c.store.LoseWorker(ctx, id, reason, c.policy, now)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	var evs []Event
+	c.mu.Lock()
+	w.status = state.WorkerGone
+	c.revokeSessionLocked(w)
+	for _, out := range outs {
+		evs = append(evs, Event{At: now, Kind: EventRevoked, Task: out.Task, WorkerID: out.WorkerID, Pool: w.pool.rt.Name,
+			Attempt: out.Attempt, Token: out.Token, Message: "attempt lost: lease revoked: " + reason})
+		evs = c.applyOutcomeLocked(out, now, evs)
+	}
+	c.broadcastLocked()
+	c.mu.Unlock()
+	c.emit(evs)
 	return nil
 }
 

@@ -19,8 +19,9 @@ type ReclaimResult struct {
 // ReclaimStrays stops what applies other than applyID launched and never
 // saw gone, under the apply lock (the caller holds it, so no other apply's
 // worker is legitimate): the launches are grouped by provider, and each
-// provider that implements providers.Reclaimer stops them its own way, by
-// what it recorded at launch (never by what a worker reported about
+// provider stops them its own way (providers.Provider.Reclaim), by what it
+// recorded or labelled at launch, given the records and the ids of the
+// applies that never ended (never by what a worker reported about
 // itself). Launches its provider found stopped or gone are closed in the
 // state. Errors: state errors; a provider's failure is returned after the
 // others ran.
@@ -29,6 +30,16 @@ func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID str
 	open, err := store.OpenLaunches(ctx, applyID)
 	if err != nil {
 		return res, err
+	}
+	applies, err := store.Applies(ctx)
+	if err != nil {
+		return res, err
+	}
+	var dead []string // applies that did not end by releasing the lock
+	for _, ap := range applies {
+		if ap.ID != applyID && ap.EndReason != "released" {
+			dead = append(dead, ap.ID)
+		}
 	}
 	byProvider := map[string][]providers.LaunchRecord{}
 	var order []string
@@ -51,11 +62,7 @@ func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID str
 		if err != nil {
 			continue // a provider this build lacks: nothing it can stop
 		}
-		rc, ok := prov.(providers.Reclaimer)
-		if !ok {
-			continue
-		}
-		resp, err := rc.Reclaim(ctx, providers.ReclaimRequest{WorkDir: workDir, Launches: byProvider[name]})
+		resp, err := prov.Reclaim(ctx, providers.ReclaimRequest{WorkDir: workDir, Launches: byProvider[name], ApplyIDs: dead})
 		if err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("provider %s: stopping what an earlier apply left: %w", name, err)

@@ -32,34 +32,59 @@ type Provider interface {
 	// Status reports whether a worker is still running and, once it has
 	// exited and the provider knows, its exit code.
 	Status(ctx context.Context, req StatusRequest) (StatusResponse, error)
-}
-
-// Cleaner is implemented by providers that can clean up after a worker that
-// exited without finishing its attempts: the local provider kills the
-// process groups its attempts left behind (a killed agent takes only its
-// direct children with it). Apply calls it for every worker that exited.
-type Cleaner interface {
+	// Wait blocks until the worker has ended and reports how: the
+	// provider's event for a worker's end (a process reaped, a pod or job
+	// finished). Apply calls it once per launch, in its own goroutine, and
+	// revokes the worker's leases as lost the moment it returns, so it must
+	// not return while the worker may still run. It returns ctx's error
+	// when ctx is done first.
+	Wait(ctx context.Context, req WaitRequest) (WaitResponse, error)
+	// Cleanup removes what a worker that ended left behind (the local
+	// provider kills the process groups its attempts left running: a
+	// killed agent takes only its direct children with it). Apply calls it
+	// for every worker that ended. Nothing to clean is not an error.
 	Cleanup(ctx context.Context, req CleanupRequest) error
-}
-
-// Reclaimer is implemented by providers that can stop what an apply that
-// died left running: apply calls it when it takes over a dead apply's lock,
-// with the launches that apply recorded and never saw gone. A provider
-// stops only what those records name (what it recorded at launch, never
-// what a worker reported about itself), in its own way: the local provider
-// kills a process only when its pid, start time, command line and work
-// folder all match the record.
-type Reclaimer interface {
+	// Reclaim stops what applies that died left running: apply calls it
+	// when it takes over a dead apply's lock, with the launches those
+	// applies recorded and never saw gone and their apply ids. A provider
+	// stops only what those records or ids name (what it recorded or
+	// labelled at launch, never what a worker reported about itself), in
+	// its own way: the local provider kills a process only when its pid,
+	// start time, command line and work folder all match the record.
 	Reclaim(ctx context.Context, req ReclaimRequest) (ReclaimResponse, error)
 }
 
-// ReclaimRequest lists the launches of dead applies to stop.
+// WaitRequest names the worker to wait for.
+type WaitRequest struct {
+	// ID is a LaunchResponse.ID.
+	ID string
+}
+
+// WaitResponse says how a worker ended.
+type WaitResponse struct {
+	// ExitCode is the worker's exit code, when it exited by itself and the
+	// provider knows it; nil otherwise.
+	ExitCode *int
+	// Signal names the signal that ended it ("SIGKILL"), or "".
+	Signal string
+	// Reason says how it ended in the provider's words, for messages:
+	// "exited with status 3", "was killed by SIGKILL", "pod evicted: …".
+	Reason string
+}
+
+// ReclaimRequest lists what dead applies left, to stop.
 type ReclaimRequest struct {
 	// WorkDir is the work folder of the state (the caller's); a launch
 	// recorded with another work folder is not this state's and is left
 	// alone.
-	WorkDir  string
+	WorkDir string
+	// Launches are the launches the dead applies recorded and never saw
+	// gone (for providers that stop workers by record).
 	Launches []LaunchRecord
+	// ApplyIDs are the ids of the dead applies, for providers that find
+	// what an apply created by the id it labelled them with (a pod, a Ray
+	// job); they include applies that recorded no launch.
+	ApplyIDs []string
 }
 
 // LaunchRecord is what a provider returned for one launch, as the state

@@ -137,9 +137,11 @@ func settleTx(ctx context.Context, tx *sql.Tx, l Lease, class FailureClass, errM
 		return err
 	}
 	retry := func(kind FailureClass, k, budget int) error {
-		d := RetryDirective{
-			Task: l.Task, NextAttempt: attempts + 1, Kind: kind,
-			NotBefore: now.Add(Backoff(pol.Backoff, pol.MaxBackoff, k)),
+		d := RetryDirective{Task: l.Task, NextAttempt: attempts + 1, Kind: kind, NotBefore: now}
+		if kind != FailureClassLost {
+			// Backoff is for failures of the task itself; a lost attempt
+			// (its worker died or went silent) runs again at once.
+			d.NotBefore = now.Add(Backoff(pol.Backoff, pol.MaxBackoff, k))
 		}
 		d.Reason = fmt.Sprintf("attempt %d %s (%s %d of %d)%s", l.Attempt, verb(kind), kind, k, budget, detail)
 		d, err := writeDirectiveTx(ctx, tx, d, now)

@@ -386,7 +386,7 @@ func TestSweepExpiresAndMarksStale(t *testing.T) {
 		out := res.Expired[0]
 		if i < 3 {
 			if out.Status != TaskQueued || out.Retry == nil || out.Retry.Kind != FailureClassLost ||
-				!out.Retry.NotBefore.Equal(now.Add(Backoff(time.Second, time.Minute, i))) {
+				!out.Retry.NotBefore.Equal(now) { // a lost attempt retries at once: backoff is for failures
 				t.Fatalf("sweep %d outcome %+v", i, out)
 			}
 			now = out.Retry.NotBefore
@@ -580,5 +580,56 @@ func TestOnlyAnAcceptedResultSucceedsATask(t *testing.T) {
 	}
 	if got := taskOf(t, s, "task.a"); got.Status != TaskSucceeded {
 		t.Fatalf("after an accepted result task.a is %s", got.Status)
+	}
+}
+
+// TestLoseWorker: a worker its provider reports gone loses its leases at
+// once: each attempt ends lost, its task is queued again due now (no
+// backoff), or fails with its downstream cancelled when max_lost is spent;
+// the worker is gone; an unknown worker is ErrNotFound.
+func TestLoseWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	addTask(t, s, "task.b", TaskQueued, 1, 1)
+	addTask(t, s, "task.c", TaskPending, 1, 1)
+	pol := func(task string) TaskPolicy {
+		p := TaskPolicy{Backoff: time.Minute, MaxBackoff: time.Hour}
+		if task == "task.b" {
+			p.Downstream = []string{"task.c"}
+		}
+		return p
+	}
+	la := claim(t, s, "task.a", "w1", t0)
+	lb := claim(t, s, "task.b", "w1", t0)
+	now := t0.Add(time.Second)
+	outs, err := s.LoseWorker(ctx, "w1", "worker 1 was killed by SIGKILL", pol, now)
+	if err != nil || len(outs) != 2 {
+		t.Fatalf("LoseWorker = %+v, %v", outs, err)
+	}
+	a, b := outs[0], outs[1]
+	if a.Token != la.Token || a.Class != FailureClassLost || a.Status != TaskQueued || a.Retry == nil || !a.Retry.NotBefore.Equal(now) {
+		t.Errorf("task.a outcome %+v; want queued, retry due now", a)
+	}
+	if b.Token != lb.Token || b.Status != TaskFailed || len(b.Cancelled) != 1 || b.Cancelled[0] != "task.c" {
+		t.Errorf("task.b outcome %+v; want failed (max_lost 1) with task.c cancelled", b)
+	}
+	for _, tok := range []int64{la.Token, lb.Token} {
+		if l, err := s.Lease(ctx, tok); err != nil || l.Status != LeaseRevoked {
+			t.Errorf("lease %d = %+v, %v; want revoked", tok, l, err)
+		}
+	}
+	if w, err := s.Worker(ctx, "w1"); err != nil || w.Status != WorkerGone {
+		t.Errorf("worker = %+v, %v; want gone", w, err)
+	}
+	if attempts, _ := s.Attempts(ctx, "task.a"); len(attempts) != 1 || !strings.Contains(attempts[0].Error, "killed by SIGKILL") {
+		t.Errorf("attempt 1 of task.a = %+v; want its error to name the cause", attempts)
+	}
+	if outs, err := s.LoseWorker(ctx, "w1", "again", pol, now); err != nil || len(outs) != 0 {
+		t.Errorf("LoseWorker again = %+v, %v; want nothing to do", outs, err)
+	}
+	if _, err := s.LoseWorker(ctx, "w-nope", "x", pol, now); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LoseWorker of an unknown worker = %v; want ErrNotFound", err)
 	}
 }

@@ -24,7 +24,8 @@ type SweepResult struct {
 //   - every active lease with expires_at <= now becomes expired; its attempt
 //     ends with failure class lost; an EventExpired event names the lease;
 //     the task spends one of its max_lost budget and gets a retry directive
-//     of kind lost (backoff from pol) or, with the budget spent, fails
+//     of kind lost, due at once (backoff is for failures), or, with the
+//     budget spent, fails
 //     ("lost N times") and its Downstream is cancelled — see settle in
 //     AcceptResult;
 //   - every active or draining worker whose last heartbeat is ttl or more
@@ -173,6 +174,52 @@ func (s *Store) RevokeAllLeases(ctx context.Context, reason string, now time.Tim
 		return RevokeResult{}, fmt.Errorf("revoke leases: %w", err)
 	}
 	return res, nil
+}
+
+// LoseWorker is what the coordinator does when a worker's provider reports
+// it gone (its process exited, its pod or job ended): in one write
+// transaction the worker becomes gone and each of its active leases is
+// revoked, its attempt lost with error reason; the task spends one of its
+// max_lost budget and is queued with a lost retry directive due at once,
+// or fails when the budget is spent (its Downstream, from pol, cancelled).
+// An EventRevoked event is appended per lease and an EventWorker event for
+// the worker. It returns one outcome per lease revoked, in token order.
+// Errors: ErrNotFound for an unknown worker.
+func (s *Store) LoseWorker(ctx context.Context, id, reason string, pol PolicyFunc, now time.Time) ([]AttemptOutcome, error) {
+	var out []AttemptOutcome
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		out = nil
+		var cur string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM workers WHERE id = ?`, id).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("worker %q: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		leases, err := queryLeases(ctx, tx, `WHERE status = 'active' AND worker_id = ?`, id)
+		if err != nil {
+			return err
+		}
+		for _, l := range leases {
+			o, err := loseTx(ctx, tx, l, LeaseRevoked, EventRevoked, "lease revoked: "+reason, pol.of(l.Task), now)
+			if err != nil {
+				return err
+			}
+			out = append(out, o)
+		}
+		if cur == string(WorkerGone) {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE workers SET status = 'gone' WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("mark worker %s gone: %w", id, err)
+		}
+		return appendEvent(ctx, tx, Event{Kind: EventWorker, WorkerID: id, Message: "gone: " + reason}, now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lose worker: %w", err)
+	}
+	return out, nil
 }
 
 // SetWorkerStatus sets a worker's status (an EventWorker event records it;

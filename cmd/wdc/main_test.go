@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,6 +50,8 @@ func TestScripts(t *testing.T) {
 			"wait-file":        cmdWaitFile,
 			"wait-coordinator": cmdWaitCoordinator,
 			"ci-job":           cmdCIJob,
+			"lost-fast":        cmdLostFast,
+			"wait-gone":        cmdWaitGone,
 		},
 	})
 }
@@ -205,6 +211,82 @@ func cmdWaitCoordinator(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("wait-coordinator %s: no apply serving after 90s", dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cmdLostFast checks, from the state, that a task's attempt 2 was leased
+// before attempt 1's lease would have expired (a lost worker cost one
+// provider event, not a ttl), and that attempt 1's lease was revoked:
+//
+//	lost-fast TASK
+//
+// It logs how long after attempt 1's lease ended attempt 2 was leased.
+func cmdLostFast(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: lost-fast TASK")
+	}
+	st, err := state.OpenReadOnly(context.Background(), filepath.Join(ts.MkAbs("."), defaultStatePath))
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	defer st.Close()
+	leases, err := st.Leases(context.Background(), normalizeAddress(args[0]))
+	if err != nil || len(leases) < 2 {
+		ts.Fatalf("leases of %s: %d, %v; want at least 2", args[0], len(leases), err)
+	}
+	sort.Slice(leases, func(i, j int) bool { return leases[i].Attempt < leases[j].Attempt })
+	first, second := leases[0], leases[1]
+	if first.Status != state.LeaseRevoked {
+		ts.Fatalf("attempt 1's lease is %s, want revoked", first.Status)
+	}
+	if !second.GrantedAt.Before(first.ExpiresAt) {
+		ts.Fatalf("attempt 2 was leased at %s, not before attempt 1's lease would have expired (%s)",
+			second.GrantedAt.Format(time.RFC3339Nano), first.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	ts.Logf("attempt 2 leased %s after attempt 1's lease was revoked, %s before it would have expired",
+		second.GrantedAt.Sub(first.EndedAt).Round(time.Millisecond), first.ExpiresAt.Sub(second.GrantedAt).Round(time.Millisecond))
+}
+
+// cmdWaitGone waits (up to 30 s) until the process whose pid the file
+// holds is gone: no such pid, or a zombie that only waits to be reaped
+// (killed processes whose parent died are reparented to whatever reaps
+// this machine's orphans, which may take a while):
+//
+//	wait-gone PIDFILE
+//
+// With ! it checks that the process is alive now.
+func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: wait-gone PIDFILE")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+	if err != nil || pid <= 1 {
+		ts.Fatalf("%s holds no pid: %v", args[0], err)
+	}
+	gone := func() bool {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return true
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false // not Linux, or just gone: the next kill says
+		}
+		// pid (comm) STATE …: the comm may hold spaces and parentheses.
+		rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
+		return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+	}
+	if neg {
+		if gone() {
+			ts.Fatalf("process %d is gone", pid)
+		}
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !gone() {
+		if time.Now().After(deadline) {
+			ts.Fatalf("process %d still runs after 30s", pid)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -29,11 +29,7 @@ func init() {
 	providers.Register(Name, func() providers.Provider { return New() })
 }
 
-var (
-	_ providers.Provider  = (*Provider)(nil)
-	_ providers.Cleaner   = (*Provider)(nil)
-	_ providers.Reclaimer = (*Provider)(nil)
-)
+var _ providers.Provider = (*Provider)(nil)
 
 // Provider runs workers as processes on this machine. It reaps the workers
 // it launched, so Status knows their exit codes; workers launched by
@@ -232,6 +228,45 @@ func (p *Provider) Status(ctx context.Context, req providers.StatusRequest) (pro
 		return resp, nil
 	}
 	return providers.StatusResponse{Running: alive(pid)}, nil
+}
+
+// Wait blocks until the worker has ended: for a worker this instance
+// launched, until it is reaped (giving its exit code or signal); for
+// another process, until its pid is gone (polled every 100 ms).
+func (p *Provider) Wait(ctx context.Context, req providers.WaitRequest) (providers.WaitResponse, error) {
+	pid, err := parseID(req.ID)
+	if err != nil {
+		return providers.WaitResponse{}, err
+	}
+	if pr := p.lookup(pid); pr != nil {
+		select {
+		case <-pr.done:
+		case <-ctx.Done():
+			return providers.WaitResponse{}, ctx.Err()
+		}
+		st, err := p.Status(ctx, providers.StatusRequest{ID: req.ID})
+		if err != nil {
+			return providers.WaitResponse{}, err
+		}
+		resp := providers.WaitResponse{ExitCode: st.ExitCode, Signal: st.Signal, Reason: "exited"}
+		switch {
+		case st.ExitCode != nil:
+			resp.Reason = fmt.Sprintf("exited with status %d", *st.ExitCode)
+		case st.Signal != "":
+			resp.Reason = "was killed by " + st.Signal
+		}
+		return resp, nil
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for alive(pid) {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return providers.WaitResponse{}, ctx.Err()
+		}
+	}
+	return providers.WaitResponse{Reason: "exited"}, nil
 }
 
 // Cleanup kills (SIGKILL) the process groups of attempts that the worker

@@ -139,6 +139,68 @@ func Run(t *testing.T, factory Factory) {
 			t.Errorf("agent args = %q, want %q", r.Args, want)
 		}
 	})
+	t.Run("wait reports the end: drained, killed, or ctx done", func(t *testing.T) {
+		p, req := factory(t)
+		ctx := context.Background()
+		resp, err := p.Launch(ctx, req)
+		if err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+		waitReport(t, req.LogPath)
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		if _, err := p.Wait(short, providers.WaitRequest{ID: resp.ID}); err == nil {
+			t.Errorf("Wait on a running worker returned before ctx was done")
+		}
+		cancel()
+		done := make(chan providers.WaitResponse, 1)
+		go func() {
+			r, err := p.Wait(ctx, providers.WaitRequest{ID: resp.ID})
+			if err != nil {
+				t.Errorf("Wait: %v", err)
+			}
+			done <- r
+		}()
+		if err := p.Stop(ctx, providers.StopRequest{ID: resp.ID}); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		select {
+		case r := <-done:
+			if r.ExitCode == nil || *r.ExitCode != 0 || r.Reason == "" {
+				t.Errorf("Wait after a graceful stop = %+v, want exit code 0 and a reason", r)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Wait did not return 30s after the worker was stopped")
+		}
+		// Waiting again for a worker that ended answers at once.
+		if r, err := p.Wait(ctx, providers.WaitRequest{ID: resp.ID}); err != nil || r.Reason == "" {
+			t.Errorf("second Wait = %+v, %v", r, err)
+		}
+
+		p, req = factory(t)
+		resp, err = p.Launch(ctx, req)
+		if err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+		waitReport(t, req.LogPath)
+		if err := p.Stop(ctx, providers.StopRequest{ID: resp.ID, Kill: true}); err != nil {
+			t.Fatalf("Stop(Kill): %v", err)
+		}
+		r, err := p.Wait(ctx, providers.WaitRequest{ID: resp.ID})
+		if err != nil || (r.ExitCode != nil && *r.ExitCode == 0) || r.Reason == "" {
+			t.Errorf("Wait after a kill = %+v, %v; want no clean exit and a reason", r, err)
+		}
+		if err := p.Cleanup(ctx, providers.CleanupRequest{ID: resp.ID, WorkDir: req.WorkDir}); err != nil {
+			t.Errorf("Cleanup after a killed worker: %v", err)
+		}
+	})
+	t.Run("reclaim with nothing recorded stops nothing", func(t *testing.T) {
+		p, req := factory(t)
+		resp, err := p.Reclaim(context.Background(), providers.ReclaimRequest{WorkDir: req.WorkDir, ApplyIDs: []string{"dead-apply"}})
+		if err != nil || len(resp.Stopped) != 0 {
+			t.Errorf("Reclaim with no launches = %+v, %v; want nothing stopped", resp, err)
+		}
+	})
 	t.Run("bad ids", func(t *testing.T) {
 		p, _ := factory(t)
 		for _, id := range []string{"", "nonsense", "pid:", "pid:-1"} {
@@ -147,6 +209,9 @@ func Run(t *testing.T, factory Factory) {
 			}
 			if err := p.Stop(context.Background(), providers.StopRequest{ID: id}); err == nil {
 				t.Errorf("Stop(%q) = nil error", id)
+			}
+			if _, err := p.Wait(context.Background(), providers.WaitRequest{ID: id}); err == nil {
+				t.Errorf("Wait(%q) = nil error", id)
 			}
 		}
 	})
