@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/wdc-dev/wdc/demo"
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
@@ -465,4 +466,81 @@ func TestSchemaApplyNDJSON(t *testing.T) {
 	if strings.Join(types, ",") != "plan,summary" {
 		t.Errorf("second apply line types %v, want plan, summary", types)
 	}
+}
+
+// TestSchemaDemoWorkerLeases validates `wdc demo worker-leases --json`
+// against its schema, and a document of a story whose checks failed, and
+// proves the schema refuses documents that contradict themselves.
+func TestSchemaDemoWorkerLeases(t *testing.T) {
+	sch := loadSchema(t, "demo-worker-leases.schema.json")
+	out := wdcOut(t, "demo", "worker-leases", "--json")
+	validateDoc(t, sch, "demo worker-leases --json", out)
+	var doc demoDoc
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !doc.OK || doc.FormatVersion != "1.0" || len(doc.Steps) != 9 || doc.Summary.Failed != 0 {
+		t.Fatalf("ok %v, format_version %q, %d steps, %d failed: want a successful 1.0 story of 9 steps", doc.OK, doc.FormatVersion, len(doc.Steps), doc.Summary.Failed)
+	}
+
+	// A story with a check that did not hold, and one that stopped.
+	report, err := demo.WorkerLeases(context.Background(), demo.Options{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report.Steps[4].Checks[0].OK = false
+	failed, err := json.Marshal(newDemoDoc(report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateDoc(t, sch, "a document with a failed check", failed)
+	report.Steps = report.Steps[:5]
+	report.Steps[4].State = nil
+	report.Stopped = "step 5 (sweep) could not go on: the sweep: connection refused"
+	stopped, err := json.Marshal(newDemoDoc(report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateDoc(t, sch, "a document of a story that stopped", stopped)
+
+	mutations := []struct {
+		name   string
+		mutate func(doc map[string]any)
+	}{
+		{"ok with a failed check", func(d map[string]any) { d["summary"].(map[string]any)["failed"] = 1 }},
+		{"ok but stopped", func(d map[string]any) { d["summary"].(map[string]any)["stopped"] = "why" }},
+		{"another major format version", func(d map[string]any) { d["format_version"] = "2.0" }},
+		{"unknown step id", func(d map[string]any) { demoStep(d, 0)["id"] = "explode" }},
+		{"unknown worker name", func(d map[string]any) { d["workers"].([]any)[0].(map[string]any)["name"] = "C" }},
+		{"rejected result without a reason", func(d map[string]any) {
+			res := demoStep(d, 6)["state"].(map[string]any)["results"].([]any)[0].(map[string]any)
+			delete(res, "reason")
+		}},
+		{"ended lease without ended_at", func(d map[string]any) {
+			l := demoStep(d, 4)["state"].(map[string]any)["leases"].([]any)[0].(map[string]any)
+			delete(l, "ended_at")
+		}},
+		{"unknown field in a check", func(d map[string]any) { demoStep(d, 0)["checks"].([]any)[0].(map[string]any)["note"] = "x" }},
+	}
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			var d map[string]any
+			if err := json.Unmarshal(out, &d); err != nil {
+				t.Fatal(err)
+			}
+			m.mutate(d)
+			b, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := checkDoc(sch, b); err == nil {
+				t.Errorf("the schema accepts a demo document with %s", m.name)
+			}
+		})
+	}
+}
+
+// demoStep returns the i-th step of a decoded demo document.
+func demoStep(doc map[string]any, i int) map[string]any {
+	return doc["steps"].([]any)[i].(map[string]any)
 }
