@@ -173,13 +173,13 @@ func (j judge) silenceChecks(prev, cur View, token int64, now time.Time) []Check
 }
 
 // sweepChecks: the sweep at now expired the lease, marked worker A (and
-// only A) stale, and queued the task for its next attempt after the
-// backoff, without completing it.
+// only A) stale, and queued the task for its next attempt, due at once
+// (backoff is for failures of the task itself), without completing it.
 func (j judge) sweepChecks(prev, cur View, token int64, now time.Time) []Check {
 	l := cur.lease(token)
 	a, b := cur.worker("A"), cur.worker("B")
 	retryOK := cur.Retry != nil && cur.Retry.NextAttempt == prev.Task.Attempts+1 && cur.Retry.Kind == state.FailureClassLost &&
-		cur.Retry.NotBefore.Equal(now.Add(j.backoff)) && cur.Retry.ConsumedAt.IsZero()
+		cur.Retry.NotBefore.Equal(now) && cur.Retry.ConsumedAt.IsZero()
 	retryText := "no retry directive"
 	if r := cur.Retry; r != nil {
 		retryText = fmt.Sprintf("attempt %d, %s, not before %s", r.NextAttempt, r.Kind, j.rel(r.NotBefore))
@@ -196,7 +196,7 @@ func (j judge) sweepChecks(prev, cur View, token int64, now time.Time) []Check {
 		check("not_done", cur.Task.Status == state.TaskQueued && cur.Task.LostUsed == prev.Task.LostUsed+1,
 			"the sweep never completes a task; the lost attempt spends retry.max_lost",
 			fmt.Sprintf("%s %s, lost %d of %d", cur.Task.Address, cur.Task.Status, cur.Task.LostUsed, j.maxLost)),
-		check("retry", retryOK, "a lost attempt gets a retry directive for the next attempt, after the backoff", retryText),
+		check("retry", retryOK, "a lost attempt gets a retry directive for the next attempt, due at once (backoff is for failures)", retryText),
 		check("no_active", len(cur.active()) == 0, "no lease of the task is active after the expiry",
 			plural(len(cur.active()), "active lease", "active leases")),
 	}
