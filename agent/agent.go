@@ -234,6 +234,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if n := KillOrphanGroups(a.opts.WorkDir, 0); n > 0 {
 		a.log.Warn("killed attempt process groups that a dead agent left in this work folder", "groups", n)
 	}
+	// Results an earlier agent left go first, with their own sessions:
+	// they need no registration, and a full pool must not keep them
+	// from their decision.
+	a.deliverOrphans(callCtx)
 	if err := a.register(ctx); err != nil {
 		if errors.Is(err, errStoppedBeforeRegistering) {
 			return nil
@@ -246,7 +250,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.spool = sp
 		defer sp.close()
 	}
-	a.deliverOrphans(callCtx)
 	// Label names only: a label's value may come from a sensitive variable.
 	labelNames := make([]string, 0, len(a.reg.Labels))
 	for k := range a.reg.Labels {
@@ -665,13 +668,23 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			}
 		}
 	}
-	a.settle(callCtx, log, asg.FencingToken, req, files)
+	fitArtifacts(&req, files, a.reg.MaxArtifactSize)
+	keeps := len(asg.Inputs) > 0 || len(asg.Definition.Outputs) > 0
+	if a.settle(callCtx, log, asg.FencingToken, req, files) && req.FailureClass == "" && ex.ran && keeps {
+		// Succeeded and delivered: its inputs and outputs are copies of
+		// what the coordinator keeps. A failed attempt's scratch folder
+		// stays, to look into, and so does that of a task without inputs
+		// or outputs (whatever it left there is nowhere else).
+		if err := os.RemoveAll(paths.scratch); err != nil {
+			log.Warn("removing the attempt's scratch folder", "err", err)
+		}
+	}
 }
 
 // settle spools a result with its artifacts, posts it, and then removes the
 // entry (accepted) or moves it to quarantine (rejected). A result not
 // delivered stays in the spool, where a later agent finds it.
-func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest, files map[string]string) {
+func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest, files map[string]string) (accepted bool) {
 	entry := ""
 	if a.spool != nil {
 		e, spooled, err := a.spool.put(token, req, files)
@@ -682,15 +695,17 @@ func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, r
 		}
 	}
 	resp, ok := a.postResult(callCtx, log, token, req, files)
+	accepted = ok && resp.Decision == protocol.DecisionAccepted
 	switch {
 	case !ok || entry == "":
-	case resp.Decision == protocol.DecisionAccepted:
+	case accepted:
 		done(entry)
 	default:
 		if q, err := quarantine(a.spool.root, entry, "rejected: "+resp.Reason); err == nil {
 			log.Warn("the rejected result is kept in the spool's quarantine", "path", q)
 		}
 	}
+	return accepted
 }
 
 // deliverOrphans posts the results that agents which are gone left in the
@@ -706,7 +721,7 @@ func (a *Agent) deliverOrphans(callCtx context.Context) {
 				log := a.log.With("spool", entry)
 				e, err := readEntry(entry)
 				if err != nil {
-					quarantine(a.opts.Spool, entry, "unreadable: "+err.Error())
+					a.quarantineOrphan(log, entry, "unreadable: "+err.Error())
 					continue
 				}
 				files := map[string]string{}
@@ -719,9 +734,9 @@ func (a *Agent) deliverOrphans(callCtx context.Context) {
 				case err == nil && resp.Decision == protocol.DecisionAccepted:
 					done(entry)
 				case err == nil:
-					quarantine(a.opts.Spool, entry, "rejected: "+resp.Reason)
+					a.quarantineOrphan(log, entry, "rejected: "+resp.Reason)
 				case st == http.StatusUnauthorized || st == http.StatusForbidden:
-					quarantine(a.opts.Spool, entry, "its worker's session no longer works: "+err.Error())
+					a.quarantineOrphan(log, entry, "its worker's session no longer works: "+err.Error())
 				default:
 					log.Warn("a stopped agent's result stays in the spool", "err", err)
 				}
@@ -732,6 +747,17 @@ func (a *Agent) deliverOrphans(callCtx context.Context) {
 		}
 		o.lock.Close()
 	}
+}
+
+// quarantineOrphan moves a stopped agent's result to the quarantine and
+// says so.
+func (a *Agent) quarantineOrphan(log *slog.Logger, entry, why string) {
+	q, err := quarantine(a.opts.Spool, entry, why)
+	if err != nil {
+		log.Error("moving a result to the quarantine failed", "why", why, "err", err)
+		return
+	}
+	log.Warn("a stopped agent's result is kept in the spool's quarantine", "why", why, "path", q)
 }
 
 func pendingEntries(des []os.DirEntry) []os.DirEntry {
@@ -748,20 +774,20 @@ func pendingEntries(des []os.DirEntry) []os.DirEntry {
 // answer) from their files. An upload the coordinator refuses for good
 // (the file changed under it, it is too large, nobody waits for it) is
 // returned as an error, and the result is then abandoned.
-func (a *Agent) upload(callCtx context.Context, client *protocol.Client, missing []string, files map[string]string) error {
+func (a *Agent) upload(callCtx context.Context, client *protocol.Client, missing []string, files map[string]string) (tooLarge []string, err error) {
 	for _, h := range missing {
 		path, ok := files[h]
 		if !ok {
-			return fmt.Errorf("the coordinator asks for blob %s, which this result does not name", h)
+			return tooLarge, fmt.Errorf("the coordinator asks for blob %s, which this result does not name", h)
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			return err
+			return tooLarge, err
 		}
 		fi, err := f.Stat()
 		if err != nil {
 			f.Close()
-			return err
+			return tooLarge, err
 		}
 		// An upload may take long; bound it by the blob's size at
 		// 1 MiB/s, and at least the usual call timeout.
@@ -770,11 +796,15 @@ func (a *Agent) upload(callCtx context.Context, client *protocol.Client, missing
 		cancel()
 		f.Close()
 		a.note(err)
+		if protocol.StatusOf(err) == http.StatusRequestEntityTooLarge {
+			tooLarge = append(tooLarge, h)
+			continue
+		}
 		if err != nil {
-			return err
+			return tooLarge, err
 		}
 	}
-	return nil
+	return tooLarge, nil
 }
 
 // hold records a granted lease (and, when it fits, a running attempt)
@@ -830,18 +860,46 @@ func (a *Agent) postResult(callCtx context.Context, log *slog.Logger, token int6
 func (a *Agent) deliver(callCtx context.Context, log *slog.Logger, client *protocol.Client, token int64, req protocol.ResultRequest,
 	files map[string]string, persist bool) (protocol.ResultResponse, error) {
 	uploads := 0 // rounds of missing_artifacts answered; a coordinator that keeps asking is refusing
+	refused := false
 	for n := 0; ; n++ {
 		cctx, cancel := context.WithTimeout(callCtx, a.callTimeout())
 		resp, err := client.PostResult(cctx, token, req)
 		cancel()
 		a.note(err)
 		var ae *protocol.APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && !refused {
+			// The coordinator cannot take this result as it is (an
+			// output it does not expect, say). Report the attempt failed
+			// with why, without artifacts, rather than abandon the lease:
+			// an abandoned lease is handed back at no cost and would run
+			// the same way forever.
+			refused = true
+			log.Warn("the coordinator refused the result; reporting the attempt failed", "err", err)
+			req.Artifacts = nil
+			fail(&req, "the coordinator refused the result: "+ae.Message)
+			continue
+		}
 		if errors.As(err, &ae) && ae.Code == protocol.CodeMissingArtifacts && uploads < 3 {
 			uploads++
 			// Not a decision yet: send what the coordinator lacks, then
 			// post again. A blob it holds already is never sent.
 			log.Info("uploading artifacts the coordinator asked for", "blobs", len(ae.Missing))
-			if uerr := a.upload(callCtx, client, ae.Missing, files); uerr != nil {
+			tooLarge, uerr := a.upload(callCtx, client, ae.Missing, files)
+			for _, h := range tooLarge {
+				// The coordinator will never take it (its cap is smaller
+				// than the worker knew): leave it out, and the attempt
+				// fails saying why, rather than never being decided.
+				kept := req.Artifacts[:0]
+				for _, ref := range req.Artifacts {
+					if ref.SHA256 != h {
+						kept = append(kept, ref)
+						continue
+					}
+					fail(&req, fmt.Sprintf("%s %s is %s, more than the coordinator accepts (its max_artifact_size)", ref.Kind, ref.Name, artifact.FormatSize(ref.Size)))
+				}
+				req.Artifacts = kept
+			}
+			if uerr != nil {
 				if reachFailure(uerr) && callCtx.Err() == nil {
 					d := a.retry.delay(n)
 					log.Warn("uploading artifacts failed; retrying", "err", uerr, "in", d)

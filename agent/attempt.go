@@ -261,6 +261,18 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	if err := os.MkdirAll(paths.scratch, 0o755); err != nil {
 		return finish(ClassLost, fmt.Sprintf("creating the scratch folder: %v", err))
 	}
+	for _, m := range asg.Definition.Mounts {
+		found := false
+		for _, in := range asg.Inputs {
+			if strings.HasPrefix(in.Path, m.Name+"/") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return finish(ClassRefused, fmt.Sprintf("refused: input block %q: %s has no accepted output matching %q", m.Name, m.From, m.Output))
+		}
+	}
 	if len(asg.Inputs) > 0 {
 		if class, msg := fetch(paths.scratch, asg.Inputs); class != "" {
 			return finish(class, msg)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"net/http"
 	"os"
@@ -119,6 +120,13 @@ func (a *Agent) fetchOne(ctx context.Context, dst string, in protocol.InputFile)
 	if got := hex.EncodeToString(h.Sum(nil)); got != in.SHA256 || n != in.Size {
 		return fmt.Errorf("%w: received %d bytes hashing to %s, want %d bytes %s", errHashMismatch, n, protocol.ShortHash(got), in.Size, protocol.ShortHash(in.SHA256))
 	}
+	mode := os.FileMode(0o644)
+	if in.Executable {
+		mode = 0o755
+	}
+	if err := os.Chmod(tmp.Name(), mode); err != nil {
+		return err
+	}
 	return os.Rename(tmp.Name(), dst)
 }
 
@@ -140,9 +148,22 @@ func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
 			return nil, fmt.Errorf("output pattern %q: %v", p, err)
 		}
 		found := 0
+		var skipped []string // matches that are not regular files, and why
 		for _, m := range matches {
 			fi, err := os.Lstat(m)
-			if err != nil || !fi.Mode().IsRegular() {
+			if err != nil {
+				continue
+			}
+			if !fi.Mode().IsRegular() {
+				rel, _ := filepath.Rel(dir, m)
+				switch {
+				case fi.Mode()&fs.ModeSymlink != 0:
+					skipped = append(skipped, filepath.ToSlash(rel)+" is a symbolic link (an output must be a regular file)")
+				case fi.IsDir():
+					skipped = append(skipped, fmt.Sprintf("%s is a folder (write %s/* to take its files)", filepath.ToSlash(rel), filepath.ToSlash(rel)))
+				default:
+					skipped = append(skipped, filepath.ToSlash(rel)+" is not a regular file")
+				}
 				continue
 			}
 			rel, err := filepath.Rel(dir, m)
@@ -161,6 +182,9 @@ func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
 			}
 			out = append(out, outputFile{path: m, ref: protocol.ArtifactRef{Kind: protocol.ArtifactOutput, Name: rel, SHA256: h, Size: size,
 				MediaType: mime.TypeByExtension(path.Ext(rel))}})
+		}
+		if found == 0 && len(skipped) > 0 {
+			return nil, fmt.Errorf("declared output %q matched no regular file in the attempt's directory: %s", p, strings.Join(skipped, "; "))
 		}
 		if found == 0 {
 			return nil, fmt.Errorf("declared output %q matched no file in the attempt's directory", p)

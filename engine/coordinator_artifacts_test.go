@@ -209,3 +209,50 @@ func TestGCKeepsWhatIsReferredToOrInFlight(t *testing.T) {
 		t.Errorf("post of b after gc = %+v, %v", r, err)
 	}
 }
+
+// TestResultOutputsMatchTheDeclaredOnes: a result of the current lease may
+// name only outputs its task declares, and one that succeeds must name an
+// output for each declared pattern; either mistake is a 400 that decides
+// nothing, and the right result is then accepted.
+func TestResultOutputsMatchTheDeclaredOnes(t *testing.T) {
+	t.Parallel()
+	task := rtTask("a")
+	task.Definition.Outputs = []string{"out/*.json", "report.html"}
+	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{task}, harnessOpts{})
+	ctx := context.Background()
+	w := h.register("p")
+	a := w.claimOne()
+	blob := []byte("{}")
+	ref := func(name string) protocol.ArtifactRef {
+		return protocol.ArtifactRef{Kind: protocol.ArtifactOutput, Name: name, SHA256: blobHash(blob), Size: int64(len(blob))}
+	}
+	zero, one := 0, 1
+	post := func(key string, exit *int, class string, refs ...protocol.ArtifactRef) (protocol.ResultResponse, error) {
+		return w.cl.PostResult(ctx, a.FencingToken, protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt,
+			IdempotencyKey: key, ExitCode: exit, FailureClass: class, DefHash: a.DefHash, Artifacts: refs})
+	}
+	for _, tc := range []struct {
+		name  string
+		exit  *int
+		class string
+		refs  []protocol.ArtifactRef
+		want  string
+	}{
+		{"undeclared output", &zero, "", []protocol.ArtifactRef{ref("out/r.json"), ref("report.html"), ref("nope.txt")}, `output "nope.txt" matches none`},
+		{"a declared pattern without output", &zero, "", []protocol.ArtifactRef{ref("out/r.json")}, `names no output matching the declared "report.html"`},
+		{"a failure naming an undeclared output", &one, "failure", []protocol.ArtifactRef{ref("x.bin")}, `output "x.bin" matches none`},
+	} {
+		_, err := post("k-"+tc.name, tc.exit, tc.class, tc.refs...)
+		var ae *protocol.APIError
+		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, tc.want) {
+			t.Errorf("%s: %v; want 400 saying %q", tc.name, err, tc.want)
+		}
+	}
+	if got := h.task("task.a"); got.Status != state.TaskRunning {
+		t.Errorf("task.a is %s after refused results; want running", got.Status)
+	}
+	// A failure may leave declared outputs out.
+	if _, err := post("k-fail", &one, "failure"); err != nil {
+		t.Errorf("a failure without outputs: %v", err)
+	}
+}

@@ -322,6 +322,9 @@ func (c *Coordinator) register(ctx context.Context, cred *credential, req protoc
 		HeartbeatIntervalMS: ps.rt.HeartbeatInterval.Milliseconds(),
 		TTLMS:               ps.rt.TTL.Milliseconds(),
 	}
+	if c.artifacts != nil {
+		resp.MaxArtifactSize = c.artifacts.MaxSize()
+	}
 	c.mu.Lock()
 	c.workers[reg.ID] = ws
 	c.creds[ws.session] = &credential{kind: credSession, pool: ps, worker: ws}

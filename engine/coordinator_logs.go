@@ -30,8 +30,10 @@ const (
 	followTTL = 30 * time.Second
 	// followPollInterval is how often a waiting follow request looks again.
 	followPollInterval = 100 * time.Millisecond
-	// maxFollowAnswer is the most data one follow answer carries (1 MiB).
-	maxFollowAnswer = 1 << 20
+	// maxFollowAnswer is the most data one follow answer carries (512
+	// KiB: in base64 it stays well under a client's answer limit,
+	// protocol.MaxResponseBytes).
+	maxFollowAnswer = 512 << 10
 )
 
 // liveLog is what the coordinator holds of a followed attempt's output.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/wdc-dev/wdc/protocol"
@@ -318,6 +320,17 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 		in.Body = []byte(c.redact(string(in.Body)))
 		req.Error = in.Error
 	}
+	c.mu.Lock()
+	var outputs []string
+	if l := c.leases[token]; l != nil && l.worker == poster.id {
+		if ts := c.tasks[l.task]; ts != nil {
+			outputs = ts.rt.Definition.Outputs
+		}
+	}
+	c.mu.Unlock()
+	if err := checkOutputs(outputs, req); err != nil {
+		return protocol.ResultResponse{}, badRequest("%v", err)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	now := c.now()
@@ -388,4 +401,48 @@ func (c *Coordinator) lease(ctx context.Context, task string) (protocol.LeaseLoo
 		}
 	}
 	return resp, nil
+}
+
+// checkOutputs checks the outputs a result of the current lease names
+// against the task's declared output patterns: each must match a pattern,
+// and a result that succeeds must name at least one output for each
+// pattern (as the agent checks before it reports success). A result of no
+// current lease is not checked: the fencing checks reject it anyway.
+func checkOutputs(patterns []string, req protocol.ResultRequest) error {
+	var names []string
+	for _, a := range req.Artifacts {
+		if a.Kind != protocol.ArtifactOutput {
+			continue
+		}
+		names = append(names, a.Name)
+		matched := false
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, a.Name); ok {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			if len(patterns) == 0 {
+				return fmt.Errorf("output %q: the task declares no outputs", a.Name)
+			}
+			return fmt.Errorf("output %q matches none of the task's declared outputs (%s)", a.Name, strings.Join(patterns, ", "))
+		}
+	}
+	if req.FailureClass != "" {
+		return nil
+	}
+	for _, p := range patterns {
+		found := false
+		for _, n := range names {
+			if ok, _ := path.Match(p, n); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("the result succeeds but names no output matching the declared %q: report the attempt failed instead", p)
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -390,11 +391,15 @@ func Definitions(cfg *wdchcl.Config) map[string]TaskDefinition {
 		for _, p := range t.Inputs {
 			f, ok := files[p]
 			if !ok {
-				h, size, err := artifact.HashFile(filepath.Join(cfg.Dir, filepath.FromSlash(p)))
+				full := filepath.Join(cfg.Dir, filepath.FromSlash(p))
+				h, size, err := artifact.HashFile(full)
 				if err != nil && ferr == nil {
 					ferr = fmt.Errorf("input %s of %s: %w", p, t.Address(), err)
 				}
 				f = protocol.InputFile{Path: p, SHA256: h, Size: size}
+				if fi, err := os.Stat(full); err == nil && fi.Mode()&0o111 != 0 {
+					f.Executable = true
+				}
 				files[p] = f
 			}
 			d.Inputs = append(d.Inputs, f)

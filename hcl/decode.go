@@ -148,7 +148,7 @@ func (l *loader) settings(blocks hcl.Blocks) {
 			if v := l.setting(body.MaxArtifactSize); v != "" {
 				n, err := artifact.ParseSize(v)
 				if err != nil {
-					l.add(attrErr(body.MaxArtifactSize, "Invalid size", err.Error()))
+					l.add(attrErr(body.MaxArtifactSize, "Invalid size", strings.TrimPrefix(err.Error(), "artifact: ")))
 				} else {
 					l.cfg.Settings.MaxArtifactSize = n
 				}

@@ -3,6 +3,7 @@ package hcl
 import (
 	"fmt"
 	"math/big"
+	"path"
 	"sort"
 	"strings"
 
@@ -38,7 +39,7 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 			if m.From == nil {
 				continue
 			}
-			j, idx, ok := l.dependency(m.From.Expr, byName, tbs)
+			j, idx, ok := l.dependency(m.From.Expr, byName, tbs, fmt.Sprintf("input %q's from", m.Name))
 			if !ok {
 				continue
 			}
@@ -56,6 +57,10 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 				continue
 			}
 			from := target.instances[idx]
+			if msg := outputsCanMatch(from, tb, m.Name); msg != "" {
+				l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Input matches no output", Detail: msg, Subject: m.From.Expr.Range().Ptr()})
+				continue
+			}
 			deps[from] = true
 			edges[j] = true
 			for _, t := range tb.instances {
@@ -67,7 +72,7 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 			}
 		}
 		for _, e := range exprs {
-			j, idx, ok := l.dependency(e, byName, tbs)
+			j, idx, ok := l.dependency(e, byName, tbs, "depends_on")
 			if !ok {
 				continue
 			}
@@ -134,13 +139,52 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 	}
 }
 
-// dependency checks one depends_on element: it returns the index of the
-// target block and the instance index (-1 for every instance).
-func (l *loader) dependency(e hcl.Expression, byName map[string]int, tbs []*taskBlock) (int, int, bool) {
+// outputsCanMatch says why the input block name of the tasks of tb can
+// never get a file from task from, or "" when it may: from declares no
+// outputs, or no declared output can match the block's pattern (checked
+// when either side is a plain name, without wildcards).
+func outputsCanMatch(from *Task, tb *taskBlock, name string) string {
+	if len(tb.instances) == 0 {
+		return ""
+	}
+	var pattern string
+	for _, m := range tb.instances[0].Mounts {
+		if m.Name == name {
+			pattern = m.Output
+		}
+	}
+	if pattern == "" {
+		return ""
+	}
+	if len(from.Outputs) == 0 {
+		return fmt.Sprintf("Input %q takes the outputs of %s matching %q, but %s declares no outputs; add outputs = [...] to it.", name, from.Address(), pattern, from.Address())
+	}
+	for _, o := range from.Outputs {
+		plainO, plainP := !hasMeta(o), !hasMeta(pattern)
+		if !plainO && !plainP {
+			return "" // two wildcards: either may match
+		}
+		if plainO {
+			if ok, _ := path.Match(pattern, o); ok {
+				return ""
+			}
+		} else if ok, _ := path.Match(o, pattern); ok {
+			return ""
+		}
+	}
+	return fmt.Sprintf("Input %q takes the outputs of %s matching %q, but none of its declared outputs (%s) can match it.", name, from.Address(), pattern, strings.Join(from.Outputs, ", "))
+}
+
+func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }
+
+// dependency checks one depends_on element (or an input block's from;
+// what names it in messages): it returns the index of the target block
+// and the instance index (-1 for every instance).
+func (l *loader) dependency(e hcl.Expression, byName map[string]int, tbs []*taskBlock, what string) (int, int, bool) {
 	bad := func(detail string) (int, int, bool) {
 		l.add(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
-			Summary:  "Invalid depends_on reference",
+			Summary:  "Invalid " + what + " reference",
 			Detail:   detail + " A dependency is a task address: task.NAME, or task.NAME[INDEX] for one instance of a counted task.",
 			Subject:  e.Range().Ptr(),
 		})
@@ -151,7 +195,7 @@ func (l *loader) dependency(e hcl.Expression, byName map[string]int, tbs []*task
 		return bad("This is not a static reference.")
 	}
 	if tr.RootName() != "task" {
-		return bad(fmt.Sprintf("depends_on can only name tasks, not %q.", tr.RootName()))
+		return bad(fmt.Sprintf("%s can only name tasks, not %q.", what, tr.RootName()))
 	}
 	if len(tr) < 2 || len(tr) > 3 {
 		return bad("The reference has the wrong shape.")
@@ -177,7 +221,7 @@ func (l *loader) dependency(e hcl.Expression, byName map[string]int, tbs []*task
 		l.add(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Reference to undeclared task",
-			Detail:   fmt.Sprintf("depends_on names task.%s, but no task %q is declared.%s", step.Name, step.Name, didYouMean(step.Name, mapKeys(byName))),
+			Detail:   fmt.Sprintf("%s names task.%s, but no task %q is declared.%s", what, step.Name, step.Name, didYouMean(step.Name, mapKeys(byName))),
 			Subject:  e.Range().Ptr(),
 		})
 		return 0, 0, false

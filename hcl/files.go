@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/wdc-dev/wdc/artifact"
 )
 
 // files evaluates a task instance's inputs, outputs and the output
@@ -147,6 +149,10 @@ func (l *loader) inputFiles(attr *hcl.Attribute, patterns []string) []string {
 				continue
 			case !fi.Mode().IsRegular():
 				l.add(attrErr(attr, "Input is not a file", fmt.Sprintf("Input %q matches %s, which is not a regular file.", p, rel)))
+				continue
+			case l.cfg.Settings.MaxArtifactSize > 0 && fi.Size() > l.cfg.Settings.MaxArtifactSize:
+				l.add(attrErr(attr, "Input too large", fmt.Sprintf("Input %q: %s is %s, more than max_artifact_size (%s in the wdc block), the largest file the coordinator keeps; raise max_artifact_size or make the file smaller.",
+					p, rel, artifact.FormatSize(fi.Size()), artifact.FormatSize(l.cfg.Settings.MaxArtifactSize))))
 				continue
 			}
 			if !slices.Contains(out, rel) {

@@ -49,6 +49,11 @@ type InputFile struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
+	// Executable is true for a file of the configuration directory that
+	// has an execute bit: the agent writes it with mode 0755 (else 0644).
+	// It is part of the definition (a script made executable changes
+	// what the task runs); omitted when false.
+	Executable bool `json:"executable,omitempty"`
 }
 
 // Mount is an input block: the outputs of task From matching Output are put

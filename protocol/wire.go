@@ -82,6 +82,11 @@ type RegisterResponse struct {
 	Capacity            int               `json:"capacity"`
 	HeartbeatIntervalMS int64             `json:"heartbeat_interval_ms"`
 	TTLMS               int64             `json:"ttl_ms"`
+	// MaxArtifactSize is the largest blob the coordinator accepts, in
+	// bytes (its max_artifact_size); 0 when it keeps no artifacts. A
+	// worker keeps each log and output of a result within it: a log's
+	// tail, an output over it fails the attempt.
+	MaxArtifactSize int64 `json:"max_artifact_size,omitempty"`
 }
 
 // HeartbeatRequest is the body of POST /v1/workers/{id}/heartbeat.

@@ -578,7 +578,8 @@ func describe(in ResultInput) string {
 		switch {
 		case in.Signal != "":
 			status = "killed by " + in.Signal
-		case in.ExitCode != nil:
+		case in.ExitCode != nil && *in.ExitCode != 0:
+			// (an exit status 0 says nothing about why it failed)
 			status = fmt.Sprintf("exit status %d", *in.ExitCode)
 		}
 		if status != "" && !strings.Contains(in.Error, status) {

@@ -44,6 +44,15 @@ func (c *AgentCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(c.WorkDir, 0o755); err != nil {
+		return fmt.Errorf("--work-dir %s cannot be used for the attempts' logs and scratch: %w", c.WorkDir, err)
+	}
+	if c.Spool != "" {
+		// A spool asked for must work: results would not survive a crash.
+		if err := os.MkdirAll(c.Spool, 0o700); err != nil {
+			return fmt.Errorf("--spool %s cannot be used: %w", c.Spool, err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan os.Signal, 2)

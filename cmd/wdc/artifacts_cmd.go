@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -139,19 +143,42 @@ func (c *ArtifactsGetCmd) Run(e *env) error {
 			_, err = io.Copy(e.stdout, f)
 			return err
 		}
+		if fi, err := os.Stat(c.Out); err == nil && fi.IsDir() {
+			return fmt.Errorf("-o %s is a folder: name the file to write, e.g. -o %s", c.Out, filepath.Join(c.Out, path.Base(o.Name)))
+		}
+		if err := os.MkdirAll(filepath.Dir(c.Out), 0o755); err != nil {
+			return fmt.Errorf("-o %s: creating its folder: %w", c.Out, err)
+		}
 		pf, err := renameio.NewPendingFile(c.Out, renameio.WithPermissions(0o644))
 		if err != nil {
-			return err
+			return fmt.Errorf("-o %s: %w", c.Out, pathCause(err))
 		}
 		defer pf.Cleanup() //nolint:errcheck // after CloseAtomicallyReplace it does nothing
 		if _, err := io.Copy(pf, f); err != nil {
-			return err
+			return fmt.Errorf("writing %s: %w", c.Out, err)
 		}
-		return pf.CloseAtomicallyReplace()
+		if err := pf.CloseAtomicallyReplace(); err != nil {
+			return fmt.Errorf("writing %s: %w", c.Out, pathCause(err))
+		}
+		return nil
 	}
 	names := make([]string, len(outs))
 	for i, o := range outs {
 		names[i] = o.Name
 	}
 	return fmt.Errorf("%s attempt %d has no output %q (outputs: %s)", normalizeAddress(c.Address), a.Number, c.Name, orDash(strings.Join(names, ", ")))
+}
+
+// pathCause strips the path of a file system error (a temporary file's,
+// which means nothing to the user) down to its cause.
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }

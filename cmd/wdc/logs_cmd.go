@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -83,11 +84,13 @@ func (c *LogsCmd) follow(e *env, addr string) error {
 			return c.printFinished(e, addr, attempt, offset)
 		case errors.As(err, &ae):
 			return describeAPIError(err)
-		case err != nil:
+		case isUnreachable(err):
 			// The apply ended (or went away) meanwhile: the state has
 			// what it recorded.
-			fmt.Fprintf(e.stderr, "wdc logs: the apply's coordinator is gone (%v); printing what the state recorded.\n", err)
+			fmt.Fprintf(e.stderr, "wdc logs: the apply's coordinator cannot be reached any more (%v); printing what the state recorded.\n", err)
 			return c.printFinished(e, addr, attempt, offset)
+		case err != nil:
+			return fmt.Errorf("following %s: %w", addr, err)
 		}
 		if _, err := e.stdout.Write(resp.Data); err != nil {
 			return err
@@ -172,13 +175,22 @@ func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) e
 		defer f.Close()
 		_, err = io.Copy(e.stdout, f)
 		return err
-	case a.EndedAt.IsZero() && offset > 0:
-		return fmt.Errorf("%s attempt %d is still running, but the apply that runs it is gone: the lines above are what its worker sent", addr, a.Number)
+	case a.EndedAt.IsZero() && c.Follow:
+		return fmt.Errorf("%s attempt %d is still recorded as running, but the apply that runs it is gone: no more output will come (the next apply retries it)", addr, a.Number)
 	case a.EndedAt.IsZero():
 		return fmt.Errorf("%s attempt %d is still running: its logs arrive with its result (wdc logs --follow prints them as they come)", addr, a.Number)
 	case offset > 0:
 		return fmt.Errorf("%s attempt %d ended without delivering its %s (%s): the lines above are what its worker sent while it ran", addr, a.Number, name, orDash(a.Error))
+	case a.FailureClass == state.FailureClassLost:
+		return fmt.Errorf("%s attempt %d has no %s: its result never arrived (lost: %s)", addr, a.Number, name, orDash(a.Error))
 	default:
 		return fmt.Errorf("%s attempt %d has no %s: it ended without running its command (%s)", addr, a.Number, name, orDash(a.Error))
 	}
+}
+
+// isUnreachable reports whether err is a failure to reach the coordinator
+// at all (refused, reset, timed out), not an answer.
+func isUnreachable(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
 }

@@ -50,3 +50,39 @@ task "mount2" {
     output = "*"
   }
 }
+
+task "plain" {
+  command = ["true"]
+}
+
+task "producer" {
+  command = ["true"]
+  outputs = ["out/a.json"]
+}
+
+task "from_no_outputs" {
+  command = ["true"]
+
+  input "x" {
+    from   = task.plain # ERROR: declares no outputs
+    output = "*"
+  }
+}
+
+task "wrong_pattern" {
+  command = ["true"]
+
+  input "x" {
+    from   = task.producer # ERROR: none of its declared outputs (out/a.json) can match it
+    output = "out/*.csv"
+  }
+}
+
+task "bad_from" {
+  command = ["true"]
+
+  input "x" {
+    from   = task.nosuch # ERROR: input "x"'s from names task.nosuch
+    output = "*"
+  }
+}
