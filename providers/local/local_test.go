@@ -254,8 +254,9 @@ func TestReclaimStopsOnlyWhatWasLaunched(t *testing.T) {
 	if len(got.Stopped) != 1 || got.Stopped[0].Seq != 1 || len(got.Gone) != 5 {
 		t.Errorf("Reclaim = %+v; want only launch 1 stopped", got)
 	}
-	st, err := first.Status(context.Background(), providers.StatusRequest{ID: resp.ID})
-	if err != nil || st.Running {
+	// The launching instance reaps its child on its own goroutine, a moment
+	// after the kill: poll (with a deadline) rather than ask once.
+	if st, err := waitNotRunning(first, resp.ID); err != nil || st.Running {
 		t.Errorf("the dead apply's worker still runs: %+v, %v", st, err)
 	}
 	if st, err := other.Status(context.Background(), providers.StatusRequest{ID: oresp.ID}); err != nil || !st.Running {
@@ -352,5 +353,18 @@ func TestFindLeftoversStopsNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(record); err != nil {
 		t.Errorf("the group record was removed by a listing: %v", err)
+	}
+}
+
+// waitNotRunning polls p's Status of id until it is not running, for up to
+// 10 s, and returns the last answer.
+func waitNotRunning(p providers.Provider, id string) (providers.StatusResponse, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := p.Status(context.Background(), providers.StatusRequest{ID: id})
+		if err != nil || !st.Running || time.Now().After(deadline) {
+			return st, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
