@@ -30,8 +30,11 @@ type Inspection struct {
 	// most 20 lines), or the error that stopped it; nil when it said "ok".
 	Integrity []string
 
-	// Version is the schema version the file records (0 when none), Known
-	// the newest this wdc knows (SchemaVersion()).
+	// SchemaRead reports whether the schema could be read (false when
+	// Problem is set, or the file is too damaged to read it); Version is
+	// the schema version the file records (0 when none), Known the newest
+	// this wdc knows (SchemaVersion()).
+	SchemaRead     bool
 	Version, Known int
 	// Schema is why the schema is not one this wdc can use as it is:
 	// *DamagedError (tables, indexes or triggers missing), *NewerSchemaError,
@@ -107,6 +110,7 @@ func Inspect(ctx context.Context, path string) (*Inspection, error) {
 		in.Version, in.Schema, err = inspectSchema(ctx, tx, path)
 		return err
 	})
+	in.SchemaRead = true
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

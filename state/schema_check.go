@@ -82,24 +82,30 @@ type DamagedError struct {
 }
 
 func (e *DamagedError) Error() string {
-	// A dropped table takes its indexes and triggers with it: name the
-	// tables, and only count the rest.
+	return fmt.Sprintf("state file %s is damaged: it lacks %s of schema version %d. Restore the file from a backup; "+
+		"or, to start a fresh state (every task runs again), move it away with its -wal and -shm files, if any: mv %s %s.damaged",
+		e.Path, e.What(), e.Version, e.Path, e.Path)
+}
+
+// What names what is missing, briefly: a dropped table takes its indexes
+// and triggers with it, so when tables are missing it names them and
+// counts the rest ("table leases and 7 indexes and triggers"); otherwise
+// it names each ("index tasks_status, trigger leases_no_delete").
+func (e *DamagedError) What() string {
 	var tables []string
 	for _, m := range e.Missing {
 		if name, ok := strings.CutPrefix(m, "table "); ok {
 			tables = append(tables, name)
 		}
 	}
-	what := "it lacks " + strings.Join(e.Missing, ", ")
-	if len(tables) > 0 {
-		what = "it lacks table " + strings.Join(tables, ", table ")
-		if rest := len(e.Missing) - len(tables); rest > 0 {
-			what += fmt.Sprintf(" and %d %s", rest, map[bool]string{true: "index or trigger", false: "indexes and triggers"}[rest == 1])
-		}
+	if len(tables) == 0 {
+		return strings.Join(e.Missing, ", ")
 	}
-	return fmt.Sprintf("state file %s is damaged: %s of schema version %d. Restore the file from a backup; "+
-		"or, to start a fresh state (every task runs again), move it away with its -wal and -shm files, if any: mv %s %s.damaged",
-		e.Path, what, e.Version, e.Path, e.Path)
+	what := "table " + strings.Join(tables, ", table ")
+	if rest := len(e.Missing) - len(tables); rest > 0 {
+		what += fmt.Sprintf(" and %d %s", rest, map[bool]string{true: "index or trigger", false: "indexes and triggers"}[rest == 1])
+	}
+	return what
 }
 
 // Unwrap returns ErrDamaged.

@@ -156,7 +156,7 @@ func hasWAL(abs string) bool {
 // into it). If another process created the file meanwhile, theirs is kept
 // and this one is dropped.
 func create(ctx context.Context, abs, p string) error {
-	if _, err := os.Stat(abs + "-wal"); err == nil {
+	if hasWAL(abs) {
 		return fmt.Errorf("state file %s does not exist, but its write-ahead log %s-wal does (it belongs to a state file that was removed): "+
 			"move it away (mv %s-wal %s-wal.orphan, and %s-shm if there is one) and run the command again", p, p, p, p, p)
 	}
