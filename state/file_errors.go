@@ -29,6 +29,8 @@ type EmptyFileError struct {
 	Path string // the state file as given
 }
 
+// Error says the file is empty, how to start fresh, and that a backup is
+// the other way.
 func (e *EmptyFileError) Error() string {
 	return fmt.Sprintf("state file %s is empty (0 bytes), so it holds no state. To start a fresh state, remove it (rm %s) and run the command again; "+
 		"if it should hold the state of earlier applies, restore it from a backup", e.Path, e.Path)
@@ -45,6 +47,8 @@ type DiskFullError struct {
 	Err  error  // what SQLite or the file system said
 }
 
+// Error names the file, what SQLite or the file system said, and what to
+// free.
 func (e *DiskFullError) Error() string {
 	return fmt.Sprintf("state file %s: the disk is full (%v): free space on the file system that holds %s, then run the command again",
 		e.Path, e.Err, filepath.Dir(e.Path))
@@ -65,6 +69,7 @@ type AccessError struct {
 	Err    error  // what SQLite or the file system said
 }
 
+// Error reads "cannot OP the state file PATH: REASON".
 func (e *AccessError) Error() string {
 	return fmt.Sprintf("cannot %s the state file %s: %s", e.Op, e.Path, e.Reason)
 }

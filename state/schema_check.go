@@ -81,6 +81,8 @@ type DamagedError struct {
 	Missing []string // what is missing, e.g. "table leases", "index tasks_status"; sorted, tables first
 }
 
+// Error names the file and what it lacks, and says what to do: restore a
+// backup, or move the file away to start fresh.
 func (e *DamagedError) Error() string {
 	return fmt.Sprintf("state file %s is damaged: it lacks %s of schema version %d. Restore the file from a backup; "+
 		"or, to start a fresh state (every task runs again), move it away with its -wal and -shm files, if any: mv %s %s.damaged",
