@@ -412,18 +412,28 @@ func recordGroup(dir string, pgid int) func() {
 	return func() { os.Remove(name) }
 }
 
-// KillOrphanGroups kills (SIGKILL) the process groups of attempts recorded
-// in GroupsDir(workDir) whose agent is gone: those of agentPID when it is
-// > 0, otherwise those of every recorded agent that is no longer running.
-// It removes their records and returns how many groups it signalled. A
-// record of a live agent is left alone unless agentPID names it.
-func KillOrphanGroups(workDir string, agentPID int) int {
+// OrphanGroup is the record, in GroupsDir, of an attempt's process group
+// whose agent is gone.
+type OrphanGroup struct {
+	AgentPID int // the agent that recorded it
+	PGID     int // the attempt's process group
+	// Running reports whether the group still had a member when it was
+	// listed (kill(-PGID, 0) succeeded).
+	Running bool
+	record  string // the record's path
+}
+
+// OrphanGroups lists the attempt process groups recorded in
+// GroupsDir(workDir) whose agent is gone: those of agentPID when it is > 0,
+// otherwise those of every recorded agent that is no longer running. It
+// changes nothing; KillOrphanGroups kills what it lists.
+func OrphanGroups(workDir string, agentPID int) []OrphanGroup {
 	dir := GroupsDir(workDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0
+		return nil
 	}
-	killed := 0
+	var out []OrphanGroup
 	for _, e := range entries {
 		var owner, pgid int
 		if _, err := fmt.Sscanf(e.Name(), "%d.%d", &owner, &pgid); err != nil || pgid <= 1 {
@@ -435,10 +445,24 @@ func KillOrphanGroups(workDir string, agentPID int) int {
 		if agentPID <= 0 && processAlive(owner) {
 			continue
 		}
-		if err := syscall.Kill(-pgid, syscall.SIGKILL); err == nil {
+		err := syscall.Kill(-pgid, 0)
+		out = append(out, OrphanGroup{AgentPID: owner, PGID: pgid, Running: err == nil || errors.Is(err, syscall.EPERM),
+			record: filepath.Join(dir, e.Name())})
+	}
+	return out
+}
+
+// KillOrphanGroups kills (SIGKILL) the process groups of attempts recorded
+// in GroupsDir(workDir) whose agent is gone (OrphanGroups(workDir,
+// agentPID)): a record of a live agent is left alone unless agentPID names
+// it. It removes their records and returns how many groups it signalled.
+func KillOrphanGroups(workDir string, agentPID int) int {
+	killed := 0
+	for _, g := range OrphanGroups(workDir, agentPID) {
+		if err := syscall.Kill(-g.PGID, syscall.SIGKILL); err == nil {
 			killed++
 		}
-		os.Remove(filepath.Join(dir, e.Name()))
+		os.Remove(g.record)
 	}
 	return killed
 }

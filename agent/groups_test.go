@@ -104,3 +104,50 @@ func TestAgentStartKillsOrphansOfItsWorkFolder(t *testing.T) {
 		t.Fatal("the orphaned attempt group still runs after an agent started in its work folder")
 	}
 }
+
+// TestOrphanGroupsListsWithoutKilling: OrphanGroups names the groups of
+// dead agents, says whether each still runs, and kills and removes nothing.
+func TestOrphanGroupsListsWithoutKilling(t *testing.T) {
+	const deadAgent = 1 << 22
+	work := t.TempDir()
+	dir := GroupsDir(work)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	running := startGroup(t)
+	gone := startGroup(t)
+	_ = syscall.Kill(-gone.Process.Pid, syscall.SIGKILL)
+	if !waitExit(t, gone) {
+		t.Fatal("the group to end did not end")
+	}
+	live := startGroup(t)
+	records := []string{
+		fmt.Sprintf("%d.%d", deadAgent, running.Process.Pid),
+		fmt.Sprintf("%d.%d", deadAgent, gone.Process.Pid),
+		fmt.Sprintf("%d.%d", os.Getpid(), live.Process.Pid), // a live agent's
+		"not-a-record",
+	}
+	for _, r := range records {
+		if err := os.WriteFile(filepath.Join(dir, r), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[int]bool{}
+	for _, g := range OrphanGroups(work, 0) {
+		if g.AgentPID != deadAgent {
+			t.Errorf("listed %+v, whose agent is alive", g)
+		}
+		got[g.PGID] = g.Running
+	}
+	if len(got) != 2 || !got[running.Process.Pid] || got[gone.Process.Pid] {
+		t.Errorf("OrphanGroups = %v, want %d running and %d not", got, running.Process.Pid, gone.Process.Pid)
+	}
+	for _, r := range records {
+		if _, err := os.Stat(filepath.Join(dir, r)); err != nil {
+			t.Errorf("record %s removed by a listing: %v", r, err)
+		}
+	}
+	if err := syscall.Kill(running.Process.Pid, 0); err != nil {
+		t.Errorf("a listing killed a group: %v", err)
+	}
+}

@@ -12,4 +12,8 @@
 // pool's labels contain every label the task's placement asks for, with the
 // same value. There is no central bin-packing; for sizing only, each task
 // counts toward the first pool, in declaration order, that can run it.
+//
+// Doctor checks a state file and what it records (a dead apply's lock and
+// leftovers, stale workers holding leases, queued tasks no live worker can
+// run) without writing anything; `wdc doctor` renders its report.
 package engine

@@ -86,7 +86,7 @@ func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions)
 			return nil, err
 		}
 		cur := locked.Lock
-		if cur.Host == opts.Host && cur.PID != opts.PID && !opts.ProcessAlive(cur.PID) {
+		if JudgeHolder(cur, opts.Host, opts.PID, opts.Now(), opts.ProcessAlive) == HolderDead {
 			takeOver = cur.ID // its holder is dead: take it over on the next try
 			continue
 		}
@@ -103,6 +103,53 @@ func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions)
 		case <-time.After(opts.Poll):
 		}
 	}
+}
+
+// HolderState says whether the apply that holds a lock still runs, as far
+// as this host can tell.
+type HolderState int
+
+// Holder states (JudgeHolder).
+const (
+	// HolderLive: the holder runs, or is on another host and renews the
+	// lock (its expiry has not passed): wdc trusts the expiry there.
+	HolderLive HolderState = iota
+	// HolderDead: the lock names this host and a pid that no longer runs.
+	HolderDead
+	// HolderStalled: the lock's expiry passed: its holder stopped renewing
+	// it (paused, hung, or dead on another host).
+	HolderStalled
+)
+
+// String returns "live", "dead" or "stalled".
+func (h HolderState) String() string {
+	switch h {
+	case HolderDead:
+		return "dead"
+	case HolderStalled:
+		return "stalled"
+	default:
+		return "live"
+	}
+}
+
+// JudgeHolder tells whether the holder of lock l is alive, as
+// AcquireApplyLock judges it before taking the lock over (docs/design.md §3
+// invariant 9): a lock of this host (host) whose pid is not self and does
+// not run (alive; nil means ProcessAlive) is dead; one whose expiry is not
+// after now is stalled; any other is live. self is the caller's own pid (0
+// when it holds no lock).
+func JudgeHolder(l state.Lock, host string, self int, now time.Time, alive func(pid int) bool) HolderState {
+	if alive == nil {
+		alive = ProcessAlive
+	}
+	if l.Host == host && l.PID != self && !alive(l.PID) {
+		return HolderDead
+	}
+	if !l.ExpiresAt.After(now) {
+		return HolderStalled
+	}
+	return HolderLive
 }
 
 // KeepAlive renews the lock every third of its TTL (at most every 2 s)

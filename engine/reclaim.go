@@ -27,7 +27,7 @@ type ReclaimResult struct {
 // others ran.
 func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID string, now time.Time) (ReclaimResult, error) {
 	var res ReclaimResult
-	open, err := store.OpenLaunches(ctx, applyID)
+	byProvider, order, err := openLaunchesByProvider(ctx, store, applyID)
 	if err != nil {
 		return res, err
 	}
@@ -40,21 +40,6 @@ func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID str
 		if ap.ID != applyID && ap.EndReason != "released" {
 			dead = append(dead, ap.ID)
 		}
-	}
-	byProvider := map[string][]providers.LaunchRecord{}
-	var order []string
-	for _, l := range open {
-		if _, ok := byProvider[l.Provider]; !ok {
-			order = append(order, l.Provider)
-		}
-		byProvider[l.Provider] = append(byProvider[l.Provider], providers.LaunchRecord{
-			ApplyID: l.ApplyID, Pool: l.Pool, Seq: l.Seq, ID: l.Process.Handle, Host: l.Process.Host, PID: l.Process.PID,
-			ProcessStart: l.Process.Start, Argv: l.Process.Argv, WorkDir: l.Process.WorkDir,
-		})
-	}
-	if _, ok := byProvider["local"]; !ok {
-		// Orphaned attempt groups of local agents need no launch record.
-		order = append(order, "local")
 	}
 	var firstErr error
 	for _, name := range order {
@@ -83,4 +68,73 @@ func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID str
 		}
 	}
 	return res, firstErr
+}
+
+// Leftover is one thing an apply other than the current one left running,
+// as its provider found it (FindLeftovers).
+type Leftover struct {
+	Provider string // the provider that found it, e.g. "local"
+	providers.Leftover
+}
+
+// FindLeftovers lists, stopping nothing and writing nothing, what
+// ReclaimStrays would stop for the same arguments: each provider that
+// implements providers.LeftoverFinder lists what it finds of the open
+// launches of applies other than applyID ("" for every apply). Errors:
+// state errors; a provider's failure is returned after the others ran.
+func FindLeftovers(ctx context.Context, store *state.Store, workDir, applyID string) ([]Leftover, error) {
+	byProvider, order, err := openLaunchesByProvider(ctx, store, applyID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Leftover
+	var firstErr error
+	for _, name := range order {
+		prov, err := providers.Lookup(name)
+		if err != nil {
+			continue // a provider this build lacks: nothing it can find
+		}
+		lf, ok := prov.(providers.LeftoverFinder)
+		if !ok {
+			continue
+		}
+		resp, err := lf.FindLeftovers(ctx, providers.ReclaimRequest{WorkDir: workDir, Launches: byProvider[name]})
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("provider %s: finding what an earlier apply left: %w", name, err)
+			}
+			continue
+		}
+		for _, l := range resp.Leftovers {
+			out = append(out, Leftover{Provider: name, Leftover: l})
+		}
+	}
+	return out, firstErr
+}
+
+// openLaunchesByProvider reads the open launches of applies other than
+// applyID and groups them by provider, in the order providers first
+// appear; "local" is always among them (its attempt groups need no launch
+// record).
+func openLaunchesByProvider(ctx context.Context, store *state.Store, applyID string) (map[string][]providers.LaunchRecord, []string, error) {
+	open, err := store.OpenLaunches(ctx, applyID)
+	if err != nil {
+		return nil, nil, err
+	}
+	byProvider := map[string][]providers.LaunchRecord{}
+	var order []string
+	for _, l := range open {
+		if _, ok := byProvider[l.Provider]; !ok {
+			order = append(order, l.Provider)
+		}
+		byProvider[l.Provider] = append(byProvider[l.Provider], providers.LaunchRecord{
+			ApplyID: l.ApplyID, Pool: l.Pool, Seq: l.Seq, ID: l.Process.Handle, Host: l.Process.Host, PID: l.Process.PID,
+			ProcessStart: l.Process.Start, Argv: l.Process.Argv, WorkDir: l.Process.WorkDir,
+		})
+	}
+	if _, ok := byProvider["local"]; !ok {
+		// Orphaned attempt groups of local agents need no launch record.
+		order = append(order, "local")
+	}
+	return byProvider, order, nil
 }

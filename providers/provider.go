@@ -72,6 +72,32 @@ type WaitResponse struct {
 	Reason string
 }
 
+// LeftoverFinder is implemented by providers that can list, stopping
+// nothing, what Reclaim would stop for the same request: `wdc doctor`
+// shows it. It must not change anything on the launch target.
+type LeftoverFinder interface {
+	FindLeftovers(ctx context.Context, req ReclaimRequest) (LeftoversResponse, error)
+}
+
+// LeftoversResponse lists what a dead apply left running, as the provider
+// found it.
+type LeftoversResponse struct {
+	Leftovers []Leftover
+}
+
+// Leftover is one thing a dead apply left running on a launch target.
+type Leftover struct {
+	// Launch is the launch it belongs to, or nil for one that has no
+	// launch record (for local: an attempt's process group whose agent is
+	// gone).
+	Launch *LaunchRecord
+	// What names it for people, e.g. "worker process 4242 (launch 1 of
+	// pool builders)".
+	What string
+	// Stop says how to stop it by hand, e.g. "kill -KILL 4242".
+	Stop string
+}
+
 // ReclaimRequest lists what dead applies left, to stop.
 type ReclaimRequest struct {
 	// WorkDir is the work folder of the state (the caller's); a launch

@@ -34,13 +34,29 @@
 // still held, so an apply whose lock was removed or taken over cannot write
 // a row more. The lineage is random hex set once when the file is created.
 //
-// Opening a new file is safe when several processes race: migrations run in
-// one BEGIN IMMEDIATE transaction that re-reads schema_migrations after taking
-// the lock, and an open or migration step that fails with SQLITE_BUSY is
-// retried with backoff for up to about 10 s. A file written by a newer wdc
-// (a schema version this binary does not know) is refused with
-// ErrNewerSchema. OpenReadOnly (used by `wdc plan`) opens with mode=ro and
-// never creates, migrates or writes the database file.
+// Opening a new file is safe when several processes race: a new state file
+// is made and migrated under a temporary name beside it and linked into
+// place only when complete (so nobody ever sees it empty or half made, and
+// the switch to WAL happens in a file nobody else has open); migrations of
+// an existing file run in one BEGIN IMMEDIATE transaction that re-reads
+// schema_migrations after taking the lock, and an open or migration step
+// that fails with SQLITE_BUSY is retried with backoff for up to about 10 s.
+// A file written by a newer wdc (a schema version this binary does not
+// know) is refused with ErrNewerSchema. OpenReadOnly (used by `wdc plan`)
+// opens with mode=ro and never creates, migrates or writes the database
+// file.
+//
+// # A state file wdc refuses
+//
+// Open and OpenReadOnly check, after migrating, that the file has every
+// table, index and trigger of its schema version (a *DamagedError names what
+// is missing), so a damaged file fails the command at once instead of
+// failing every query that touches it. A file of 0 bytes is refused
+// (*EmptyFileError), never silently re-created. A folder or file that cannot
+// be written or read gives an *AccessError saying which path and why, and a
+// full disk a *DiskFullError naming the file, from every write. Inspect
+// reports all of these, and SQLite's PRAGMA integrity_check, without
+// writing: `wdc doctor` shows them.
 //
 // # Durability decision: synchronous=FULL
 //

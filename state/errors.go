@@ -47,6 +47,21 @@ var (
 
 	// ErrJoinTokenUnusable: a join token is revoked or past its expiry.
 	ErrJoinTokenUnusable = errors.New("join token is revoked or expired")
+
+	// ErrDamaged: the file records a schema version this wdc knows but lacks
+	// tables, indexes or triggers of it. The error is a *DamagedError naming
+	// them.
+	ErrDamaged = errors.New("state file is damaged")
+
+	// ErrDiskFull: SQLite could not write the state file because its disk
+	// is full (SQLITE_FULL, or ENOSPC from the file system). The error is a
+	// *DiskFullError naming the file.
+	ErrDiskFull = errors.New("disk full")
+
+	// ErrNoAccess: the state file, or the folder that holds it, cannot be
+	// created, read or written (permissions, a read-only file system). The
+	// error is an *AccessError saying which path and why.
+	ErrNoAccess = errors.New("state file not accessible")
 )
 
 func invalidf(format string, args ...any) error {

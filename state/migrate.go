@@ -154,6 +154,9 @@ func migrate(ctx context.Context, db *sql.DB, p string) (err error) {
 		return err
 	}
 	if len(applied) == len(migrations) {
+		if err := verifySchema(ctx, tx, p, len(applied)); err != nil {
+			return err
+		}
 		return tx.Rollback() // nothing to do; do not touch the file
 	}
 	for _, m := range migrations[len(applied):] {
@@ -165,35 +168,26 @@ func migrate(ctx context.Context, db *sql.DB, p string) (err error) {
 			return fmt.Errorf("record migration %s: %w", m.name, err)
 		}
 	}
+	// A migration that ran on a damaged file may have succeeded without
+	// recreating what an earlier version's part lost.
+	if err := verifySchema(ctx, tx, p, len(migrations)); err != nil {
+		return err
+	}
 	return tx.Commit()
 }
 
 // checkSchemaReadOnly checks, without writing, that the file is a wdc state
-// file at exactly the newest known schema version.
+// file at exactly the newest known schema version with every table, index
+// and trigger of it.
 func checkSchemaReadOnly(ctx context.Context, db *sql.DB, p string) error {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	var hasTable int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
-		WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&hasTable); err != nil {
-		return err
-	}
-	if hasTable == 0 {
-		return fmt.Errorf("%w: %s has no schema_migrations table", ErrNotState, p)
-	}
-	applied, err := appliedVersions(ctx, tx)
+	_, problem, err := inspectSchema(ctx, tx, p)
 	if err != nil {
 		return err
 	}
-	if err := checkVersions(p, applied, len(migrations)); err != nil {
-		return err
-	}
-	if len(applied) < len(migrations) {
-		return fmt.Errorf("%w: state file %s has schema version %d and this wdc writes version %d; any writing command (such as `wdc apply`) upgrades it",
-			ErrOutdatedSchema, p, len(applied), len(migrations))
-	}
-	return nil
+	return problem
 }

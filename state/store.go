@@ -53,24 +53,46 @@ func (s *Store) GuardWrites(lockID string) {
 	s.guard.Store(&lockID)
 }
 
-// Open opens the state file at path for reading and writing, creating its
-// parent directories and the file when missing, and applies pending
-// migrations. Several processes may open the same new file at once: a step
-// that fails with SQLITE_BUSY is retried with backoff for up to ~10 s.
+// Open opens the state file at path for reading and writing, applies
+// pending migrations, and checks that the file has every table, index and
+// trigger of its schema version, so a damaged file is refused at once
+// rather than failing query by query later.
 //
-// Errors: ErrNewerSchema (wrapped, naming both versions) when the file was
-// written by a newer wdc; ErrNotState when the file is another database or
-// its migration history has a gap; file system and SQLite errors otherwise.
+// A missing file is created, with its parent directories. It is made and
+// migrated under a temporary name beside it and linked into place only
+// when complete, so no process ever sees a new state file empty or half
+// made; several processes may create the same file at once (one file wins,
+// the others open it). An existing file of 0 bytes is never re-created: it
+// is refused. A step that fails with SQLITE_BUSY is retried with backoff
+// for up to ~10 s.
+//
+// Errors: *EmptyFileError (wrapping ErrNotState) for a 0-byte file;
+// *DamagedError (ErrDamaged) when tables, indexes or triggers are missing;
+// *NewerSchemaError (ErrNewerSchema) when the file was written by a newer
+// wdc; ErrNotState when the file is another database or its migration
+// history has a gap; *AccessError (ErrNoAccess) when the file or its folder
+// cannot be written, saying which; *DiskFullError (ErrDiskFull) when the
+// disk is full; file system and SQLite errors otherwise.
 func Open(ctx context.Context, path string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}
-	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("state file %s is not a regular file (%s): give --state a file path", path, fi.Mode().Type())
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return nil, fmt.Errorf("state file %s: %w", path, err)
+	fi, err := os.Stat(abs)
+	switch {
+	case err == nil:
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("state file %s is not a regular file (%s): give --state a file path", path, fi.Mode().Type())
+		}
+		if fi.Size() == 0 && !hasWAL(abs) {
+			return nil, &EmptyFileError{Path: path}
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if err := create(ctx, abs, path); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, explainOpen("open", abs, path, fmt.Errorf("state file %s: %w", path, err))
 	}
 	dsn := dsnFor(abs, false)
 	var s *Store
@@ -87,37 +109,136 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrNewerSchema) {
-			return nil, err // already names the file and both versions
-		}
-		return nil, fmt.Errorf("open state file %s: %w", path, err)
+		return nil, openError("open", abs, path, err)
 	}
 	return s, nil
+}
+
+// openError is the error Open or OpenReadOnly (op "open" or "read")
+// returns for err: the typed errors that already name the file as they
+// are, a disk or permission problem explained, anything else prefixed
+// with the file.
+func openError(op, abs, p string, err error) error {
+	var newer *NewerSchemaError
+	var damaged *DamagedError
+	var empty *EmptyFileError
+	if errors.As(err, &newer) || errors.As(err, &damaged) || errors.As(err, &empty) {
+		return err
+	}
+	if errors.Is(err, fs.ErrNotExist) && op == "read" {
+		return err
+	}
+	err = notDatabase(p, explainOpen(op, abs, p, err))
+	if errors.Is(err, ErrNotState) {
+		return err
+	}
+	var full *DiskFullError
+	var access *AccessError
+	if errors.As(err, &full) || errors.As(err, &access) {
+		return err
+	}
+	if op == "read" {
+		return fmt.Errorf("open state file %s read-only: %w", p, err)
+	}
+	return fmt.Errorf("open state file %s: %w", p, err)
+}
+
+// hasWAL reports whether the state file abs has a write-ahead log with
+// content beside it (abs-wal): then a main file of 0 bytes is not empty.
+func hasWAL(abs string) bool {
+	fi, err := os.Stat(abs + "-wal")
+	return err == nil && fi.Size() > 0
+}
+
+// create makes the state file abs (shown as p), migrated to the newest
+// schema, under a temporary name in its folder, and links it into place
+// only when it is complete and closed (its write-ahead log checkpointed
+// into it). If another process created the file meanwhile, theirs is kept
+// and this one is dropped.
+func create(ctx context.Context, abs, p string) error {
+	if hasWAL(abs) {
+		return fmt.Errorf("state file %s does not exist, but its write-ahead log %s-wal does (it belongs to a state file that was removed): "+
+			"move it away (mv %s-wal %s-wal.orphan, and %s-shm if there is one) and run the command again", p, p, p, p, p)
+	}
+	dir := filepath.Dir(abs)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return explainOpen("create", abs, p, fmt.Errorf("state file %s: %w", p, err))
+	}
+	tmp := filepath.Join(dir, "."+filepath.Base(abs)+".new-"+randomHex(6))
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return explainOpen("create", abs, p, fmt.Errorf("state file %s: %w", p, err))
+	}
+	f.Close()
+	defer func() {
+		// After a link only the temporary name goes; the file stays.
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			os.Remove(tmp + suffix)
+		}
+	}()
+	db, err := openDB(dsnFor(tmp, false))
+	if err == nil {
+		err = migrate(ctx, db, p)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil && hasWAL(tmp) {
+		// Closing the last connection checkpoints the log into the file
+		// and removes it; a log left behind means the file is not complete.
+		err = errors.New("its write-ahead log could not be written back into it")
+	}
+	if err != nil {
+		return explainOpen("create", abs, p, fmt.Errorf("create state file %s: %w", p, err))
+	}
+	if err := os.Link(tmp, abs); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // another process created it first: use theirs
+		}
+		// A file system without hard links: rename, unless the file
+		// appeared meanwhile.
+		if _, serr := os.Stat(abs); serr == nil {
+			return nil
+		}
+		if err := os.Rename(tmp, abs); err != nil {
+			return explainOpen("create", abs, p, fmt.Errorf("state file %s: %w", p, err))
+		}
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // make the new name durable; the content already is
+		d.Close()
+	}
+	return nil
 }
 
 // OpenReadOnly opens an existing state file read-only (SQLite mode=ro), as
 // `wdc plan` does: it never creates, migrates or writes the database file
 // (SQLite may create the -wal/-shm side files it needs to read a WAL file).
-// Write methods of the returned Store fail with ErrReadOnly.
+// It checks the schema as Open does. Write methods of the returned Store
+// fail with ErrReadOnly.
 //
 // Errors: a missing file returns an error wrapping fs.ErrNotExist (callers
-// use EmptySnapshot then); ErrNewerSchema as for Open; ErrOutdatedSchema
-// when the file needs a migration this read-only open cannot apply;
-// ErrNotState when the file is not a wdc state file.
+// use EmptySnapshot then); *EmptyFileError, *DamagedError, *NewerSchemaError
+// and *AccessError as for Open; ErrOutdatedSchema when the file needs a
+// migration this read-only open cannot apply; ErrNotState when the file is
+// not a wdc state file.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}
 	fi, err := os.Stat(abs)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("state file %s: %w", path, err)
+	}
+	if err != nil {
+		return nil, openError("read", abs, path, fmt.Errorf("state file %s: %w", path, err))
 	}
 	if fi.IsDir() {
 		return nil, fmt.Errorf("state file %s: is a directory", path)
 	}
-	if fi.Size() == 0 {
-		return nil, fmt.Errorf("state file %s: %w (empty file)", path, ErrNotState)
+	if fi.Size() == 0 && !hasWAL(abs) {
+		return nil, &EmptyFileError{Path: path}
 	}
 	dsn := dsnFor(abs, true)
 	var s *Store
@@ -134,10 +255,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNewerSchema) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("open state file %s read-only: %w", path, err)
+		return nil, openError("read", abs, path, err)
 	}
 	return s, nil
 }
@@ -282,7 +400,14 @@ func (s *Store) writeOutsideApply(ctx context.Context, fn func(tx *sql.Tx) error
 	})
 }
 
+// writeTx runs fn in one write transaction (see write and writeLock). An
+// error that says the disk is full becomes a *DiskFullError naming the
+// file, whichever step failed.
 func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *sql.Tx) error) error {
+	return fullError(s.path, s.runWriteTx(ctx, content, fn))
+}
+
+func (s *Store) runWriteTx(ctx context.Context, content bool, fn func(tx *sql.Tx) error) error {
 	if s.readOnly {
 		return fmt.Errorf("state file %s: %w", s.path, ErrReadOnly)
 	}

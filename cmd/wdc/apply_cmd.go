@@ -159,7 +159,7 @@ func (c *ApplyCmd) Run(e *env) error {
 	now := e.now()
 	if prev := lock.Previous; prev != nil {
 		why := "that is gone"
-		if h, _ := os.Hostname(); prev.Host != h || engine.ProcessAlive(prev.PID) {
+		if h, _ := os.Hostname(); engine.JudgeHolder(*prev, h, os.Getpid(), now, nil) != engine.HolderDead {
 			why = "that stopped renewing it (its lock expired at " + formatTime(prev.ExpiresAt) + ")"
 		}
 		fmt.Fprintf(e.stderr, "Took over the state lock of an apply %s (%s, host %s, pid %d, started %s).\n",

@@ -52,6 +52,7 @@ func TestScripts(t *testing.T) {
 			"ci-job":           cmdCIJob,
 			"lost-fast":        cmdLostFast,
 			"wait-gone":        cmdWaitGone,
+			"break-state":      cmdBreakState,
 		},
 	})
 }
@@ -289,5 +290,30 @@ func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("process %d still runs after 30s", pid)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cmdBreakState damages the default state file of the current directory
+// (.wdc/state.db) as a crash, a full disk or a tool other than wdc could:
+//
+//	break-state drop-table NAME   drop a table with a plain SQLite connection
+//	break-state empty             truncate the file to 0 bytes
+func cmdBreakState(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: break-state drop-table NAME | empty")
+	}
+	path := filepath.Join(ts.MkAbs("."), defaultStatePath)
+	switch {
+	case args[0] == "drop-table" && len(args) == 2:
+		ts.Check(dropTable(path, args[1]))
+	case args[0] == "empty" && len(args) == 1:
+		ts.Check(os.Truncate(path, 0))
+		for _, side := range []string{"-wal", "-shm"} {
+			if err := os.Remove(path + side); err != nil && !errors.Is(err, os.ErrNotExist) {
+				ts.Check(err)
+			}
+		}
+	default:
+		ts.Fatalf("usage: break-state drop-table NAME | empty")
 	}
 }

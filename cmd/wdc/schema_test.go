@@ -544,3 +544,52 @@ func TestSchemaDemoWorkerLeases(t *testing.T) {
 func demoStep(doc map[string]any, i int) map[string]any {
 	return doc["steps"].([]any)[i].(map[string]any)
 }
+
+// TestSchemaDoctor validates `wdc doctor --json` of a state made for each
+// kind of finding (doctorStates) against doctor.schema.json, and checks
+// that the schema refuses what it should.
+func TestSchemaDoctor(t *testing.T) {
+	doctorSchema := loadSchema(t, "doctor.schema.json")
+	var valid []byte
+	for name, makeState := range doctorStates {
+		dir := writeConfig(t, doctorConfig)
+		makeState(t, dir)
+		out, _, _ := runWDC(t, "--chdir", dir, "doctor", "--json")
+		validateDoc(t, doctorSchema, "doctor --json ("+name+")", []byte(out))
+		if name == "dead apply with queued work" {
+			valid = []byte(out)
+		}
+	}
+	if err := checkDoc(doctorSchema, valid); err != nil {
+		t.Fatalf("the valid document is refused: %v", err)
+	}
+	for _, m := range []struct {
+		name   string
+		mutate func(doc map[string]any)
+	}{
+		{"unknown severity", func(d map[string]any) { d["findings"].([]any)[0].(map[string]any)["severity"] = "fatal" }},
+		{"unknown check status", func(d map[string]any) { d["checks"].([]any)[0].(map[string]any)["status"] = "ok" }},
+		{"a skipped check without a note", func(d map[string]any) {
+			c := d["checks"].([]any)[0].(map[string]any)
+			c["status"] = "skipped"
+			delete(c, "note")
+		}},
+		{"an exit code doctor never uses", func(d map[string]any) { d["summary"].(map[string]any)["exit_code"] = 2 }},
+		{"details null", func(d map[string]any) { d["findings"].([]any)[0].(map[string]any)["details"] = nil }},
+		{"unknown top-level field", func(d map[string]any) { d["extra"] = true }},
+		{"another major format version", func(d map[string]any) { d["format_version"] = "2.0" }},
+	} {
+		var doc map[string]any
+		if err := json.Unmarshal(valid, &doc); err != nil {
+			t.Fatal(err)
+		}
+		m.mutate(doc)
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkDoc(doctorSchema, b); err == nil {
+			t.Errorf("the doctor schema accepts a document with %s", m.name)
+		}
+	}
+}

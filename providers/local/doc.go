@@ -8,8 +8,16 @@
 // own process group, stdin /dev/null, and stdout and stderr appended to the
 // worker's log file — never the caller's terminal or pipes, so neither a
 // test harness nor a terminal hangs on a worker and Ctrl-C in the caller's
-// terminal does not reach workers (apply stops them itself). The provider
-// reaps the processes it launched, so Status reports their exit codes.
+// terminal does not reach workers (apply stops them itself). Before it
+// starts the agent, Launch writes and syncs a first line naming the launch
+// into the log, so a log that cannot be written (a full disk) fails the
+// launch at once with the cause instead of starting a worker that never
+// registers. The provider reaps the processes it launched, so Status
+// reports their exit codes.
+//
+// Reclaim stops what a dead apply left on this host (by its launch
+// records, and the groups/ records of attempts whose agent is gone);
+// FindLeftovers lists the same without stopping anything (`wdc doctor`).
 //
 // Stop without Kill sends SIGTERM to the agent, which drains: it stops
 // claiming, gives its attempts up to its drain timeout, posts their results

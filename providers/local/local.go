@@ -29,7 +29,10 @@ func init() {
 	providers.Register(Name, func() providers.Provider { return New() })
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider       = (*Provider)(nil)
+	_ providers.LeftoverFinder = (*Provider)(nil)
+)
 
 // Provider runs workers as processes on this machine. It reaps the workers
 // it launched, so Status knows their exit codes; workers launched by
@@ -84,6 +87,10 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	if err != nil {
 		return providers.LaunchResponse{}, fmt.Errorf("local: opening the worker log: %w", err)
 	}
+	if err := writeLogHeader(logf, req); err != nil {
+		logf.Close()
+		return providers.LaunchResponse{}, err
+	}
 	argv := providers.Render(req)
 	cmd := &exec.Cmd{
 		Path: req.Executable,
@@ -118,6 +125,31 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	}()
 	host, _ := os.Hostname()
 	return providers.LaunchResponse{ID: "pid:" + strconv.Itoa(pid), PID: pid, Argv: argv, Host: host, ProcessStart: start}, nil
+}
+
+// writeLogHeader writes the worker log's first line, saying which launch
+// it is, and syncs it: a log that cannot be written (a full disk) fails the
+// launch at once, naming the log and the cause, instead of starting a
+// worker that cannot say why it never registers. The error wraps the file
+// system's (errors.Is(err, syscall.ENOSPC) for a full disk).
+func writeLogHeader(f *os.File, req providers.LaunchRequest) error {
+	line := fmt.Sprintf("wdc: launch %d of pool %s (apply %s) at %s\n", req.Seq, req.Pool, req.ApplyID, time.Now().UTC().Format(time.RFC3339Nano))
+	_, err := f.WriteString(line)
+	if err == nil {
+		// Allocation can be deferred to the sync; a device or file system
+		// that cannot sync (EINVAL) is not a failure to write.
+		if serr := f.Sync(); serr != nil && !errors.Is(serr, syscall.EINVAL) && !errors.Is(serr, syscall.ENOTSUP) {
+			err = serr
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("local: cannot write the worker log %s: the disk is full (%w): free space on the file system that holds %s; another launch would fail the same way",
+			req.LogPath, err, filepath.Dir(req.LogPath))
+	}
+	return fmt.Errorf("local: cannot write the worker log %s: %w", req.LogPath, err)
 }
 
 // environ builds a worker's environment: the base minus credentials
@@ -293,12 +325,9 @@ func (p *Provider) Cleanup(_ context.Context, req providers.CleanupRequest) erro
 // stalled apply, before those tasks run again.
 func (p *Provider) Reclaim(_ context.Context, req providers.ReclaimRequest) (providers.ReclaimResponse, error) {
 	var resp providers.ReclaimResponse
-	host, _ := os.Hostname()
-	for _, l := range req.Launches {
-		if l.Host != host || filepath.Clean(l.WorkDir) != filepath.Clean(req.WorkDir) || !sameProcess(l) {
-			resp.Gone = append(resp.Gone, l)
-			continue
-		}
+	running, gone := runningLaunches(req)
+	resp.Gone = gone
+	for _, l := range running {
 		if syscall.Kill(l.PID, syscall.SIGKILL) != nil {
 			resp.Gone = append(resp.Gone, l)
 			continue
@@ -308,6 +337,47 @@ func (p *Provider) Reclaim(_ context.Context, req providers.ReclaimRequest) (pro
 	}
 	resp.Orphans = agent.KillOrphanGroups(req.WorkDir, 0)
 	return resp, nil
+}
+
+// FindLeftovers lists what Reclaim would stop for req, stopping nothing:
+// the launches whose worker process still runs, and the attempt process
+// groups whose agent is dead that still have a member.
+func (p *Provider) FindLeftovers(_ context.Context, req providers.ReclaimRequest) (providers.LeftoversResponse, error) {
+	var resp providers.LeftoversResponse
+	running, _ := runningLaunches(req)
+	for i := range running {
+		l := running[i]
+		resp.Leftovers = append(resp.Leftovers, providers.Leftover{
+			Launch: &l,
+			What:   fmt.Sprintf("worker process %d (launch %d of pool %s, apply %s)", l.PID, l.Seq, l.Pool, l.ApplyID),
+			Stop:   fmt.Sprintf("kill -KILL %d", l.PID),
+		})
+	}
+	for _, g := range agent.OrphanGroups(req.WorkDir, 0) {
+		if !g.Running {
+			continue
+		}
+		resp.Leftovers = append(resp.Leftovers, providers.Leftover{
+			What: fmt.Sprintf("process group %d of an attempt whose agent (pid %d) is gone", g.PGID, g.AgentPID),
+			Stop: fmt.Sprintf("kill -KILL -- -%d", g.PGID),
+		})
+	}
+	return resp, nil
+}
+
+// runningLaunches splits req.Launches into those whose worker process
+// still runs on this host with req.WorkDir as its work folder (sameProcess)
+// and the others.
+func runningLaunches(req providers.ReclaimRequest) (running, gone []providers.LaunchRecord) {
+	host, _ := os.Hostname()
+	for _, l := range req.Launches {
+		if l.Host != host || filepath.Clean(l.WorkDir) != filepath.Clean(req.WorkDir) || !sameProcess(l) {
+			gone = append(gone, l)
+			continue
+		}
+		running = append(running, l)
+	}
+	return running, gone
 }
 
 // sameProcess reports whether l's pid still runs what was launched: its

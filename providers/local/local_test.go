@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/agent"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/providers/providertest"
@@ -251,11 +254,117 @@ func TestReclaimStopsOnlyWhatWasLaunched(t *testing.T) {
 	if len(got.Stopped) != 1 || got.Stopped[0].Seq != 1 || len(got.Gone) != 5 {
 		t.Errorf("Reclaim = %+v; want only launch 1 stopped", got)
 	}
-	st, err := first.Status(context.Background(), providers.StatusRequest{ID: resp.ID})
-	if err != nil || st.Running {
+	// The launching instance reaps its child on its own goroutine, a moment
+	// after the kill: poll (with a deadline) rather than ask once.
+	if st, err := waitNotRunning(first, resp.ID); err != nil || st.Running {
 		t.Errorf("the dead apply's worker still runs: %+v, %v", st, err)
 	}
 	if st, err := other.Status(context.Background(), providers.StatusRequest{ID: oresp.ID}); err != nil || !st.Running {
 		t.Errorf("the bystander was killed: %+v, %v", st, err)
+	}
+}
+
+// TestLaunchFailsAtOnceOnAFullDisk: a worker log that cannot be written
+// (here /dev/full, which answers every write with ENOSPC) fails the launch
+// at once, naming the log and the full disk, and starts nothing.
+func TestLaunchFailsAtOnceOnAFullDisk(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this system")
+	}
+	req := fakeAgentRequest(t)
+	req.LogPath = "/dev/full"
+	resp, err := New().Launch(context.Background(), req)
+	if err == nil {
+		t.Fatalf("Launch with an unwritable log = %+v, want an error", resp)
+	}
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "cannot write the worker log /dev/full: the disk is full") {
+		t.Errorf("Launch = %v, want the full disk named, wrapping ENOSPC", err)
+	}
+}
+
+// TestLaunchLogHeader: the worker log starts with a line naming the launch.
+func TestLaunchLogHeader(t *testing.T) {
+	p := New()
+	req := fakeAgentRequest(t)
+	req.ApplyID = "a-1"
+	resp, err := p.Launch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+	waitForLog(t, req.LogPath, "wdc: launch 1 of pool builders (apply a-1) at ")
+}
+
+// TestFindLeftoversStopsNothing: FindLeftovers lists the launches Reclaim
+// would stop (the same checks: pid, start time, command line, work folder)
+// and the running process groups of dead agents' attempts, and stops none.
+func TestFindLeftoversStopsNothing(t *testing.T) {
+	first := New()
+	req := fakeAgentRequest(t)
+	resp, err := first.Launch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+	rec := providers.LaunchRecord{ApplyID: "dead", Pool: "builders", Seq: 1, ID: resp.ID, Host: resp.Host, PID: resp.PID,
+		ProcessStart: resp.ProcessStart, Argv: resp.Argv, WorkDir: req.WorkDir}
+	reused := rec
+	reused.Seq, reused.ProcessStart = 2, "1"
+
+	// An attempt's process group whose agent is gone.
+	group := exec.Command("sleep", "60")
+	group.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := group.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-group.Process.Pid, syscall.SIGKILL); _ = group.Wait() })
+	const deadAgent = 1 << 22 // above pid_max: never a live pid
+	if err := os.MkdirAll(agent.GroupsDir(req.WorkDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(agent.GroupsDir(req.WorkDir), strconv.Itoa(deadAgent)+"."+strconv.Itoa(group.Process.Pid))
+	if err := os.WriteFile(record, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := New().FindLeftovers(context.Background(), providers.ReclaimRequest{WorkDir: req.WorkDir, Launches: []providers.LaunchRecord{rec, reused}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whats []string
+	for _, l := range got.Leftovers {
+		whats = append(whats, l.What+" / "+l.Stop)
+	}
+	want := []string{
+		"worker process " + strconv.Itoa(resp.PID) + " (launch 1 of pool builders, apply dead) / kill -KILL " + strconv.Itoa(resp.PID),
+		"process group " + strconv.Itoa(group.Process.Pid) + " of an attempt whose agent (pid " + strconv.Itoa(deadAgent) + ") is gone / kill -KILL -- -" + strconv.Itoa(group.Process.Pid),
+	}
+	if strings.Join(whats, "\n") != strings.Join(want, "\n") {
+		t.Errorf("FindLeftovers =\n%s\nwant\n%s", strings.Join(whats, "\n"), strings.Join(want, "\n"))
+	}
+	if got.Leftovers[0].Launch == nil || got.Leftovers[0].Launch.Seq != 1 || got.Leftovers[1].Launch != nil {
+		t.Errorf("launch records of the leftovers: %+v", got.Leftovers)
+	}
+	if st, err := first.Status(context.Background(), providers.StatusRequest{ID: resp.ID}); err != nil || !st.Running {
+		t.Errorf("the worker was stopped by a listing: %+v, %v", st, err)
+	}
+	if err := syscall.Kill(group.Process.Pid, 0); err != nil {
+		t.Errorf("the attempt group was killed by a listing: %v", err)
+	}
+	if _, err := os.Stat(record); err != nil {
+		t.Errorf("the group record was removed by a listing: %v", err)
+	}
+}
+
+// waitNotRunning polls p's Status of id until it is not running, for up to
+// 10 s, and returns the last answer.
+func waitNotRunning(p providers.Provider, id string) (providers.StatusResponse, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := p.Status(context.Background(), providers.StatusRequest{ID: id})
+		if err != nil || !st.Running || time.Now().After(deadline) {
+			return st, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

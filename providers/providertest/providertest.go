@@ -223,10 +223,21 @@ func waitReport(t *testing.T, logPath string) Report {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		data, _ := os.ReadFile(logPath)
-		if line, _, ok := strings.Cut(string(data), "\n"); ok {
+		// A provider may write lines of its own first (local names the
+		// launch); the agent's first line is the report.
+		rest := string(data)
+		for {
+			line, after, ok := strings.Cut(rest, "\n")
+			if !ok {
+				break
+			}
+			rest = after
+			if !strings.HasPrefix(line, "{") {
+				continue
+			}
 			var r Report
 			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				t.Fatalf("worker log %s starts with %q, not a report: %v", logPath, line, err)
+				t.Fatalf("worker log %s has %q, not a report: %v", logPath, line, err)
 			}
 			return r
 		}
