@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -30,7 +31,13 @@ const (
 	EventLaunched   = "launched"    // a worker process was launched (Pool, Message: pid and log)
 	EventExited     = "exited"      // a launched worker exited (Pool, Message)
 	EventPoolFailed = "pool_failed" // a pool's launches kept failing; its remaining tasks failed
-	EventDraining   = "draining"    // apply stopped granting and asked workers to drain
+	EventDraining   = "draining"    // apply stopped granting and asked workers to drain (the shutdown ladder's first rung)
+	// EventStopping: workers still running after their drain timeout are
+	// stopped through their provider (the ladder's second rung).
+	EventStopping = "stopping"
+	// EventKilling: workers still running after that are killed (the
+	// ladder's last rung).
+	EventKilling = "killing"
 	// EventDrainRequested: the supervisor asked an idle worker to drain
 	// (Pool, WorkerID, Launch; Message: which worker and the counts why).
 	EventDrainRequested = "drain_requested"
@@ -548,10 +555,13 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	}
 
 	var workers []*launched
+	var failure error // what stops the apply early: the state or the disk failed
+	diskFull := func(err error) bool { return errors.Is(err, syscall.ENOSPC) || errors.Is(err, state.ErrDiskFull) }
 	waitCtx, stopWaiting := context.WithCancel(context.Background())
 	defer stopWaiting()
 	exits := make(chan workerExit, 16)
 	failedInRow := map[string]int{}
+	lastLaunchErr := map[string]error{} // pool → its last launch that failed to start, cleared by a registration
 	poolFailed := map[string]bool{}
 	seqs := map[string]int{}
 	launch := func(p *ApplyPool, why string) {
@@ -561,8 +571,12 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		a.res.Workers++
 		logPath := filepath.Join(a.logDir, fmt.Sprintf("%s-%d.log", name, seq))
 		cred, err := coord.IssueLaunch(ctx, name, seq, p.Provider, p.LaunchTimeout)
+		if err != nil && diskFull(err) && failure == nil {
+			failure = fmt.Errorf("launching worker %d of pool %s: %w", seq, name, err)
+		}
 		if err != nil {
 			failedInRow[name]++
+			lastLaunchErr[name] = err
 			a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d could not be launched: %v", seq, err)})
 			return
 		}
@@ -571,11 +585,15 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 			ServerURL: ep.URL, CASHA256: ep.CASHA256, Credential: cred,
 			WorkDir: a.opts.WorkDir, LogPath: logPath, Env: p.Env, Executable: a.opts.Executable, DrainTimeout: p.DrainTimeout,
 		})
+		if err != nil && diskFull(err) && failure == nil {
+			failure = fmt.Errorf("launching worker %d of pool %s: %w", seq, name, err)
+		}
 		if err != nil {
 			failedInRow[name]++
 			if _, cerr := coord.CloseLaunch(context.WithoutCancel(ctx), name, seq, true); cerr != nil {
 				a.opts.logger().Warn("closing a failed launch", "pool", name, "seq", seq, "err", cerr)
 			}
+			lastLaunchErr[name] = err
 			a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d failed to launch: %v", seq, err)})
 			return
 		}
@@ -586,6 +604,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		}
 		w := &launched{pool: p, seq: seq, id: resp.ID, pid: resp.PID, log: logPath, at: time.Now()}
 		workers = append(workers, w)
+		delete(lastLaunchErr, name)
 		go func() { // the provider's report of the worker's end
 			r, err := provs[p.Provider].Wait(waitCtx, providers.WaitRequest{ID: w.id})
 			if waitCtx.Err() == nil {
@@ -663,6 +682,9 @@ loop:
 			a.res.Interrupted = true
 			a.lockLost = true
 			break loop
+		case <-coord.Failed():
+			failure = fmt.Errorf("the coordinator failed: %w", coord.Err())
+			break loop
 		case ex := <-exits:
 			a.matchRegistrations(workers, failedInRow)
 			a.workerExited(ctx, provs[ex.w.pool.Provider], ex, failedInRow)
@@ -726,8 +748,12 @@ loop:
 				continue
 			}
 			if failedInRow[name] >= neverRegisteredLimit {
-				if err := fail(fmt.Sprintf("%d workers launched in a row never registered with the coordinator (see the worker logs under %s)",
-					neverRegisteredLimit, a.logDir)); err != nil {
+				why := fmt.Sprintf("%d workers launched in a row never registered with the coordinator (see the worker logs under %s)",
+					neverRegisteredLimit, a.logDir)
+				if err := lastLaunchErr[name]; err != nil {
+					why = fmt.Sprintf("%d launches in a row failed; the last: %v", neverRegisteredLimit, err)
+				}
+				if err := fail(why); err != nil {
 					return err
 				}
 				continue
@@ -739,6 +765,9 @@ loop:
 		if time.Since(supervised) >= a.opts.supervisorTick() {
 			supervised = time.Now()
 		}
+		if failure != nil {
+			break loop
+		}
 	}
 
 	// Stop: no new leases; drain (or kill, on abort) every worker. An
@@ -748,7 +777,7 @@ loop:
 	} else {
 		coord.Drain()
 	}
-	abort := a.lockLost
+	abort := a.lockLost || failure != nil // a broken state records nothing: stop at once
 	select {
 	case <-a.opts.Abort:
 		abort = true
@@ -757,7 +786,6 @@ loop:
 	// The write that finished the last task may still be emitting its
 	// events: they come first.
 	coord.FlushEvents()
-	a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: map[bool]string{true: "killing workers", false: "draining workers"}[abort]})
 	a.stopWorkers(workers, provs, abort)
 	if !abort {
 		a.waitExternal()
@@ -769,6 +797,17 @@ loop:
 		a.res.Unfinished = prog.Total - prog.Finished
 		a.res.Attempts = prog.AttemptsGranted
 		return errors.New("the state lock was taken over or removed while applying; stopped without writing more to the state")
+	}
+	if failure != nil {
+		// What can still be written: the leases of the workers just
+		// killed (a full disk may have room for that; a damaged file not).
+		if _, err := coord.RevokeLeases(context.Background(), "apply stopped: "+failure.Error()); err != nil {
+			a.opts.logger().Warn("revoking leases after a failure", "err", err)
+		}
+		prog = coord.Progress()
+		a.res.Unfinished = prog.Total - prog.Finished
+		a.res.Attempts = prog.AttemptsGranted
+		return fmt.Errorf("%w; apply stopped its workers", failure)
 	}
 	// Leases still active belong to workers that are gone now: handed back
 	// without cost after an interruption, revoked as lost otherwise.
@@ -877,48 +916,95 @@ func writePrivateFile(path string, data []byte) error {
 	return renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600))
 }
 
-// stopWorkers drains every live worker within its pool's drain timeout (plus
-// a few seconds for the agent to post results and exit), then kills what is
-// left; with abort it kills at once.
+// stopGrace is how long a worker stopped through its provider (the
+// ladder's second rung) has before it is killed.
+const stopGrace = 5 * time.Second
+
+// stopWorkers takes apply's shutdown ladder (docs/design.md §9), each rung
+// announced as it starts. The coordinator has already told every worker to
+// drain (Drain or Interrupt: their next answer says drain), so first apply
+// waits up to the longest drain_timeout of their pools (plus 5 s to post
+// results and exit) for them to end by themselves; then it stops the
+// stragglers through their provider (SIGTERM for a process, a pod delete,
+// a Ray stop) and gives them stopGrace; then it kills what is left. With
+// abort it kills at once. Every worker that ends is recorded (ended); what
+// their leases become is decided after (handed back without cost after an
+// interruption, revoked otherwise).
 func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Provider, abort bool) {
 	ctx := context.Background()
-	var deadline time.Time
+	var live []*launched
+	var drainFor time.Duration
 	for _, w := range workers {
-		if w.exited {
-			continue
-		}
-		prov := provs[w.pool.Provider]
-		if abort {
-			prov.Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}) //nolint:errcheck // best effort
-			continue
-		}
-		prov.Stop(ctx, providers.StopRequest{ID: w.id}) //nolint:errcheck // checked through Status below
-		if d := time.Now().Add(w.pool.DrainTimeout + 5*time.Second); d.After(deadline) {
-			deadline = d
+		if !w.exited {
+			live = append(live, w)
+			drainFor = max(drainFor, w.pool.DrainTimeout+5*time.Second)
 		}
 	}
-	for _, w := range workers {
-		if w.exited {
-			continue
-		}
-		prov := provs[w.pool.Provider]
+	running := func(w *launched) bool {
+		st, err := provs[w.pool.Provider].Status(ctx, providers.StatusRequest{ID: w.id})
+		return err == nil && st.Running
+	}
+	// waitFor polls until every worker of ws has ended or d has passed (a
+	// second Ctrl-C cuts it short), and returns those still running.
+	waitFor := func(ws []*launched, d time.Duration) []*launched {
+		deadline := time.Now().Add(d)
 		for {
-			st, err := prov.Status(ctx, providers.StatusRequest{ID: w.id})
-			if err != nil || !st.Running {
-				break
+			var left []*launched
+			for _, w := range ws {
+				if running(w) {
+					left = append(left, w)
+				} else if !w.exited {
+					a.ended(ctx, provs[w.pool.Provider], w, "")
+				}
+			}
+			if len(left) == 0 || time.Now().After(deadline) {
+				return left
 			}
 			select {
 			case <-a.opts.Abort:
-				prov.Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}) //nolint:errcheck // best effort
-			default:
+				return left
+			case <-time.After(50 * time.Millisecond):
 			}
-			if time.Now().After(deadline) {
-				prov.Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}) //nolint:errcheck // best effort
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
 		}
-		a.ended(ctx, prov, w, "")
+	}
+	names := func(ws []*launched) string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.pool.Runtime.Name+" "+w.describe())
+		}
+		return strings.Join(out, ", ")
+	}
+	if !abort {
+		msg := "draining workers"
+		if len(live) > 0 {
+			msg += fmt.Sprintf(": %s asked to drain, waiting up to %s for them to finish and exit", count(len(live), "worker", "workers"), drainFor)
+		}
+		a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: msg})
+		live = waitFor(live, drainFor)
+		if len(live) > 0 {
+			a.emit(Event{At: a.opts.Now(), Kind: EventStopping, Message: fmt.Sprintf("%s still running after the drain timeout, stopped through the provider (%s); waiting up to %s",
+				count(len(live), "worker", "workers"), names(live), stopGrace)})
+			for _, w := range live {
+				if err := provs[w.pool.Provider].Stop(ctx, providers.StopRequest{ID: w.id}); err != nil {
+					a.opts.logger().Warn("stopping a worker", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
+				}
+			}
+			live = waitFor(live, stopGrace)
+		}
+	} else {
+		a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: "killing workers"})
+	}
+	if len(live) > 0 {
+		if !abort {
+			a.emit(Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("%s still running, killed (%s)", count(len(live), "worker", "workers"), names(live))})
+		}
+		for _, w := range live {
+			prov := provs[w.pool.Provider]
+			if err := prov.Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}); err != nil {
+				a.opts.logger().Warn("killing a worker", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
+			}
+			a.ended(ctx, prov, w, "")
+		}
 	}
 }
 

@@ -241,6 +241,10 @@ type Coordinator struct {
 	unfinished  int
 	granted     int
 	done        chan struct{}
+
+	failOnce sync.Once
+	failed   chan struct{} // closed by fail
+	failErr  error
 }
 
 type poolState struct {
@@ -331,6 +335,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		delayed:       map[*taskState]struct{}{},
 		wake:          make(chan struct{}),
 		done:          make(chan struct{}),
+		failed:        make(chan struct{}),
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -607,7 +612,7 @@ func (c *Coordinator) load(ctx context.Context) error {
 }
 
 // Run sweeps every SweepInterval until ctx is done, then returns nil. A
-// failed sweep is logged and retried at the next tick.
+// failed sweep is an internal error: it fails the coordinator (Failed).
 func (c *Coordinator) Run(ctx context.Context) error {
 	t := time.NewTicker(c.sweepInterval)
 	defer t.Stop()
@@ -617,9 +622,36 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			if err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn("sweep failed", "err", err)
+				c.log.Error("sweep failed", "err", err)
+				c.fail(fmt.Errorf("sweeping expired leases: %w", err))
 			}
 		}
+	}
+}
+
+// fail records the coordinator's first internal error (the state could
+// not be read or written, a handler panicked) and closes Failed.
+func (c *Coordinator) fail(err error) {
+	c.failOnce.Do(func() {
+		c.failErr = err
+		c.log.Error("the coordinator failed: stopping the apply", "err", err)
+		close(c.failed)
+	})
+}
+
+// Failed is closed when the coordinator met an internal error — its state
+// could not be read or written (a damaged file, a full disk), a handler
+// panicked — after which apply stops instead of running on while nothing
+// it decides is recorded. Err says what.
+func (c *Coordinator) Failed() <-chan struct{} { return c.failed }
+
+// Err returns the internal error that closed Failed, or nil.
+func (c *Coordinator) Err() error {
+	select {
+	case <-c.failed:
+		return c.failErr
+	default:
+		return nil
 	}
 }
 

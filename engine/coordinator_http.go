@@ -65,7 +65,8 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no protocol route %s", r.URL.Path)})
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w := &failureWatch{ResponseWriter: rw}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value, not an error chain
@@ -73,6 +74,11 @@ func (c *Coordinator) Handler() http.Handler {
 				}
 				c.log.Error("protocol handler panicked", "path", r.URL.Path, "panic", v)
 				writeError(w, &httpError{status: http.StatusInternalServerError, code: "internal", message: "internal error"})
+			}
+			if w.status == http.StatusInternalServerError && r.Context().Err() == nil {
+				// The state (or the coordinator) failed: the apply must
+				// not go on as if its writes had happened.
+				c.fail(fmt.Errorf("answering %s %s: %s", r.Method, r.URL.Path, w.failure()))
 			}
 		}()
 		w.Header().Set(protocol.VersionHeader, strconv.Itoa(protocol.ProtocolVersion))
@@ -509,4 +515,45 @@ func (c *Coordinator) serveGC(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := c.collectGarbage(r.Context(), req.DryRun)
 	respond(w, resp, err)
+}
+
+// failureWatch remembers the status of an answer and the start of a 500's
+// body, so the handler can stop the apply on an internal error.
+type failureWatch struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+func (f *failureWatch) WriteHeader(code int) {
+	if f.status == 0 {
+		f.status = code
+	}
+	f.ResponseWriter.WriteHeader(code)
+}
+
+func (f *failureWatch) Write(b []byte) (int, error) {
+	if f.status == 0 {
+		f.status = http.StatusOK
+	}
+	if f.status == http.StatusInternalServerError && len(f.body) < 4<<10 {
+		f.body = append(f.body, b[:min(len(b), 4<<10-len(f.body))]...)
+	}
+	return f.ResponseWriter.Write(b)
+}
+
+// Flush lets streamed answers through.
+func (f *failureWatch) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// failure is the message of the 500 answer.
+func (f *failureWatch) failure() string {
+	var e protocol.Error
+	if err := json.Unmarshal(f.body, &e); err == nil && e.Message != "" {
+		return e.Message
+	}
+	return "internal error"
 }

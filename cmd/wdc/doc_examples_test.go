@@ -164,6 +164,7 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|ms|s)\b`), "<duration>"},
 	{regexp.MustCompile(`\bpid \d+`), "pid <n>"},
 	{regexp.MustCompile(`\. Workers: \d+`), ". Workers: <n>"},
+	{regexp.MustCompile(`\b\d+ workers? asked to drain`), "<n> workers asked to drain"},
 }
 
 func normalize(line string) string {
