@@ -328,10 +328,9 @@ type applier struct {
 	lockLost bool
 
 	mu         sync.Mutex
-	decisions  map[string]Decision // pool → the supervisor's last decision
-	registered []Event             // registrations of launched workers, not yet matched to their launch
-	joined     map[string]int      // pool → workers that joined with a join token
-	stale      map[string]bool     // worker ids gone silent
+	registered []Event         // registrations of launched workers, not yet matched to their launch
+	joined     map[string]int  // pool → workers that joined with a join token
+	stale      map[string]bool // worker ids gone silent
 }
 
 // joinedCount is the number of workers that joined the pool.
@@ -475,6 +474,10 @@ func (a *applier) workerExited(ctx context.Context, prov providers.Provider, ex 
 	if w.workerID == "" {
 		failedInRow[w.pool.Runtime.Name]++
 		msg += " before it registered; see " + w.log
+		// Its credential must not register anything now.
+		if _, err := a.coord.CloseLaunch(context.WithoutCancel(ctx), w.pool.Runtime.Name, w.seq, true); err != nil {
+			a.opts.logger().Warn("closing the launch of a worker that exited", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
+		}
 	}
 	a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Launch: w.seq, Message: msg})
 	a.ended(ctx, prov, w, msg)
@@ -665,7 +668,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 					"queued", obs.Queued, "busy", obs.Busy, "idle", obs.Idle, "pending", obs.Pending, "min", obs.Min, "max", obs.Max)
 			}
 		}
-		a.setDecision(name, d)
+		coord.SetSupervision(name, d, a.opts.Now())
 	}
 loop:
 	for {
@@ -1123,16 +1126,6 @@ func (a *applier) observe(p *ApplyPool, workers []*launched) (PoolObservation, [
 	}
 	sort.SliceStable(idle, func(i, j int) bool { return idle[i].Seq > idle[j].Seq })
 	return o, idle
-}
-
-// setDecision records the supervisor's last decision for a pool.
-func (a *applier) setDecision(pool string, d Decision) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.decisions == nil {
-		a.decisions = map[string]Decision{}
-	}
-	a.decisions[pool] = d
 }
 
 // describeWorker names a registered worker in messages: "worker 2

@@ -231,8 +231,9 @@ type Coordinator struct {
 	order       []*taskState
 	external    map[string]state.TaskStatus // dependencies outside the apply
 	workers     map[string]*workerState
-	leases      map[int64]*leaseState // active leases known to the coordinator
-	live        map[int64]*liveLog    // output of followed attempts, by lease token (coordinator_logs.go)
+	leases      map[int64]*leaseState  // active leases known to the coordinator
+	live        map[int64]*liveLog     // output of followed attempts, by lease token (coordinator_logs.go)
+	supervised  map[string]supervision // pool → apply's last supervisor step (SetSupervision)
 	delayed     map[*taskState]struct{}
 	wake        chan struct{} // closed and replaced to wake waiting claims
 	stopped     bool          // StopGranting

@@ -75,6 +75,8 @@ func FuzzHandler(f *testing.F) {
 		{"POST", "/v1/operator/sweep", `{}`, 4},
 		{"POST", "/v1/operator/sweep", `{}`, 1},
 		{"POST", "/v1/operator/gc", `{"dry_run":true}`, 4},
+		{"POST", "/v1/operator/status", `{}`, 4},
+		{"POST", "/v1/operator/status", `{}`, 1},
 		{"POST", "/v1/operator/logs", `{"task":"task.a","stream":"stdout","offset":0,"wait_ms":5}`, 4},
 		{"POST", "/v1/operator/logs", `{"task":"task.a","attempt":-1,"stream":"x","offset":-3}`, 4},
 		{"POST", "/v1/leases/1/log", `{"worker_id":"{w}","stream":"stdout","offset":0,"data":"aGVsbG8="}`, 1},

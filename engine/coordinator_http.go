@@ -33,6 +33,7 @@ import (
 //	POST /v1/operator/sweep                   → SweepResponse                         (operator credential)
 //	POST /v1/operator/gc                      GCRequest → GCResponse                  (operator credential)
 //	POST /v1/operator/logs                    LogFollowRequest → LogFollowResponse, long poll (operator credential)
+//	POST /v1/operator/status                  → StatusResponse                        (operator credential)
 //
 // Every call needs "Authorization: Bearer <credential>" of the kind its
 // route takes and the Wdc-Protocol-Version header. Errors are
@@ -62,6 +63,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("/v1/operator/sweep", c.serveSweep)
 	mux.HandleFunc("/v1/operator/gc", c.serveGC)
 	mux.HandleFunc("/v1/operator/logs", c.serveFollowLog)
+	mux.HandleFunc("/v1/operator/status", c.serveStatus)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no protocol route %s", r.URL.Path)})
 	})

@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"time"
 
+	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -108,4 +110,62 @@ func (c *Coordinator) DrainWorker(ctx context.Context, id string) (bool, error) 
 	c.broadcastLocked()
 	c.mu.Unlock()
 	return true, nil
+}
+
+// supervision is what apply reports of a pool's supervisor for `wdc
+// status` (SetSupervision).
+type supervision struct {
+	decision Decision
+	at       time.Time
+}
+
+// SetSupervision records the supervisor's last step for a pool, taken at
+// at; `wdc status` reads it through POST /v1/operator/status.
+func (c *Coordinator) SetSupervision(pool string, d Decision, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.supervised == nil {
+		c.supervised = map[string]supervision{}
+	}
+	c.supervised[pool] = supervision{decision: d, at: at}
+}
+
+// pendingLaunches counts the pool's launches whose credential may still
+// register: launched, not registered, not closed, within launch_timeout.
+func (c *Coordinator) pendingLaunches(ps *poolState) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	n := 0
+	for k, cred := range c.launches {
+		if k.pool == ps.rt.Name && cred.launch == launchOpen && now.Before(cred.deadline) {
+			n++
+		}
+	}
+	return n
+}
+
+// status answers POST /v1/operator/status.
+func (c *Coordinator) status() protocol.StatusResponse {
+	resp := protocol.StatusResponse{Pools: []protocol.PoolSupervision{}}
+	for _, ps := range c.pools {
+		v, _ := c.PoolView(ps.rt.Name)
+		c.mu.Lock()
+		sv, ok := c.supervised[ps.rt.Name]
+		c.mu.Unlock()
+		p := protocol.PoolSupervision{Pool: ps.rt.Name, Queued: v.Queued, Pending: c.pendingLaunches(ps)}
+		if ok {
+			p.Decision = &protocol.SupervisorDecision{Action: string(sv.decision.Action), Count: sv.decision.Count, Reason: sv.decision.Reason, At: sv.at}
+		}
+		resp.Pools = append(resp.Pools, p)
+	}
+	return resp
+}
+
+func (c *Coordinator) serveStatus(w http.ResponseWriter, r *http.Request) {
+	_, _, _, ok := decodeRequest(c, w, r, func(struct{}) error { return nil }, credOperator)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, c.status())
 }

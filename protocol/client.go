@@ -184,6 +184,14 @@ func (c *Client) GC(ctx context.Context, req GCRequest) (GCResponse, error) {
 	return resp, err
 }
 
+// Status calls POST /v1/operator/status (operator credential): the
+// running apply's per-pool supervision.
+func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
+	var resp StatusResponse
+	err := c.call(ctx, "/"+APIVersion+"/operator/status", struct{}{}, &resp)
+	return resp, err
+}
+
 // PutArtifact calls PUT /v1/artifacts/{sha256}, streaming size bytes of
 // body (Content-Type application/octet-stream). The coordinator recomputes
 // the hash: a mismatch is a 400 hash_mismatch, a blob over its cap a 413

@@ -142,3 +142,34 @@ type LogFollowResponse struct {
 	Data   []byte `json:"data"`
 	Offset int64  `json:"offset"`
 }
+
+// StatusResponse answers POST /v1/operator/status (body {}): what the
+// running apply knows beyond its state file, per pool in declaration
+// order.
+type StatusResponse struct {
+	Pools []PoolSupervision `json:"pools"`
+}
+
+// PoolSupervision is one pool as the running apply's supervisor sees it.
+type PoolSupervision struct {
+	Pool string `json:"pool"`
+	// Queued counts the tasks the pool's workers could claim now.
+	Queued int `json:"queued"`
+	// Pending counts the workers launched that have not registered yet.
+	Pending int `json:"pending"`
+	// Decision is the supervisor's last step for the pool; nil before its
+	// first (and for a pool whose workers join by themselves).
+	Decision *SupervisorDecision `json:"decision"`
+}
+
+// SupervisorDecision is one step of the pool supervisor.
+type SupervisorDecision struct {
+	// Action is "launch", "drain" or "hold".
+	Action string `json:"action"`
+	// Count is the number of workers launched (0 unless a launch).
+	Count int `json:"count"`
+	// Reason explains the step with the counts that justified it.
+	Reason string `json:"reason"`
+	// At is when the supervisor took it.
+	At time.Time `json:"at"`
+}

@@ -28,6 +28,7 @@ type CLI struct {
 	Apply       ApplyCmd       `cmd:"" help:"Plan under the state lock, confirm, then launch workers and run the tasks until every one is finished."`
 	ForceUnlock ForceUnlockCmd `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
 	Show        ShowCmd        `cmd:"" help:"Show a saved plan as wdc plan would, or with no file the state: pools, workers, tasks, leases."`
+	Status      StatusCmd      `cmd:"" help:"One screen of where things stand: the apply holding the lock, each pool's workers and supervisor, the tasks and the oldest queued one."`
 	Tasks       TasksCmd       `cmd:"" help:"Inspect tasks recorded in the state."`
 	Workers     WorkersCmd     `cmd:"" help:"Inspect workers recorded in the state, or be one by hand against a running apply."`
 	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state, or complete one by hand."`

@@ -18,6 +18,8 @@ import (
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
+
+	"github.com/wdc-dev/wdc/protocol"
 )
 
 // The JSON documents of the CLI are described by the schemas in
@@ -590,6 +592,60 @@ func TestSchemaDoctor(t *testing.T) {
 		}
 		if err := checkDoc(doctorSchema, b); err == nil {
 			t.Errorf("the doctor schema accepts a document with %s", m.name)
+		}
+	}
+}
+
+// TestSchemaStatus validates `wdc status --json` without a state, after an
+// apply, and a document of a running apply as the command builds it,
+// against status.schema.json; and checks that the schema refuses what it
+// should.
+func TestSchemaStatus(t *testing.T) {
+	t.Parallel()
+	sch := loadSchema(t, "status.schema.json")
+	dir := writeConfig(t, schemaConfig)
+	validateDoc(t, sch, "status --json (no state)", wdcOut(t, "--chdir", dir, "status", "--json"))
+	seedSchemaState(t, dir) // holds the lock, with no coordinator serving
+	seeded := wdcOut(t, "--chdir", dir, "status", "--json")
+	validateDoc(t, sch, "status --json (seeded)", seeded)
+	if !strings.Contains(string(seeded), `"answered": false`) {
+		t.Errorf("status of a lock without a coordinator does not say it did not answer: %s", seeded)
+	}
+
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	one, zero := 1, 0
+	running := statusDoc{FormatVersion: statusFormatVersion, Path: "/x/.wdc/state.db", Exists: true, At: at,
+		Apply: &statusApply{ID: "ab12", Holder: "me@h", Host: "h", PID: 7, Since: at.Add(-time.Minute), ExpiresAt: at.Add(time.Minute),
+			CoordinatorURL: "http://127.0.0.1:4000", Answered: true},
+		Pools: []statusPool{{Name: "p", Provider: "local", Max: 4, Workers: map[string]int{"active": 2}, Busy: 1, Idle: 1, Queued: &one, Pending: &zero,
+			Supervisor: &protocol.SupervisorDecision{Action: "hold", Reason: "1 queued task fit the free slots", At: at}}},
+		Tasks:        map[string]int{"queued": 1, "running": 1},
+		OldestQueued: &statusOldest{Task: "task.b", Since: at.Add(-3 * time.Second), AgeSeconds: 3}}
+	valid, err := json.Marshal(running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateDoc(t, sch, "status of a running apply", valid)
+	for _, m := range []struct {
+		name   string
+		mutate func(doc map[string]any)
+	}{
+		{"an unknown supervisor action", func(d map[string]any) {
+			d["pools"].([]any)[0].(map[string]any)["supervisor"].(map[string]any)["action"] = "scale"
+		}},
+		{"a worker status gone", func(d map[string]any) { d["pools"].([]any)[0].(map[string]any)["workers"].(map[string]any)["gone"] = 1 }},
+		{"an unknown task status", func(d map[string]any) { d["tasks"].(map[string]any)["waiting"] = 1 }},
+		{"no format_version", func(d map[string]any) { delete(d, "format_version") }},
+		{"another major format version", func(d map[string]any) { d["format_version"] = "2.0" }},
+	} {
+		var doc map[string]any
+		if err := json.Unmarshal(valid, &doc); err != nil {
+			t.Fatal(err)
+		}
+		m.mutate(doc)
+		b, _ := json.Marshal(doc)
+		if err := checkDoc(sch, b); err == nil {
+			t.Errorf("the status schema accepts a document with %s", m.name)
 		}
 	}
 }
