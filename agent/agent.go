@@ -384,18 +384,25 @@ func (a *Agent) register(ctx context.Context) error {
 	}
 }
 
+// ErrSessionRefused is wrapped by Run's error when the coordinator stopped
+// accepting the worker's session (401 on it, or 404 for its worker id): the
+// apply it joined ended or was replaced (a new apply does not know the
+// session), or the worker was marked gone. A worker holding a reusable
+// join credential may register again.
+var ErrSessionRefused = errors.New("the coordinator refused the worker's session")
+
 // fatalAnswer turns a 401, or a 404 on a worker route, into a fatal error
 // and reports whether it did.
 func (a *Agent) fatalAnswer(err error, workerRoute bool) bool {
 	switch status := protocol.StatusOf(err); {
 	case status == http.StatusUnauthorized:
-		a.fatal(fmt.Errorf("agent: the coordinator refused the worker's session: %w", err))
+		a.fatal(fmt.Errorf("agent: %w: %w", ErrSessionRefused, err))
 		return true
 	case status == http.StatusForbidden && workerRoute:
 		a.fatal(fmt.Errorf("agent: the coordinator refused the worker's session: %w", err))
 		return true
 	case status == http.StatusNotFound && workerRoute:
-		a.fatal(fmt.Errorf("agent: the coordinator does not know worker %s: %w", a.reg.WorkerID, err))
+		a.fatal(fmt.Errorf("agent: the coordinator does not know worker %s: %w: %w", a.reg.WorkerID, ErrSessionRefused, err))
 		return true
 	}
 	return false

@@ -72,7 +72,7 @@ func (c *AgentCmd) Run(e *env) error {
 			os.Exit(1)
 		}
 	}()
-	return agent.Run(ctx, agent.Options{
+	opts := agent.Options{
 		ServerURL:    c.Server,
 		Pool:         c.Pool,
 		Credential:   credential,
@@ -83,7 +83,23 @@ func (c *AgentCmd) Run(e *env) error {
 		Version:      Version,
 		Environ:      e.environ,
 		HTTPClient:   hc,
-	})
+	}
+	for {
+		err := agent.Run(ctx, opts)
+		// A join credential serves until its token expires or is revoked:
+		// when the apply this worker joined was replaced (a new apply does
+		// not know the session), join the new one. A launch credential is
+		// for one registration only.
+		if c.JoinFile == "" || !errors.Is(err, agent.ErrSessionRefused) || ctx.Err() != nil {
+			return err
+		}
+		logger.Warn("the apply this worker joined no longer knows it: joining again with the join file", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // workerCredential finds the credential a worker registers with: the join

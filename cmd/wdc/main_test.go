@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,6 +53,7 @@ func TestScripts(t *testing.T) {
 			"ci-job":           cmdCIJob,
 			"lost-fast":        cmdLostFast,
 			"wait-gone":        cmdWaitGone,
+			"free-port":        cmdFreePort,
 			"break-state":      cmdBreakState,
 		},
 	})
@@ -316,4 +318,20 @@ func cmdBreakState(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("usage: break-state drop-table NAME | empty")
 	}
+}
+
+// cmdFreePort sets the environment variable NAME to a TCP port on
+// 127.0.0.1 that was free a moment ago (for an apply that must listen on
+// the same address twice):
+//
+//	free-port NAME
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: free-port NAME")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := l.Addr().(*net.TCPAddr).Port
+	ts.Check(l.Close())
+	ts.Setenv(args[0], strconv.Itoa(port))
 }
