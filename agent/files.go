@@ -98,19 +98,31 @@ func (a *Agent) fetchInputs(ctx context.Context, dir string, inputs []protocol.I
 
 var errHashMismatch = errors.New("content hash mismatch")
 
-// fetchOne downloads one input to dst through a temporary file, checking
-// its SHA-256 and size before renaming it into place.
+// fetchOne downloads one input to dst (FetchInput), within the agent's
+// call timeout (at least 30 s).
 func (a *Agent) fetchOne(ctx context.Context, dst string, in protocol.InputFile) error {
+	cctx, cancel := context.WithTimeout(ctx, max(a.callTimeout(), 30*time.Second))
+	defer cancel()
+	err := FetchInput(cctx, a.client, dst, in)
+	a.note(err)
+	return err
+}
+
+// FetchInput downloads one input of an assignment (GET
+// /v1/artifacts/{sha256} with client's session) to dst through a temporary
+// file beside it, checks its SHA-256 and size, gives it mode 0755 when
+// in.Executable (else 0644) and renames it into place; dst's folder must
+// exist. Errors: the coordinator's (404 for a blob that is not an input of
+// the worker's assignments), a mismatch (wrapping errHashMismatch), the
+// file system's; nothing is left at dst after one.
+func FetchInput(ctx context.Context, client *protocol.Client, dst string, in protocol.InputFile) error {
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".wdc-input-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
-	cctx, cancel := context.WithTimeout(ctx, max(a.callTimeout(), 30*time.Second))
-	n, err := a.client.GetArtifact(cctx, in.SHA256, io.MultiWriter(tmp, h), maxInputBytes)
-	cancel()
-	a.note(err)
+	n, err := client.GetArtifact(ctx, in.SHA256, io.MultiWriter(tmp, h), maxInputBytes)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -129,6 +141,10 @@ func (a *Agent) fetchOne(ctx context.Context, dst string, in protocol.InputFile)
 	}
 	return os.Rename(tmp.Name(), dst)
 }
+
+// InputPath is where an input goes in dir: its "/"-separated relative
+// path joined to dir. Errors: a path that is not relative or leaves dir.
+func InputPath(dir string, in protocol.InputFile) (string, error) { return insideDir(dir, in.Path) }
 
 // outputFile is one output an attempt produced.
 type outputFile struct {

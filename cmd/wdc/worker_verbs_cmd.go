@@ -8,10 +8,12 @@ import (
 	"mime"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/agent"
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 )
@@ -105,9 +107,10 @@ func (c *WorkersHeartbeatCmd) Run(e *env) error {
 // WorkersAssignCmd claims one task.
 type WorkersAssignCmd struct {
 	coordinatorFlags
-	ID   string        `arg:"" help:"The worker id."`
-	Wait time.Duration `name:"wait" default:"30s" help:"How long to wait for a task the worker's labels allow (the coordinator caps it at 30s)."`
-	JSON bool          `name:"json" help:"Print {\"assignment\": … or null, \"drain\": …}."`
+	ID       string        `arg:"" help:"The worker id."`
+	Wait     time.Duration `name:"wait" default:"30s" help:"How long to wait for a task the worker's labels allow (the coordinator caps it at 30s)."`
+	InputsTo string        `name:"inputs-to" placeholder:"DIR" help:"Download the task's inputs (its inputs and the outputs its input blocks take) into DIR, hash-checked, as the agent puts them into an attempt's directory."`
+	JSON     bool          `name:"json" help:"Print {\"assignment\": … or null, \"drain\": …}."`
 }
 
 // Run claims at most one assignment and prints it: task, attempt,
@@ -132,6 +135,11 @@ func (c *WorkersAssignCmd) Run(e *env) error {
 	if len(resp.Assignments) > 0 {
 		asg = &resp.Assignments[0]
 	}
+	if asg != nil && c.InputsTo != "" {
+		if err := fetchInputs(cl, c.InputsTo, asg.Inputs); err != nil {
+			return fmt.Errorf("the lease %d of %s is yours (post its result), but its inputs could not be fetched: %w", asg.FencingToken, asg.Task, err)
+		}
+	}
 	if c.JSON {
 		return writeJSON(e.stdout, struct {
 			Assignment *protocol.Assignment `json:"assignment"`
@@ -151,8 +159,34 @@ func (c *WorkersAssignCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "task %s\nattempt %d\nfencing_token %d\nexpires_at %s\ndef_hash %s\ntimeout_seconds %g\nwork_dir %s\ncommand %s\nenv %s\n",
 		asg.Task, asg.Attempt, asg.FencingToken, asg.ExpiresAt.UTC().Format(time.RFC3339Nano), asg.DefHash,
 		time.Duration(asg.TimeoutMS*int64(time.Millisecond)).Seconds(), asg.WorkDir, cmd, env)
+	for _, in := range asg.Inputs {
+		fmt.Fprintf(e.stdout, "input %s %s %d\n", in.Path, in.SHA256, in.Size)
+	}
+	for _, o := range asg.Definition.Outputs {
+		fmt.Fprintf(e.stdout, "output %s\n", o)
+	}
 	if resp.Drain {
 		fmt.Fprintln(e.stdout, "drain true")
+	}
+	return nil
+}
+
+// fetchInputs downloads inputs into dir (created when missing).
+func fetchInputs(cl *protocol.Client, dir string, inputs []protocol.InputFile) error {
+	for _, in := range inputs {
+		dst, err := agent.InputPath(dir, in)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		ctx, cancel := callContext(time.Duration(in.Size>>20) * time.Second)
+		err = agent.FetchInput(ctx, cl, dst, in)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("input %s: %w", in.Path, describeAPIError(err))
+		}
 	}
 	return nil
 }
