@@ -473,7 +473,7 @@ const fakeLeftoversName = "doctor-fake"
 var theFakeLeftovers = &fakeLeftovers{}
 
 func init() {
-	providers.Register(fakeLeftoversName, func() providers.Provider { return theFakeLeftovers })
+	providers.Register(providers.Info{Name: fakeLeftoversName, Source: "test"}, func() providers.Provider { return theFakeLeftovers })
 }
 
 func (p *fakeLeftovers) Name() string { return fakeLeftoversName }

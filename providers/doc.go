@@ -7,13 +7,20 @@
 // StatusResponse). Render gives the agent command line every provider runs,
 // so `wdc plan` can show it without launching anything. The launch's
 // one-time credential is never on that command line: providers pass it in
-// the environment (protocol.LaunchCredentialEnv). Reclaimer stops what a
+// the environment (protocol.LaunchCredentialEnv). Reclaim stops what a
 // dead apply left running, by what the provider recorded at launch.
 //
-// Provider packages register themselves from init (providers/local
-// registers "local"); Lookup finds them by name and says clearly when a
-// name is planned but not built (ray, kubernetes) or unknown. Every
-// provider must pass the conformance suite in providers/providertest.
+// Provider packages register themselves from init with an Info (name,
+// source, summary, capabilities); providers/builtin imports every built-in
+// one. Lookup finds them by name and says clearly when a name is planned
+// but not built (ray, kubernetes) or unknown; List gives the registry's
+// listing (`wdc providers`). A capability is a promise: Render needs the
+// Renderer interface and DryRun the DryRunner interface, and a provider
+// that breaks a promise, or whose Name is not the one it registered, gets
+// a *ContractError (naming the provider and the Rule) from Lookup, List
+// and Validate instead of being used. Every built-in provider must pass
+// the conformance suite in providers/providertest; providers/builtin's
+// tests run it against each one.
 //
 // This package launches workers; it does not decide how many (package
 // engine plans that) and does not talk to them (they speak worker protocol

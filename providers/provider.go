@@ -2,12 +2,6 @@ package providers
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"regexp"
-	"sort"
-	"strconv"
-	"sync"
 	"time"
 )
 
@@ -240,67 +234,4 @@ func Render(req LaunchRequest) []string {
 		argv = append(argv, "--drain-timeout", req.DrainTimeout.String())
 	}
 	return argv
-}
-
-// Errors from Lookup.
-var (
-	// ErrUnknown means no provider has the name.
-	ErrUnknown = errors.New("unknown provider")
-	// ErrNotBuilt means the provider is planned (ray, kubernetes) but not
-	// built into this wdc yet.
-	ErrNotBuilt = errors.New("provider not built yet")
-)
-
-// planned are providers the design names that are not built yet.
-var planned = map[string]bool{"ray": true, "kubernetes": true}
-
-var (
-	registryMu sync.Mutex
-	registry   = map[string]func() Provider{}
-)
-
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-
-// Register makes a provider available to Lookup under name. Provider
-// packages call it from init (providers/local registers "local"), so a
-// program that imports a provider package can look it up. It panics on an
-// invalid or duplicate name: that is a programming error.
-func Register(name string, factory func() Provider) {
-	if !nameRE.MatchString(name) {
-		panic("providers: invalid provider name " + strconv.Quote(name))
-	}
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic("providers: provider " + strconv.Quote(name) + " registered twice")
-	}
-	registry[name] = factory
-}
-
-// Lookup returns a new instance of the provider registered as name. The
-// error wraps ErrNotBuilt for a planned provider that is not built yet and
-// ErrUnknown for any other unknown name; its message lists the known names.
-func Lookup(name string) (Provider, error) {
-	registryMu.Lock()
-	factory, ok := registry[name]
-	registryMu.Unlock()
-	if ok {
-		return factory(), nil
-	}
-	if planned[name] {
-		return nil, fmt.Errorf("%w: %q is planned but not part of this wdc; available: %v", ErrNotBuilt, name, Names())
-	}
-	return nil, fmt.Errorf("%w %q; available: %v", ErrUnknown, name, Names())
-}
-
-// Names returns the registered provider names, sorted.
-func Names() []string {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

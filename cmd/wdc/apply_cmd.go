@@ -20,8 +20,6 @@ import (
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 	"golang.org/x/term"
-
-	_ "github.com/wdc-dev/wdc/providers/local" // registers the local provider
 )
 
 // ApplyCmd computes the plan under the state lock, asks for confirmation,

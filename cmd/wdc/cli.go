@@ -38,6 +38,7 @@ type CLI struct {
 	GC          GCCmd          `cmd:"" name:"gc" help:"Remove the stored logs, outputs and inputs that no attempt of the current definitions refers to (--dry-run lists them); prints what it frees."`
 	JoinToken   JoinTokenCmd   `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`
 	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
+	Providers   ProvidersCmd   `cmd:"" help:"List the providers: name, source, status, what each supports (render, dry run, cluster writes) and which pools of the configuration use it. Never opens the state."`
 	Demo        DemoCmd        `cmd:"" help:"Demonstrations that run wdc's own code on a temporary state and check what they show (worker-leases)."`
 	Version     VersionCmd     `cmd:"" help:"Print the wdc version."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script for bash, zsh or fish (completes commands, flags, and task addresses from the configuration)."`

@@ -39,6 +39,28 @@ func (e *env) loadConfig() (*wdchcl.Config, error) {
 	return cfg, nil
 }
 
+// loadOptionalConfig loads the configuration of dir, when it has one,
+// without printing its diagnostics, for commands that work without one and
+// use it when they can: doctor (the placement of queued tasks) and
+// providers (which pools use which provider). noConfig says why there is
+// none to use ("" when cfg loaded); cfg may still be set (for the wdc
+// block's state setting) when it did not load cleanly.
+func (e *env) loadOptionalConfig(dir string) (cfg *wdchcl.Config, noConfig string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.wdc.hcl"))
+	if len(files) == 0 {
+		return nil, fmt.Sprintf("no configuration (*.wdc.hcl) in %s", dir)
+	}
+	varFiles := make([]string, len(e.flags.VarFile))
+	for i, f := range e.flags.VarFile {
+		varFiles[i] = resolve(dir, f)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
+	if diags.HasErrors() {
+		return cfg, fmt.Sprintf("the configuration in %s does not load (wdc validate shows why)", dir)
+	}
+	return cfg, ""
+}
+
 // displayDir is the configuration directory as the user gave it: the
 // --chdir value, or ".".
 func (e *env) displayDir() string {

@@ -79,7 +79,7 @@ func (c *DoctorCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	cfg, noConfig := e.loadConfigForDoctor(dir)
+	cfg, noConfig := e.loadOptionalConfig(dir)
 	path, err := e.statePath(cfg)
 	if err != nil {
 		return err
@@ -113,27 +113,6 @@ func (c *DoctorCmd) Run(e *env) error {
 		return errExit{doc.Summary.ExitCode}
 	}
 	return nil
-}
-
-// loadConfigForDoctor loads the configuration of dir, when it has one,
-// without printing its diagnostics: doctor reports on the state, and a
-// configuration only tells it the placement of queued tasks. noConfig says
-// why there is none to use ("" when cfg loaded); cfg may still be set (for
-// the wdc block's state setting) when it did not load cleanly.
-func (e *env) loadConfigForDoctor(dir string) (cfg *wdchcl.Config, noConfig string) {
-	files, _ := filepath.Glob(filepath.Join(dir, "*.wdc.hcl"))
-	if len(files) == 0 {
-		return nil, fmt.Sprintf("no configuration (*.wdc.hcl) in %s", dir)
-	}
-	varFiles := make([]string, len(e.flags.VarFile))
-	for i, f := range e.flags.VarFile {
-		varFiles[i] = resolve(dir, f)
-	}
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
-	if diags.HasErrors() {
-		return cfg, fmt.Sprintf("the configuration in %s does not load (wdc validate shows why)", dir)
-	}
-	return cfg, ""
 }
 
 func newDoctorDoc(r *engine.DoctorReport, threshold time.Duration, now time.Time) *doctorDoc {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+
+	_ "github.com/wdc-dev/wdc/providers/builtin" // registers every built-in provider
 )
 
 func main() {

@@ -17,6 +17,7 @@ import (
 	"github.com/wdc-dev/wdc/demo"
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 
 	"github.com/wdc-dev/wdc/protocol"
@@ -646,6 +647,73 @@ func TestSchemaStatus(t *testing.T) {
 		b, _ := json.Marshal(doc)
 		if err := checkDoc(sch, b); err == nil {
 			t.Errorf("the status schema accepts a document with %s", m.name)
+		}
+	}
+}
+
+// TestSchemaProviders validates `wdc providers --json` with and without a
+// configuration, and with a provider that fails its contract, against
+// providers.schema.json, and checks that the schema refuses what it
+// should.
+func TestSchemaProviders(t *testing.T) {
+	sch := loadSchema(t, "providers.schema.json")
+	dir := writeConfig(t, providersConfig)
+	valid := wdcOut(t, "--chdir", dir, "providers", "--json")
+	validateDoc(t, sch, "providers --json", valid)
+	validateDoc(t, sch, "providers --json without a configuration", wdcOut(t, "--chdir", t.TempDir(), "providers", "--json"))
+	broken, _, _ := listProviders(t, dir, true, append(providers.List(), brokenEntry))
+	validateDoc(t, sch, "providers --json with a provider that fails its contract", []byte(broken))
+
+	var doc providersDoc
+	if err := json.Unmarshal(valid, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.FormatVersion != "1.0" || !doc.Configuration.Loaded || doc.Summary != (providersSummaryJSON{Available: 2, Planned: 2}) {
+		t.Errorf("format_version %q, configuration %+v, summary %+v: want 1.0, loaded, 2 available and 2 planned", doc.FormatVersion, doc.Configuration, doc.Summary)
+	}
+
+	provider := func(d map[string]any, name string) map[string]any {
+		for _, p := range d["providers"].([]any) {
+			if p := p.(map[string]any); p["name"] == name {
+				return p
+			}
+		}
+		t.Fatalf("no provider %q", name)
+		return nil
+	}
+	for _, m := range []struct {
+		name   string
+		mutate func(d map[string]any)
+	}{
+		{"another major format version", func(d map[string]any) { d["format_version"] = "2.0" }},
+		{"unknown top-level field", func(d map[string]any) { d["extra"] = true }},
+		{"unknown status", func(d map[string]any) { provider(d, "local")["status"] = "beta" }},
+		{"invalid without an error", func(d map[string]any) { provider(d, "local")["status"] = "invalid" }},
+		{"an error while available", func(d map[string]any) {
+			provider(d, "local")["error"] = map[string]any{"rule": "render", "detail": "x", "message": "y"}
+		}},
+		{"a planned provider with capabilities", func(d map[string]any) {
+			provider(d, "ray")["capabilities"] = provider(d, "local")["capabilities"]
+		}},
+		{"a planned provider with pools", func(d map[string]any) { provider(d, "ray")["pools"] = []any{"p"} }},
+		{"an available provider without a source", func(d map[string]any) { provider(d, "local")["source"] = nil }},
+		{"cluster writes enabled without the capability", func(d map[string]any) { provider(d, "local")["cluster_writes_enabled"] = true }},
+		{"pools null", func(d map[string]any) { provider(d, "local")["pools"] = nil }},
+		{"a pseudo-provider other than external", func(d map[string]any) { provider(d, "local")["pseudo"] = true }},
+		{"unknown capability", func(d map[string]any) { provider(d, "local")["capabilities"].(map[string]any)["teleport"] = true }},
+		{"not loaded without a note", func(d map[string]any) { d["configuration"].(map[string]any)["loaded"] = false }},
+	} {
+		var d map[string]any
+		if err := json.Unmarshal(valid, &d); err != nil {
+			t.Fatal(err)
+		}
+		m.mutate(d)
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkDoc(sch, b); err == nil {
+			t.Errorf("the providers schema accepts a document with %s", m.name)
 		}
 	}
 }

@@ -15,6 +15,11 @@
 // registers. The provider reaps the processes it launched, so Status
 // reports their exit codes.
 //
+// RenderLaunch shows what Launch would start, starting nothing: the command
+// line and the names (not the values) of the environment variables it
+// sets. The local provider has nothing to dry-run a launch against, so it
+// is no providers.DryRunner, and it writes to no cluster (its Info).
+//
 // Reclaim stops what a dead apply left on this host (by its launch
 // records, and the groups/ records of attempts whose agent is gone);
 // FindLeftovers lists the same without stopping anything (`wdc doctor`).

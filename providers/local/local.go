@@ -25,13 +25,24 @@ import (
 // Name is the local provider's name.
 const Name = "local"
 
+// Info is what the local provider registers with: it renders a launch
+// (RenderLaunch), has no target to dry-run one against, and writes to no
+// cluster.
+var Info = providers.Info{
+	Name:         Name,
+	Source:       providers.SourceBuiltIn,
+	Summary:      "worker processes on this machine, each in its own process group",
+	Capabilities: providers.Capabilities{Render: true},
+}
+
 func init() {
-	providers.Register(Name, func() providers.Provider { return New() })
+	providers.Register(Info, func() providers.Provider { return New() })
 }
 
 var (
 	_ providers.Provider       = (*Provider)(nil)
 	_ providers.LeftoverFinder = (*Provider)(nil)
+	_ providers.Renderer       = (*Provider)(nil)
 )
 
 // Provider runs workers as processes on this machine. It reaps the workers
@@ -72,13 +83,8 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	if err := ctx.Err(); err != nil {
 		return providers.LaunchResponse{}, err
 	}
-	switch {
-	case req.Executable == "":
-		return providers.LaunchResponse{}, errors.New("local: no executable to launch")
-	case req.LogPath == "":
-		return providers.LaunchResponse{}, errors.New("local: no log path for the worker")
-	case req.Credential == "":
-		return providers.LaunchResponse{}, errors.New("local: no launch credential for the worker")
+	if err := checkRequest(req); err != nil {
+		return providers.LaunchResponse{}, err
 	}
 	if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err != nil {
 		return providers.LaunchResponse{}, fmt.Errorf("local: creating the log folder: %w", err)
@@ -125,6 +131,42 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	}()
 	host, _ := os.Hostname()
 	return providers.LaunchResponse{ID: "pid:" + strconv.Itoa(pid), PID: pid, Argv: argv, Host: host, ProcessStart: start}, nil
+}
+
+// checkRequest says what a launch request lacks, or returns nil.
+func checkRequest(req providers.LaunchRequest) error {
+	switch {
+	case req.Executable == "":
+		return errors.New("local: no executable to launch")
+	case req.LogPath == "":
+		return errors.New("local: no log path for the worker")
+	case req.Credential == "":
+		return errors.New("local: no launch credential for the worker")
+	}
+	return nil
+}
+
+// RenderLaunch returns what Launch would start for req, starting nothing
+// and writing nothing: the agent's command line (providers.Render) and
+// the names of the environment variables it sets on top of the inherited
+// environment, req.Env's and the launch credential's (values left out).
+// It refuses a request Launch would refuse for what it lacks.
+func (p *Provider) RenderLaunch(ctx context.Context, req providers.LaunchRequest) (providers.RenderResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return providers.RenderResponse{}, err
+	}
+	if err := checkRequest(req); err != nil {
+		return providers.RenderResponse{}, err
+	}
+	env := make([]string, 0, len(req.Env)+1)
+	for k := range req.Env {
+		if k != protocol.LaunchCredentialEnv {
+			env = append(env, k)
+		}
+	}
+	env = append(env, protocol.LaunchCredentialEnv)
+	sort.Strings(env)
+	return providers.RenderResponse{Argv: providers.Render(req), Env: env}, nil
 }
 
 // writeLogHeader writes the worker log's first line, saying which launch

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,11 +47,8 @@ func fakeAgentRequest(t *testing.T) providers.LaunchRequest {
 	}
 }
 
-func TestConformance(t *testing.T) {
-	providertest.Run(t, func(t *testing.T) (providers.Provider, providers.LaunchRequest) {
-		return New(), fakeAgentRequest(t)
-	})
-}
+// The conformance suite runs against the local provider in
+// providers/builtin, with every other built-in provider.
 
 func TestLookupFindsLocal(t *testing.T) {
 	p, err := providers.Lookup("local")
@@ -112,6 +110,38 @@ func TestRender(t *testing.T) {
 	}
 }
 
+func TestRenderLaunch(t *testing.T) {
+	req := fakeAgentRequest(t)
+	req.Env = map[string]string{"TOKEN": "s3cr3t", "A": "1", protocol.LaunchCredentialEnv: "forged"}
+	resp, err := New().RenderLaunch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(resp.Argv, " "), strings.Join(providers.Render(req), " "); got != want {
+		t.Errorf("Argv = %q, want %q", got, want)
+	}
+	if got, want := strings.Join(resp.Env, " "), "A TOKEN "+protocol.LaunchCredentialEnv; got != want {
+		t.Errorf("Env = %q, want %q: the names, sorted, the credential once", got, want)
+	}
+	if len(resp.Objects) != 0 {
+		t.Errorf("Objects = %+v, want none", resp.Objects)
+	}
+	if s := fmt.Sprintf("%+v", resp); strings.Contains(s, "s3cr3t") || strings.Contains(s, req.Credential) || strings.Contains(s, "forged") {
+		t.Errorf("the rendered launch shows a value: %s", s)
+	}
+	if _, err := os.Stat(filepath.Dir(req.LogPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("RenderLaunch made the log folder (%v): it must write nothing", err)
+	}
+	if _, err := providers.DryRun(context.Background(), New(), req); !errors.Is(err, providers.ErrNotSupported) {
+		t.Errorf("DryRun = %v, want ErrNotSupported", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := New().RenderLaunch(ctx, req); !errors.Is(err, context.Canceled) {
+		t.Errorf("RenderLaunch with a cancelled context = %v", err)
+	}
+}
+
 func TestLaunchErrors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -129,6 +159,12 @@ func TestLaunchErrors(t *testing.T) {
 			tt.mod(&req)
 			if _, err := New().Launch(context.Background(), req); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("Launch = %v, want %q", err, tt.wantErr)
+			}
+			if tt.name == "missing executable" {
+				return // RenderLaunch starts nothing, so it cannot know
+			}
+			if _, err := New().RenderLaunch(context.Background(), req); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("RenderLaunch = %v, want %q", err, tt.wantErr)
 			}
 		})
 	}

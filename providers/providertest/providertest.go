@@ -3,6 +3,7 @@ package providertest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -69,7 +70,70 @@ func FakeAgent() {
 }
 
 // Run runs the conformance suite against the provider the factory makes.
+// Besides launching, watching and stopping fake agents, it checks the
+// provider's registration: it is registered under its Name, keeps the
+// promises of its Info (providers.Check), and renders and dry-runs a
+// launch as its capabilities say, launching nothing and showing no
+// credential.
 func Run(t *testing.T, factory Factory) {
+	t.Run("registered, and keeps the promises of its Info", func(t *testing.T) {
+		p, _ := factory(t)
+		info, ok := registered(p.Name())
+		if !ok {
+			t.Fatalf("provider %q is not registered (providers.Register from its package's init)", p.Name())
+		}
+		if err := providers.Check(info, p); err != nil {
+			t.Errorf("the provider under test: %v", err)
+		}
+		if _, err := providers.Lookup(p.Name()); err != nil {
+			t.Errorf("Lookup(%q): %v", p.Name(), err)
+		}
+		if info.Source == "" || info.Summary == "" {
+			t.Errorf("Info %+v: want a Source and a Summary", info)
+		}
+	})
+	t.Run("render shows the launch and makes nothing", func(t *testing.T) {
+		p, req := factory(t)
+		resp, err := providers.RenderLaunch(context.Background(), p, req)
+		if _, renders := p.(providers.Renderer); !renders {
+			if !errors.Is(err, providers.ErrNotSupported) {
+				t.Errorf("RenderLaunch of a provider that is no Renderer = %v, want ErrNotSupported", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("RenderLaunch: %v", err)
+		}
+		if !slices.Equal(resp.Argv, providers.Render(req)) {
+			t.Errorf("rendered Argv = %q, want Render's %q", resp.Argv, providers.Render(req))
+		}
+		if !slices.Contains(resp.Env, protocol.LaunchCredentialEnv) {
+			t.Errorf("rendered Env = %q, want it to name %s", resp.Env, protocol.LaunchCredentialEnv)
+		}
+		if !slices.IsSorted(resp.Env) {
+			t.Errorf("rendered Env = %q, want it sorted", resp.Env)
+		}
+		noCredential(t, "the rendered launch", req.Credential, resp)
+		madeNothing(t, "RenderLaunch", req)
+	})
+	t.Run("dry run checks the launch and makes nothing", func(t *testing.T) {
+		p, req := factory(t)
+		resp, err := providers.DryRun(context.Background(), p, req)
+		if _, dryRuns := p.(providers.DryRunner); !dryRuns {
+			if !errors.Is(err, providers.ErrNotSupported) {
+				t.Errorf("DryRun of a provider that is no DryRunner = %v, want ErrNotSupported", err)
+			}
+			return
+		}
+		if err != nil && !errors.Is(err, providers.ErrNotSupported) {
+			t.Errorf("DryRunLaunch of a launch that works: %v", err)
+		}
+		noCredential(t, "the dry run's answer", req.Credential, resp)
+		if err != nil && strings.Contains(err.Error(), req.Credential) {
+			t.Errorf("the dry run's error shows the launch credential: %v", err)
+		}
+		madeNothing(t, "DryRunLaunch", req)
+	})
 	t.Run("launch, status, graceful stop", func(t *testing.T) {
 		p, req := factory(t)
 		ctx := context.Background()
@@ -215,6 +279,34 @@ func Run(t *testing.T, factory Factory) {
 			}
 		}
 	})
+}
+
+// registered returns the Info the provider name is registered with.
+func registered(name string) (providers.Info, bool) {
+	for _, e := range providers.List() {
+		if e.Info.Name == name && e.Status != providers.StatusPlanned {
+			return e.Info, true
+		}
+	}
+	return providers.Info{}, false
+}
+
+// noCredential fails the test when the credential appears anywhere in v
+// (a response struct, printed with its field values).
+func noCredential(t *testing.T, what, credential string, v any) {
+	t.Helper()
+	if s := fmt.Sprintf("%+v", v); credential != "" && strings.Contains(s, credential) {
+		t.Errorf("%s shows the launch credential: %s", what, s)
+	}
+}
+
+// madeNothing fails the test when the worker log of req exists: only a
+// launch makes it (the fake agent, or a provider's first line, writes it).
+func madeNothing(t *testing.T, call string, req providers.LaunchRequest) {
+	t.Helper()
+	if _, err := os.Stat(req.LogPath); err == nil {
+		t.Errorf("%s wrote the worker log %s: it must launch nothing", call, req.LogPath)
+	}
 }
 
 // waitReport waits for the fake agent's Report line in the worker log.

@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"sort"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
+)
+
+// ExternalProviderInfo describes "external", the provider name of pools
+// whose workers join by themselves with a join token: it is no provider of
+// the registry (apply launches nothing for it, so there is nothing to
+// render, dry-run or write to a cluster), but pools name it like one.
+var ExternalProviderInfo = providers.Info{
+	Name:    ProviderExternal,
+	Source:  providers.SourceBuiltIn,
+	Summary: "workers that join from any machine with a join token; apply launches nothing",
+}
+
+// ProviderEntry is one provider of `wdc providers`: a registry entry, or
+// the external pseudo-provider, with what the configuration does with it.
+type ProviderEntry struct {
+	providers.Entry
+	// Pseudo is true for "external" (ExternalProviderInfo): pools name it,
+	// but it is not in the registry.
+	Pseudo bool
+	// Pools names the pools of the configuration whose provider it is, in
+	// declaration order; empty without a configuration.
+	Pools []string
+	// ClusterWritesEnabled is true when a pool of the configuration that
+	// uses the provider enables cluster writes. Always false today: no
+	// built-in provider writes to a cluster, and the pool setting that
+	// enables it comes with the Kubernetes and Ray providers (writes are
+	// off unless a pool opts in, docs/design.md §3 invariant 10).
+	ClusterWritesEnabled bool
+}
+
+// ListProviders returns the providers of a registry listing
+// (providers.List) and the external pseudo-provider, sorted by name, each
+// with the pools of cfg that use it. cfg may be nil (no configuration, or
+// one that does not load): then no entry has pools.
+func ListProviders(entries []providers.Entry, cfg *wdchcl.Config) []ProviderEntry {
+	out := make([]ProviderEntry, 0, len(entries)+1)
+	hasExternal := false
+	for _, e := range entries {
+		out = append(out, ProviderEntry{Entry: e})
+		hasExternal = hasExternal || e.Info.Name == ProviderExternal
+	}
+	if !hasExternal {
+		out = append(out, ProviderEntry{Entry: providers.Entry{Info: ExternalProviderInfo, Status: providers.StatusAvailable}, Pseudo: true})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Info.Name < out[j].Info.Name })
+	if cfg == nil {
+		return out
+	}
+	for i := range out {
+		for _, p := range cfg.Pools {
+			if p.Provider == out[i].Info.Name {
+				out[i].Pools = append(out[i].Pools, p.Name)
+			}
+		}
+	}
+	return out
+}
