@@ -250,6 +250,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.spool = sp
 		defer sp.close()
 	}
+	a.deliverOrphans(callCtx) // what could not be delivered before registering, if anything
 	// Label names only: a label's value may come from a sensitive variable.
 	labelNames := make([]string, 0, len(a.reg.Labels))
 	for k := range a.reg.Labels {
@@ -323,6 +324,9 @@ func (a *Agent) fatal(err error) {
 // callTimeout is the deadline of one heartbeat or result call: half the
 // ttl, at least 100 ms and at most 30 s.
 func (a *Agent) callTimeout() time.Duration {
+	if a.ttl <= 0 {
+		return 10 * time.Second // before registration: the ttl is not known yet
+	}
 	return min(max(a.ttl/2, 100*time.Millisecond), 30*time.Second)
 }
 

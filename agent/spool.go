@@ -185,10 +185,11 @@ func quarantine(root, entry, why string) (string, error) {
 		}
 		dst = filepath.Join(q, base+"."+strconv.Itoa(n))
 	}
+	// The note goes in first, so a quarantined entry always has it.
+	_ = os.WriteFile(filepath.Join(entry, "why"), []byte(why+"\n"), 0o600)
 	if err := os.Rename(entry, dst); err != nil {
 		return "", err
 	}
-	_ = os.WriteFile(filepath.Join(dst, "why"), []byte(why+"\n"), 0o600)
 	return dst, nil
 }
 

@@ -500,7 +500,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	}
 	coord, err := NewCoordinator(CoordinatorOptions{
 		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
-		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: a.blobs,
+		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: a.blobs, MetricsOpen: a.opts.Serve.Loopback(),
 	})
 	if err != nil {
 		return err
@@ -669,6 +669,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 			}
 		}
 		coord.SetSupervision(name, d, a.opts.Now())
+		coord.RecordDecision(name, d)
 	}
 loop:
 	for {

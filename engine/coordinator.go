@@ -130,6 +130,11 @@ type CoordinatorOptions struct {
 	// outputs results bind. Without it, a result that names artifacts
 	// waits for them forever (answered missing_artifacts).
 	Artifacts *artifact.Store
+	// MetricsOpen serves GET /metrics (MetricsPath) without a credential:
+	// apply sets it when the coordinator listens on a loopback address
+	// (ListenSettings.Loopback). Otherwise a scrape needs the operator
+	// credential, as the operator routes do.
+	MetricsOpen bool
 }
 
 // Event kinds passed to OnEvent.
@@ -213,6 +218,8 @@ type Coordinator struct {
 	artifacts     *artifact.Store
 	sweepInterval time.Duration
 	maxClaimWait  time.Duration
+	metrics       *coordinatorMetrics
+	metricsOpen   bool
 
 	applyID      string
 	pools        []*poolState
@@ -249,9 +256,10 @@ type Coordinator struct {
 }
 
 type poolState struct {
-	rt     PoolRuntime
-	queue  []int // positions of queued tasks this pool can run, ascending
-	failed bool
+	rt      PoolRuntime
+	queue   []int // positions of queued tasks this pool can run, ascending
+	failed  bool
+	metrics *poolMetrics
 }
 
 type taskState struct {
@@ -324,6 +332,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		artifacts:     opts.Artifacts,
 		sweepInterval: opts.SweepInterval,
 		maxClaimWait:  opts.MaxClaimWait,
+		metricsOpen:   opts.MetricsOpen,
 		applyID:       opts.ApplyID,
 		poolByNam:     map[string]*poolState{},
 		creds:         map[[32]byte]*credential{},
@@ -355,6 +364,11 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 	}
 	c.operator = newSecret(protocol.OperatorCredentialPrefix)
 	c.operatorHash = secretHash(c.operator)
+	metrics, err := newCoordinatorMetrics(c)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: metrics: %w", err)
+	}
+	c.metrics = metrics
 	for _, p := range opts.Pools {
 		switch {
 		case p.Name == "":
@@ -374,7 +388,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		if p.TTL == 0 {
 			p.TTL = DefaultTTL
 		}
-		ps := &poolState{rt: p}
+		ps := &poolState{rt: p, metrics: c.metrics.forPool(p.Name)}
 		c.pools = append(c.pools, ps)
 		c.poolByNam[p.Name] = ps
 	}
@@ -688,7 +702,9 @@ func (c *Coordinator) sweepNow(ctx context.Context) (protocol.SweepResponse, err
 	c.mu.Lock()
 	wake := false
 	for _, out := range res.Expired {
-		evs = append(evs, Event{At: now, Kind: EventExpired, Task: out.Task, WorkerID: out.WorkerID, Pool: c.poolOfWorker(out.WorkerID),
+		pool := c.poolOfWorker(out.WorkerID)
+		c.poolMetrics(pool).leasesExpired.Inc()
+		evs = append(evs, Event{At: now, Kind: EventExpired, Task: out.Task, WorkerID: out.WorkerID, Pool: pool,
 			Attempt: out.Attempt, Token: out.Token, Message: "attempt lost: lease expired"})
 		evs = c.applyOutcomeLocked(out, now, evs)
 		wake = true
@@ -796,6 +812,11 @@ func (c *Coordinator) Done() <-chan struct{} {
 func (c *Coordinator) Progress() Progress {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.progressLocked()
+}
+
+// progressLocked is Progress; c.mu must be held.
+func (c *Coordinator) progressLocked() Progress {
 	p := Progress{Tasks: map[state.TaskStatus]int{}, Total: len(c.order), AttemptsGranted: c.granted}
 	idx := map[*poolState]int{}
 	for i, ps := range c.pools {
@@ -916,7 +937,9 @@ func (c *Coordinator) RevokeLeases(ctx context.Context, reason string) (int, err
 	var evs []Event
 	c.mu.Lock()
 	for _, out := range res.Revoked {
-		evs = append(evs, Event{At: now, Kind: EventRevoked, Task: out.Task, WorkerID: out.WorkerID, Pool: c.poolOfWorker(out.WorkerID),
+		pool := c.poolOfWorker(out.WorkerID)
+		c.poolMetrics(pool).leasesRevoked.Inc()
+		evs = append(evs, Event{At: now, Kind: EventRevoked, Task: out.Task, WorkerID: out.WorkerID, Pool: pool,
 			Attempt: out.Attempt, Token: out.Token, Message: "attempt lost: lease revoked: " + reason})
 		evs = c.applyOutcomeLocked(out, now, evs)
 	}

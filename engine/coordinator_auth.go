@@ -438,6 +438,7 @@ func (c *Coordinator) WorkerLost(ctx context.Context, id, reason string) error {
 	w.status = state.WorkerGone
 	c.revokeSessionLocked(w)
 	for _, out := range outs {
+		w.pool.metrics.leasesRevoked.Inc()
 		evs = append(evs, Event{At: now, Kind: EventRevoked, Task: out.Task, WorkerID: out.WorkerID, Pool: w.pool.rt.Name,
 			Attempt: out.Attempt, Token: out.Token, Message: "attempt lost: lease revoked: " + reason})
 		evs = c.applyOutcomeLocked(out, now, evs)

@@ -87,6 +87,13 @@ func FuzzHandler(f *testing.F) {
 		{"PUT", "/v1/artifacts/xyz", `hello`, 1},
 		{"POST", "/v1/leases/1/result", `{"worker_id":"{w}","idempotency_key":"k9","exit_code":0,"artifacts":[{"kind":"log","name":"stdout","sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824","size":5}]}`, 1},
 		{"POST", "/v1/leases/1/result", `{"worker_id":"{w}","idempotency_key":"k8","artifacts":[{"kind":"x","name":"","sha256":"zz","size":-1}]}`, 1},
+		{"GET", "/metrics", ``, 0},
+		{"GET", "/metrics", ``, 4},
+		{"GET", "/metrics?name[]=wdc_tasks", ``, 5},
+		{"HEAD", "/metrics", ``, 1},
+		{"POST", "/metrics", `{}`, 4},
+		{"GET", "/metrics/", ``, 4},
+		{"GET", "/metrics/../metrics", ``, 4},
 	}
 	for _, sd := range seeds {
 		f.Add(sd.method, sd.path, []byte(sd.body), sd.auth)

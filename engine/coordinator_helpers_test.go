@@ -64,6 +64,7 @@ type harnessOpts struct {
 	path         string // state file; "" = a new one
 	maxClaimWait time.Duration
 	skipUpsert   bool
+	metricsOpen  bool // serve /metrics without a credential, as on loopback
 }
 
 // task is a shorthand TaskRuntime: name, placement "k=v,…", deps.
@@ -152,7 +153,7 @@ func newHarness(t *testing.T, pools []PoolRuntime, tasks []TaskRuntime, o harnes
 	}
 	h.blobs = blobs
 	h.c, err = NewCoordinator(CoordinatorOptions{
-		Store: s, Pools: pools, Tasks: tasks, Now: now, MaxClaimWait: o.maxClaimWait, Artifacts: blobs,
+		Store: s, Pools: pools, Tasks: tasks, Now: now, MaxClaimWait: o.maxClaimWait, Artifacts: blobs, MetricsOpen: o.metricsOpen,
 		OnEvent: func(e Event) {
 			h.mu.Lock()
 			defer h.mu.Unlock()

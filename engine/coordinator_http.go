@@ -34,9 +34,12 @@ import (
 //	POST /v1/operator/gc                      GCRequest → GCResponse                  (operator credential)
 //	POST /v1/operator/logs                    LogFollowRequest → LogFollowResponse, long poll (operator credential)
 //	POST /v1/operator/status                  → StatusResponse                        (operator credential)
+//	GET  /metrics                             → Prometheus text format (operator credential, none with MetricsOpen)
 //
 // Every call needs "Authorization: Bearer <credential>" of the kind its
-// route takes and the Wdc-Protocol-Version header. Errors are
+// route takes and the Wdc-Protocol-Version header, except GET /metrics,
+// which a Prometheus scraper calls: it takes no version header, and on a
+// loopback listener (CoordinatorOptions.MetricsOpen) no credential. Errors are
 // protocol.Error bodies: 401 unauthorized with a reason (no, unknown,
 // used, expired or revoked credential, one of another kind, a revoked
 // session); 403 forbidden (a session naming another worker); 400
@@ -64,6 +67,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("/v1/operator/gc", c.serveGC)
 	mux.HandleFunc("/v1/operator/logs", c.serveFollowLog)
 	mux.HandleFunc("/v1/operator/status", c.serveStatus)
+	mux.HandleFunc(MetricsPath, c.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no protocol route %s", r.URL.Path)})
 	})
@@ -89,9 +93,11 @@ func (c *Coordinator) Handler() http.Handler {
 			herr.write(w)
 			return
 		}
-		if herr := checkVersion(r.Header.Get(protocol.VersionHeader)); herr != nil {
-			herr.write(w)
-			return
+		if r.URL.Path != MetricsPath { // scrapers speak Prometheus, not the worker protocol
+			if herr := checkVersion(r.Header.Get(protocol.VersionHeader)); herr != nil {
+				herr.write(w)
+				return
+			}
 		}
 		mux.ServeHTTP(w, r)
 	})

@@ -111,6 +111,7 @@ func (c *Coordinator) releaseLocked(ctx context.Context, l state.Lease, why stri
 	}
 	c.mu.Lock()
 	pool := c.poolOfWorker(l.WorkerID)
+	c.poolMetrics(pool).leasesReleased.Inc()
 	c.endLeaseLocked(l.Token)
 	if ts := c.tasks[l.Task]; ts != nil && ts.status == state.TaskRunning {
 		c.setStatus(ts, state.TaskQueued)
@@ -125,8 +126,12 @@ func (c *Coordinator) releaseLocked(ctx context.Context, l state.Lease, why stri
 // claimable tasks the worker's pool can run, waiting up to wait (capped by
 // MaxClaimWait) for one to become claimable. It answers at once, with
 // drain=true, after Drain; after StopGranting, or while the worker is not
-// active, it waits and answers with no assignments.
-func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait time.Duration) (protocol.ClaimResponse, error) {
+// active, it waits and answers with no assignments. Its latency, without
+// the time it waited for work, goes to wdc_claim_duration_seconds.
+func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait time.Duration) (resp protocol.ClaimResponse, err error) {
+	start := time.Now()
+	var waited time.Duration
+	defer func() { c.observeClaim(time.Since(start), waited, resp, err) }()
 	wait = min(wait, c.maxClaimWait)
 	var expired <-chan time.Time
 	if wait > 0 {
@@ -164,9 +169,12 @@ func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait t
 		if wait <= 0 {
 			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}}, nil
 		}
+		waitStart := time.Now()
 		select {
 		case <-wake:
+			waited += time.Since(waitStart)
 		case <-expired:
+			waited += time.Since(waitStart)
 			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}}, nil
 		case <-ctx.Done():
 			return protocol.ClaimResponse{}, ctx.Err()
@@ -297,13 +305,17 @@ func (c *Coordinator) grantOne(ctx context.Context, w *workerState, ts *taskStat
 	if err != nil {
 		return state.Lease{}, err
 	}
+	w.pool.metrics.leasesGranted.Inc()
 	c.emit([]Event{{At: now, Kind: EventLeased, Task: l.Task, WorkerID: w.id, Pool: w.pool.rt.Name,
 		Attempt: l.Attempt, Token: l.Token, Message: fmt.Sprintf("attempt %d, expires %s", l.Attempt, l.ExpiresAt.Format(time.RFC3339))}})
 	return l, nil
 }
 
 // result decides a posted result (state.AcceptResult) and updates memory.
-func (c *Coordinator) result(ctx context.Context, poster *workerState, token int64, req protocol.ResultRequest, body []byte) (protocol.ResultResponse, error) {
+// Its answer is counted for the poster's pool (countResult).
+func (c *Coordinator) result(ctx context.Context, poster *workerState, token int64, req protocol.ResultRequest, body []byte) (resp protocol.ResultResponse, err error) {
+	start := time.Now()
+	defer func() { c.countResult(poster.pool.metrics, start, resp, err) }()
 	in := state.ResultInput{
 		Key: req.IdempotencyKey, Token: token, Task: req.Task, Attempt: req.Attempt, WorkerID: poster.id,
 		Class: state.FailureClass(req.FailureClass), ExitCode: req.ExitCode, Signal: req.Signal, Error: req.Error,

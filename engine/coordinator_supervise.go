@@ -47,14 +47,7 @@ func (c *Coordinator) PoolView(pool string) (PoolView, bool) {
 	if ps == nil {
 		return PoolView{}, false
 	}
-	now := c.now()
-	var v PoolView
-	for _, pos := range ps.queue {
-		ts := c.order[pos]
-		if ts.status == state.TaskQueued && !ts.claiming && !ts.notBefore.After(now) && c.depsSucceeded(ts) {
-			v.Queued++
-		}
-	}
+	v := PoolView{Queued: c.claimableLocked(ps, c.now())}
 	for _, ts := range c.order {
 		if ts.status.Finished() {
 			continue
@@ -78,6 +71,20 @@ func (c *Coordinator) PoolView(pool string) (PoolView, bool) {
 		return v.Workers[i].ID < v.Workers[j].ID
 	})
 	return v, true
+}
+
+// claimableLocked counts the tasks of the pool's queue its workers could
+// claim at now: queued, not being granted, retry due, dependencies
+// succeeded. c.mu must be held.
+func (c *Coordinator) claimableLocked(ps *poolState, now time.Time) int {
+	n := 0
+	for _, pos := range ps.queue {
+		ts := c.order[pos]
+		if ts.status == state.TaskQueued && !ts.claiming && !ts.notBefore.After(now) && c.depsSucceeded(ts) {
+			n++
+		}
+	}
+	return n
 }
 
 // DrainWorker asks an idle worker to drain: its status becomes draining

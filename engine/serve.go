@@ -151,6 +151,14 @@ func (s ListenSettings) ServesTLS() bool {
 	return err == nil && !isLoopbackHost(host) && !s.Insecure
 }
 
+// Loopback reports whether the listen address only reaches this machine
+// (the default, 127.0.0.1; localhost, ::1): the coordinator then serves
+// GET /metrics without a credential (CoordinatorOptions.MetricsOpen).
+func (s ListenSettings) Loopback() bool {
+	host, _, err := net.SplitHostPort(listenAddress(s.Listen))
+	return err == nil && isLoopbackHost(host)
+}
+
 // Pin returns the SHA-256 fingerprint agents pin a coordinator with these
 // settings by, without listening: the last certificate of the tls chain
 // file, or the state's CA (created in CADir when missing); "" when it

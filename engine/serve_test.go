@@ -127,3 +127,17 @@ func writeUserCert(t *testing.T, dir string) (certFile, keyFile, pin string) {
 	}
 	return certFile, keyFile, ca.Fingerprint()
 }
+
+// TestListenSettingsLoopback: only a loopback listen address (the default
+// among them) opens /metrics without a credential.
+func TestListenSettingsLoopback(t *testing.T) {
+	t.Parallel()
+	for listen, want := range map[string]bool{
+		"": true, "127.0.0.1": true, "127.0.0.1:7070": true, "localhost": true, "localhost:0": true, "[::1]:7070": true, "::1": true,
+		"0.0.0.0:7070": false, "0.0.0.0": false, "10.0.0.5:7070": false, "[::]:0": false, "build-3.example:7070": false, "a:b:c:d": false,
+	} {
+		if got := (ListenSettings{Listen: listen}).Loopback(); got != want {
+			t.Errorf("Loopback(%q) = %v, want %v", listen, got, want)
+		}
+	}
+}

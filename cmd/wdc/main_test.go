@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +22,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/protocol/tlsca"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -55,6 +59,7 @@ func TestScripts(t *testing.T) {
 			"wait-gone":        cmdWaitGone,
 			"free-port":        cmdFreePort,
 			"break-state":      cmdBreakState,
+			"http-get":         cmdHTTPGet,
 		},
 	})
 }
@@ -334,4 +339,74 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	port := l.Addr().(*net.TCPAddr).Port
 	ts.Check(l.Close())
 	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+// cmdHTTPGet GETs a URL as a Prometheus scraper does (no protocol version
+// header) and prints the answer's body; it fails unless the answer has the
+// status wanted (default 200):
+//
+//	http-get [--status N] [--bearer-file FILE] [--ca-sha256 HEX] [--until REGEXP] URL
+//
+// --bearer-file sends the file's content, trimmed, as the bearer
+// credential; --ca-sha256 pins an HTTPS server's CA as the agent does;
+// --until asks again (for up to 90 s) until the body matches REGEXP.
+func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
+	const usage = "usage: http-get [--status N] [--bearer-file FILE] [--ca-sha256 HEX] [--until REGEXP] URL"
+	if neg {
+		ts.Fatalf("http-get does not support !: use --status")
+	}
+	status, bearer, pin := http.StatusOK, "", ""
+	var until *regexp.Regexp
+	for len(args) > 1 && strings.HasPrefix(args[0], "--") {
+		var err error
+		switch args[0] {
+		case "--status":
+			status, err = strconv.Atoi(args[1])
+		case "--bearer-file":
+			bearer = strings.TrimSpace(ts.ReadFile(args[1]))
+		case "--ca-sha256":
+			pin = args[1]
+		case "--until":
+			until, err = regexp.Compile(args[1])
+		default:
+			ts.Fatalf("%s", usage)
+		}
+		ts.Check(err)
+		args = args[2:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("%s", usage)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	if pin != "" {
+		u, err := url.Parse(args[0])
+		ts.Check(err)
+		cfg, err := tlsca.ClientConfig(pin, u.Hostname())
+		ts.Check(err)
+		client.Transport = &http.Transport{TLSClientConfig: cfg}
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		req, err := http.NewRequest(http.MethodGet, args[0], nil)
+		ts.Check(err)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := client.Do(req)
+		ts.Check(err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ts.Check(err)
+		if resp.StatusCode != status {
+			ts.Fatalf("GET %s: status %d, want %d: %s", args[0], resp.StatusCode, status, body)
+		}
+		if until == nil || until.Match(body) {
+			ts.Stdout().Write(body) //nolint:errcheck // testscript's buffer
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("GET %s: no answer matching %q after 90s; the last:\n%s", args[0], until, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
