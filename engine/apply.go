@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -70,6 +73,10 @@ type ApplyPool struct {
 	Env map[string]string
 	// Workers is the number the plan launches (PoolChange.Workers).
 	Workers int
+	// Settings is the pool's provider block (for kubernetes:
+	// *hcl.KubernetesPool), handed to the provider with every launch; nil
+	// for a provider without one.
+	Settings any
 }
 
 // ApplyOptions configure Apply.
@@ -205,6 +212,9 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		}
 		if pool.Local != nil {
 			ap.Env = pool.Local.Env
+		}
+		if pool.Kubernetes != nil {
+			ap.Settings = pool.Kubernetes
 		}
 		if pool.SensitiveLabels || len(pool.SensitiveLabelKeys) > 0 {
 			// The state and its listings never hold a sensitive value.
@@ -446,6 +456,10 @@ type launched struct {
 	at       time.Time
 	workerID string // set once it registered
 	exited   bool
+	// mirrored is the last sighting handed to a liveness mirror, at
+	// mirroredAt; mirroring is set while a call is under way.
+	mirrored, mirroredAt time.Time
+	mirroring            atomic.Bool
 }
 
 // workerExit is a provider's report that a launched worker ended.
@@ -556,6 +570,13 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		}
 		provs[p.Provider] = prov
 	}
+	defer func() { // a provider's watches end with the apply
+		for _, prov := range provs {
+			if c, ok := prov.(io.Closer); ok {
+				c.Close() //nolint:errcheck // nothing left to do about it
+			}
+		}
+	}()
 
 	var workers []*launched
 	var failure error // what stops the apply early: the state or the disk failed
@@ -587,6 +608,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 			Pool: name, Lineage: a.opts.Lineage, ApplyID: coord.ApplyID(), Seq: seq,
 			ServerURL: ep.URL, CASHA256: ep.CASHA256, Credential: cred,
 			WorkDir: a.opts.WorkDir, LogPath: logPath, Env: p.Env, Executable: a.opts.Executable, DrainTimeout: p.DrainTimeout,
+			HeartbeatTTL: cmp.Or(p.Runtime.TTL, DefaultTTL), Settings: p.Settings,
 		})
 		if err != nil && diskFull(err) && failure == nil {
 			failure = fmt.Errorf("launching worker %d of pool %s: %w", seq, name, err)
@@ -697,6 +719,7 @@ loop:
 		case <-tick.C:
 		}
 		a.matchRegistrations(workers, failedInRow)
+		a.mirrorLiveness(workers, provs)
 		// Workers that never registered in time.
 		for _, w := range workers {
 			if w.exited {
@@ -1063,6 +1086,50 @@ func (a *applier) matchRegistrations(workers []*launched, failedInRow map[string
 				break
 			}
 		}
+	}
+}
+
+// mirrorLiveness hands each registered worker's last sighting (its
+// registration or last heartbeat) to its provider when the provider
+// mirrors liveness on its target (providers.LivenessMirror: a Kubernetes
+// Lease), at most once per heartbeat interval per worker and one call per
+// worker at a time, in the background so a slow API server never holds
+// up the loop. A failed call is logged and tried again at the next
+// sighting.
+func (a *applier) mirrorLiveness(workers []*launched, provs map[string]providers.Provider) {
+	seen := map[string]map[string]time.Time{} // pool → worker id → last seen
+	for _, w := range workers {
+		if w.exited || w.workerID == "" || w.mirroring.Load() {
+			continue
+		}
+		m, ok := provs[w.pool.Provider].(providers.LivenessMirror)
+		if !ok {
+			continue
+		}
+		name := w.pool.Runtime.Name
+		if seen[name] == nil {
+			seen[name] = map[string]time.Time{}
+			if v, ok := a.coord.PoolView(name); ok {
+				for _, wv := range v.Workers {
+					seen[name][wv.ID] = wv.LastSeen
+				}
+			}
+		}
+		last := seen[name][w.workerID]
+		interval := cmp.Or(w.pool.Runtime.HeartbeatInterval, DefaultHeartbeatInterval)
+		if last.IsZero() || !last.After(w.mirrored) || time.Since(w.mirroredAt) < interval {
+			continue
+		}
+		w.mirroring.Store(true)
+		w.mirrored, w.mirroredAt = last, time.Now()
+		go func(w *launched, id, workerID string, last time.Time) {
+			defer w.mirroring.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := m.MirrorLiveness(ctx, providers.LivenessRequest{ID: id, WorkerID: workerID, Renewed: last}); err != nil {
+				a.opts.logger().Debug("mirroring a worker's liveness", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
+			}
+		}(w, w.id, w.workerID, last)
 	}
 }
 

@@ -292,8 +292,9 @@ type workerState struct {
 	// granting them; idleSince is when it last held no lease.
 	picking   int
 	idleSince time.Time
-	seq       int      // its launch sequence, or 0
-	session   [32]byte // SHA-256 of its session token
+	lastSeen  time.Time // its registration or its last heartbeat
+	seq       int       // its launch sequence, or 0
+	session   [32]byte  // SHA-256 of its session token
 	// expected are the blobs this worker may upload: those a result of
 	// its was answered missing. readable are those it may download: the
 	// inputs of assignments it was granted.

@@ -312,7 +312,7 @@ func (c *Coordinator) register(ctx context.Context, cred *credential, req protoc
 	}
 	session := newSecret(protocol.SessionTokenPrefix)
 	ws := &workerState{id: reg.ID, pool: ps, status: state.WorkerActive, labels: maps(labels),
-		narrowed: cred.kind == credJoin && cred.join.Labels != nil, joinID: w.JoinTokenID, seq: w.LaunchSeq, session: secretHash(session), idleSince: now}
+		narrowed: cred.kind == credJoin && cred.join.Labels != nil, joinID: w.JoinTokenID, seq: w.LaunchSeq, session: secretHash(session), idleSince: now, lastSeen: now}
 	resp := protocol.RegisterResponse{
 		WorkerID:            reg.ID,
 		SessionToken:        session,

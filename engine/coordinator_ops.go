@@ -30,6 +30,7 @@ func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protoco
 		return protocol.HeartbeatResponse{}, err
 	}
 	c.mu.Lock()
+	w.lastSeen = now
 	cur, draining := w.status, c.draining || w.drainRequested
 	if cur == state.WorkerStale && !draining && w.joinID != "" && w.pool.rt.Max > 0 && c.liveWorkersLocked(w.pool) >= w.pool.rt.Max {
 		// Its slot was taken while it was silent: coming back would take

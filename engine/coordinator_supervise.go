@@ -36,6 +36,9 @@ type WorkerView struct {
 	// IdleSince is when it last held no lease (its registration, or its
 	// last lease's end); meaningful only when Held is 0.
 	IdleSince time.Time
+	// LastSeen is its registration or its last heartbeat, whichever came
+	// last.
+	LastSeen time.Time
 }
 
 // PoolView returns the supervisor's view of the pool named pool; false
@@ -61,7 +64,7 @@ func (c *Coordinator) PoolView(pool string) (PoolView, bool) {
 	}
 	for _, w := range c.workers {
 		if w.pool == ps {
-			v.Workers = append(v.Workers, WorkerView{ID: w.id, Seq: w.seq, Status: w.status, Held: w.held, Claiming: w.picking > 0, IdleSince: w.idleSince})
+			v.Workers = append(v.Workers, WorkerView{ID: w.id, Seq: w.seq, Status: w.status, Held: w.held, Claiming: w.picking > 0, IdleSince: w.idleSince, LastSeen: w.lastSeen})
 		}
 	}
 	sort.Slice(v.Workers, func(i, j int) bool {

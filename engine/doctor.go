@@ -575,7 +575,7 @@ func (d *doctor) checkLeftovers(ctx context.Context, st *state.Store, snap *stat
 	if applyRunning(snap, holder) {
 		except = snap.Lock.ID
 	}
-	leftovers, err := FindLeftovers(ctx, st, d.opts.WorkDir, except)
+	leftovers, err := FindLeftovers(ctx, st, d.opts.WorkDir, except, ProviderSettings(d.opts.Config))
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

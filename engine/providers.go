@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"sort"
+
+	"github.com/hashicorp/hcl/v2"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
@@ -28,10 +31,9 @@ type ProviderEntry struct {
 	// declaration order; empty without a configuration.
 	Pools []string
 	// ClusterWritesEnabled is true when a pool of the configuration that
-	// uses the provider enables cluster writes. Always false today: no
-	// built-in provider writes to a cluster, and the pool setting that
-	// enables it comes with the Kubernetes and Ray providers (writes are
-	// off unless a pool opts in, docs/design.md §3 invariant 10).
+	// uses the provider enables cluster writes (allow_writes = true in its
+	// kubernetes block; writes are off unless a pool opts in,
+	// docs/design.md §3 invariant 10).
 	ClusterWritesEnabled bool
 }
 
@@ -57,8 +59,41 @@ func ListProviders(entries []providers.Entry, cfg *wdchcl.Config) []ProviderEntr
 		for _, p := range cfg.Pools {
 			if p.Provider == out[i].Info.Name {
 				out[i].Pools = append(out[i].Pools, p.Name)
+				out[i].ClusterWritesEnabled = out[i].ClusterWritesEnabled || AllowsClusterWrites(p)
 			}
 		}
 	}
 	return out
+}
+
+// AllowsClusterWrites reports whether pool p lets apply write to its
+// cluster: allow_writes = true in its kubernetes block.
+func AllowsClusterWrites(p *wdchcl.Pool) bool {
+	return p.Kubernetes != nil && p.Kubernetes.AllowWrites
+}
+
+// ClusterWriteDiags returns an error diagnostic, on the pool's provider
+// block, for every pool of cfg whose provider writes to a shared cluster
+// (providers.Capabilities.ClusterWrites) and that does not allow it
+// (AllowsClusterWrites). Apply refuses on them before it opens the state
+// or reaches a cluster (docs/design.md §3 invariant 10).
+func ClusterWriteDiags(cfg *wdchcl.Config) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	writes := map[string]bool{}
+	for _, e := range providers.List() {
+		writes[e.Info.Name] = e.Status == providers.StatusAvailable && e.Info.Capabilities.ClusterWrites
+	}
+	for _, p := range cfg.Pools {
+		if !writes[p.Provider] || AllowsClusterWrites(p) {
+			continue
+		}
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cluster writes not allowed",
+			Detail: fmt.Sprintf("Pool %q would create Jobs, Secrets and Leases in a Kubernetes cluster, and apply writes to a cluster only when the pool allows it: add allow_writes = true to its %s block (wdc plan shows what it would create).", p.Name, p.Provider)}
+		if p.Kubernetes != nil {
+			r := p.Kubernetes.Range
+			d.Subject = &r
+		}
+		diags = append(diags, d)
+	}
+	return diags
 }

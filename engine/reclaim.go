@@ -3,7 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -23,23 +27,15 @@ type ReclaimResult struct {
 // recorded or labelled at launch, given the records and the ids of the
 // applies that never ended (never by what a worker reported about
 // itself). Launches its provider found stopped or gone are closed in the
-// state. Errors: state errors; a provider's failure is returned after the
-// others ran.
-func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID string, now time.Time) (ReclaimResult, error) {
+// state. settings are the provider blocks of the configuration's pools by
+// provider (ProviderSettings): where a provider that labels what it
+// creates looks for it. Errors: state errors; a provider's failure is
+// returned after the others ran.
+func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID string, settings map[string][]any, now time.Time) (ReclaimResult, error) {
 	var res ReclaimResult
-	byProvider, order, err := openLaunchesByProvider(ctx, store, applyID)
+	byProvider, order, lineage, dead, err := strays(ctx, store, applyID, settings)
 	if err != nil {
 		return res, err
-	}
-	applies, err := store.Applies(ctx)
-	if err != nil {
-		return res, err
-	}
-	var dead []string // applies that did not end by releasing the lock
-	for _, ap := range applies {
-		if ap.ID != applyID && ap.EndReason != "released" {
-			dead = append(dead, ap.ID)
-		}
 	}
 	var firstErr error
 	for _, name := range order {
@@ -47,7 +43,8 @@ func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID str
 		if err != nil {
 			continue // a provider this build lacks: nothing it can stop
 		}
-		resp, err := prov.Reclaim(ctx, providers.ReclaimRequest{WorkDir: workDir, Launches: byProvider[name], ApplyIDs: dead})
+		resp, err := prov.Reclaim(ctx, providers.ReclaimRequest{WorkDir: workDir, Launches: byProvider[name], ApplyIDs: dead,
+			Lineage: lineage, Settings: settings[name]})
 		if err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("provider %s: stopping what an earlier apply left: %w", name, err)
@@ -80,10 +77,12 @@ type Leftover struct {
 // FindLeftovers lists, stopping nothing and writing nothing, what
 // ReclaimStrays would stop for the same arguments: each provider that
 // implements providers.LeftoverFinder lists what it finds of the open
-// launches of applies other than applyID ("" for every apply). Errors:
-// state errors; a provider's failure is returned after the others ran.
-func FindLeftovers(ctx context.Context, store *state.Store, workDir, applyID string) ([]Leftover, error) {
-	byProvider, order, err := openLaunchesByProvider(ctx, store, applyID)
+// launches of applies other than applyID ("" for every apply), and of
+// what the dead applies labelled, where settings (ProviderSettings) say to
+// look. Errors: state errors; a provider's failure is returned after the
+// others ran.
+func FindLeftovers(ctx context.Context, store *state.Store, workDir, applyID string, settings map[string][]any) ([]Leftover, error) {
+	byProvider, order, lineage, dead, err := strays(ctx, store, applyID, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +97,8 @@ func FindLeftovers(ctx context.Context, store *state.Store, workDir, applyID str
 		if !ok {
 			continue
 		}
-		resp, err := lf.FindLeftovers(ctx, providers.ReclaimRequest{WorkDir: workDir, Launches: byProvider[name]})
+		resp, err := lf.FindLeftovers(ctx, providers.ReclaimRequest{WorkDir: workDir, Launches: byProvider[name], ApplyIDs: dead,
+			Lineage: lineage, Settings: settings[name]})
 		if err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("provider %s: finding what an earlier apply left: %w", name, err)
@@ -110,6 +110,59 @@ func FindLeftovers(ctx context.Context, store *state.Store, workDir, applyID str
 		}
 	}
 	return out, firstErr
+}
+
+// strays gathers what ReclaimStrays and FindLeftovers hand the providers:
+// the open launches of applies other than applyID by provider, the
+// providers to ask (those of the launches, "local", and those with
+// settings), the state's lineage and the applies other than applyID that
+// did not end by releasing the lock.
+func strays(ctx context.Context, store *state.Store, applyID string, settings map[string][]any) (map[string][]providers.LaunchRecord, []string, string, []string, error) {
+	byProvider, order, err := openLaunchesByProvider(ctx, store, applyID)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	names := make([]string, 0, len(settings))
+	for name := range settings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !slices.Contains(order, name) {
+			order = append(order, name)
+		}
+	}
+	lineage, _, err := store.Info(ctx)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	applies, err := store.Applies(ctx)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	var dead []string
+	for _, ap := range applies {
+		if ap.ID != applyID && ap.EndReason != "released" {
+			dead = append(dead, ap.ID)
+		}
+	}
+	return byProvider, order, lineage, dead, nil
+}
+
+// ProviderSettings returns the provider blocks of cfg's pools by provider
+// name (for kubernetes: their *hcl.KubernetesPool), as ReclaimStrays and
+// FindLeftovers take them; nil for a nil cfg.
+func ProviderSettings(cfg *wdchcl.Config) map[string][]any {
+	if cfg == nil {
+		return nil
+	}
+	out := map[string][]any{}
+	for _, p := range cfg.Pools {
+		if p.Kubernetes != nil {
+			out[p.Provider] = append(out[p.Provider], p.Kubernetes)
+		}
+	}
+	return out
 }
 
 // openLaunchesByProvider reads the open launches of applies other than

@@ -112,6 +112,9 @@ type Pool struct {
 	LaunchTimeout time.Duration
 	Heartbeat     Heartbeat
 	Local         *LocalPool // nil unless the block is present
+	// Kubernetes is the kubernetes { } block of a pool with provider =
+	// "kubernetes" (required for it; nil otherwise).
+	Kubernetes *KubernetesPool
 	// SensitiveLabels is true when labels as a whole are computed from a
 	// sensitive variable; SensitiveLabelKeys names single labels whose
 	// values are. Outputs show "(sensitive)" instead of those values.

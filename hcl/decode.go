@@ -42,7 +42,7 @@ var Providers = map[string]bool{
 	"local":      true,
 	"external":   true,
 	"ray":        false,
-	"kubernetes": false,
+	"kubernetes": true,
 }
 
 // ProviderExternal is the provider of pools whose workers join by
@@ -420,6 +420,14 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 		}
 	}
 
+	sawKubernetes := false
+	defer func() {
+		if providerOK && p.Provider == "kubernetes" && !sawKubernetes {
+			l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing kubernetes block",
+				Detail:  fmt.Sprintf("Pool %q uses provider \"kubernetes\", so it needs a kubernetes { } block with at least image = \"…\" (an image holding the wdc binary).", p.Name),
+				Subject: b.Body.MissingItemRange().Ptr()})
+		}
+	}()
 	if body.Remain == nil {
 		return
 	}
@@ -458,6 +466,11 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 			// Nothing to configure: workers join by themselves.
 			_, d := pb.Body.Content(&hcl.BodySchema{})
 			l.add(d...)
+			continue
+		}
+		if pb.Type == "kubernetes" {
+			sawKubernetes = true
+			l.kubernetes(p, pb, sc)
 			continue
 		}
 		if pb.Type == "local" {

@@ -103,8 +103,13 @@ type ReclaimRequest struct {
 	Launches []LaunchRecord
 	// ApplyIDs are the ids of the dead applies, for providers that find
 	// what an apply created by the id it labelled them with (a pod, a Ray
-	// job); they include applies that recorded no launch.
+	// job); they include applies that recorded no launch. Lineage is the
+	// state's lineage, which those labels carry too.
 	ApplyIDs []string
+	Lineage  string
+	// Settings are the provider blocks of the configuration's pools of
+	// this provider (see LaunchRequest.Settings): where to look.
+	Settings []any
 }
 
 // LaunchRecord is what a provider returned for one launch, as the state
@@ -174,6 +179,13 @@ type LaunchRequest struct {
 	// DrainTimeout is passed to the agent's --drain-timeout; 0 leaves the
 	// agent's default (60 s).
 	DrainTimeout time.Duration
+	// HeartbeatTTL is the pool's heartbeat ttl (a provider that mirrors
+	// liveness, like the Kubernetes Lease, uses it as the lease duration).
+	HeartbeatTTL time.Duration
+	// Settings are the pool's provider block as the configuration gives it
+	// (for kubernetes: *hcl.KubernetesPool); nil for a provider without
+	// one. Each provider documents what it expects.
+	Settings any
 }
 
 // LaunchResponse describes a launched worker.
@@ -234,4 +246,22 @@ func Render(req LaunchRequest) []string {
 		argv = append(argv, "--drain-timeout", req.DrainTimeout.String())
 	}
 	return argv
+}
+
+// LivenessMirror is implemented by providers that show on their launch
+// target which workers are alive (the Kubernetes provider moves a
+// coordination.k8s.io Lease per worker). Apply calls it from its loop
+// after a worker's heartbeat, no more often than the pool's heartbeat
+// interval, in the background. A mirror is for people and tools only:
+// fencing tokens stay in wdc's state.
+type LivenessMirror interface {
+	MirrorLiveness(ctx context.Context, req LivenessRequest) error
+}
+
+// LivenessRequest says that a worker was alive.
+type LivenessRequest struct {
+	// ID is a LaunchResponse.ID; WorkerID the id it registered with.
+	ID, WorkerID string
+	// Renewed is when the coordinator last heard from it.
+	Renewed time.Time
 }

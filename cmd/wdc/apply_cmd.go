@@ -44,6 +44,11 @@ func (c *ApplyCmd) Run(e *env) error {
 		e.printDiags(cfg, diags)
 		return errExit{1}
 	}
+	// Default deny: a pool that would write to a cluster must say so.
+	if diags := engine.ClusterWriteDiags(cfg); diags.HasErrors() {
+		e.printDiags(cfg, diags)
+		return errExit{1}
+	}
 	path, err := e.statePath(cfg)
 	if err != nil {
 		return err
@@ -166,7 +171,7 @@ func (c *ApplyCmd) Run(e *env) error {
 	// Stop what an earlier apply launched and left running before its tasks
 	// run again (under our lock, no other apply's worker is legitimate):
 	// each provider stops its own, by what it recorded at launch.
-	if rec, err := engine.ReclaimStrays(ctx, store, filepath.Dir(path), lock.ID(), now); err != nil {
+	if rec, err := engine.ReclaimStrays(ctx, store, filepath.Dir(path), lock.ID(), engine.ProviderSettings(cfg), now); err != nil {
 		fmt.Fprintf(e.stderr, "Warning: %v\n", err)
 	} else if rec.Stopped+rec.Orphans > 0 {
 		fmt.Fprintf(e.stderr, "Stopped %s and %s left running by an earlier apply.\n",

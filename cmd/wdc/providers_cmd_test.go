@@ -61,7 +61,7 @@ func TestProvidersTable(t *testing.T) {
 	want := [][]string{
 		{"NAME", "SOURCE", "STATUS", "RENDER", "DRY RUN", "CLUSTER WRITES", "POOLS", "SUMMARY"},
 		{"external", "built-in", "available", "no", "no", "not applicable", "edge", "workers that join"},
-		{"kubernetes", "-", "planned, not built", "-", "-", "-", "-", "Kubernetes Jobs"},
+		{"kubernetes", "built-in", "available", "yes", "yes", "disabled", "-", "Kubernetes Jobs"},
 		{"local", "built-in", "available", "yes", "no", "not applicable", "builders,spare", "worker processes on this machine"},
 		{"ray", "-", "planned, not built", "-", "-", "-", "-", "Ray jobs"},
 	}

@@ -668,8 +668,8 @@ func TestSchemaProviders(t *testing.T) {
 	if err := json.Unmarshal(valid, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.FormatVersion != "1.0" || !doc.Configuration.Loaded || doc.Summary != (providersSummaryJSON{Available: 2, Planned: 2}) {
-		t.Errorf("format_version %q, configuration %+v, summary %+v: want 1.0, loaded, 2 available and 2 planned", doc.FormatVersion, doc.Configuration, doc.Summary)
+	if doc.FormatVersion != "1.0" || !doc.Configuration.Loaded || doc.Summary != (providersSummaryJSON{Available: 3, Planned: 1}) {
+		t.Errorf("format_version %q, configuration %+v, summary %+v: want 1.0, loaded, 3 available and 1 planned", doc.FormatVersion, doc.Configuration, doc.Summary)
 	}
 
 	provider := func(d map[string]any, name string) map[string]any {

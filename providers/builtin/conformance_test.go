@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
+	"github.com/wdc-dev/wdc/providers/kubernetes"
 	"github.com/wdc-dev/wdc/providers/local"
 	"github.com/wdc-dev/wdc/providers/providertest"
 )
@@ -27,6 +29,37 @@ var factories = map[string]providertest.Factory{
 	local.Name: func(t *testing.T) (providers.Provider, providers.LaunchRequest) {
 		return local.New(), localRequest(t)
 	},
+	kubernetes.Name: kubernetesRequest,
+}
+
+// Environment of the Kubernetes conformance run (bench/k8s-suite.sh sets
+// them): a testbed's kubeconfig, and an image holding this test binary,
+// compiled with CGO_ENABLED=0, at KubernetesTestCommandEnv's path.
+const (
+	kubeconfigEnv = "WDC_TEST_KUBECONFIG"
+	imageEnv      = "WDC_TEST_K8S_IMAGE"
+	commandEnv    = "WDC_TEST_K8S_COMMAND"
+)
+
+// kubernetesRequest launches this test binary, as a fake agent, in a pod
+// of the cluster WDC_TEST_KUBECONFIG names; without it the sub-test is
+// skipped (the suite runs against a real kubelet in CI).
+func kubernetesRequest(t *testing.T) (providers.Provider, providers.LaunchRequest) {
+	t.Helper()
+	kubeconfig, image, command := os.Getenv(kubeconfigEnv), os.Getenv(imageEnv), os.Getenv(commandEnv)
+	if kubeconfig == "" || image == "" || command == "" {
+		t.Skipf("no cluster: set %s, %s and %s (the Kubernetes suite of `make test-k8s` does)", kubeconfigEnv, imageEnv, commandEnv)
+	}
+	req := localRequest(t)
+	req.Executable, req.WorkDir = command, "/wdc-work"
+	req.Lineage = "conformance-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	req.ApplyID = "apply-" + strconv.Itoa(req.Seq)
+	req.HeartbeatTTL = 10 * time.Second
+	req.Settings = &wdchcl.KubernetesPool{Kubeconfig: kubeconfig, Namespace: "default", Image: image, ImagePullPolicy: "Never",
+		Command: command, HostNetwork: true, ActiveDeadline: 10 * time.Minute, TTLAfterFinished: time.Minute, AllowWrites: true}
+	p := kubernetes.New(kubernetes.Connect)
+	t.Cleanup(func() { p.Close() })
+	return p, req
 }
 
 // localRequest launches this test binary as a fake agent.

@@ -141,7 +141,7 @@ func Run(t *testing.T, factory Factory) {
 		if err != nil {
 			t.Fatalf("Launch: %v", err)
 		}
-		t.Cleanup(func() { _ = p.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+		cleanupAfter(t, p, resp.ID, req.WorkDir)
 		if resp.ID == "" {
 			t.Error("Launch returned an empty ID")
 		}
@@ -177,6 +177,7 @@ func Run(t *testing.T, factory Factory) {
 		if err != nil {
 			t.Fatalf("Launch: %v", err)
 		}
+		cleanupAfter(t, p, resp.ID, req.WorkDir)
 		waitReport(t, req.LogPath)
 		stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -194,7 +195,7 @@ func Run(t *testing.T, factory Factory) {
 		if err != nil {
 			t.Fatalf("Launch: %v", err)
 		}
-		t.Cleanup(func() { _ = p.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+		cleanupAfter(t, p, resp.ID, req.WorkDir)
 		r := waitReport(t, req.LogPath)
 		if !r.HasCredential || r.CredentialOnArgv {
 			t.Errorf("credential in env %v, on argv %v; want only in the environment", r.HasCredential, r.CredentialOnArgv)
@@ -210,7 +211,7 @@ func Run(t *testing.T, factory Factory) {
 		if err != nil {
 			t.Fatalf("Launch: %v", err)
 		}
-		t.Cleanup(func() { _ = p.Stop(context.Background(), providers.StopRequest{ID: resp.ID, Kill: true}) })
+		cleanupAfter(t, p, resp.ID, req.WorkDir)
 		waitReport(t, req.LogPath)
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		if _, err := p.Wait(short, providers.WaitRequest{ID: resp.ID}); err == nil {
@@ -246,6 +247,7 @@ func Run(t *testing.T, factory Factory) {
 		if err != nil {
 			t.Fatalf("Launch: %v", err)
 		}
+		cleanupAfter(t, p, resp.ID, req.WorkDir)
 		waitReport(t, req.LogPath)
 		if err := p.Stop(ctx, providers.StopRequest{ID: resp.ID, Kill: true}); err != nil {
 			t.Fatalf("Stop(Kill): %v", err)
@@ -277,6 +279,19 @@ func Run(t *testing.T, factory Factory) {
 			if _, err := p.Wait(context.Background(), providers.WaitRequest{ID: id}); err == nil {
 				t.Errorf("Wait(%q) = nil error", id)
 			}
+		}
+	})
+}
+
+// cleanupAfter makes the test kill the worker it launched, and clean up
+// after it as apply does with every worker that ended, when it ends.
+func cleanupAfter(t *testing.T, p providers.Provider, id, workDir string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = p.Stop(ctx, providers.StopRequest{ID: id, Kill: true})
+		if err := p.Cleanup(ctx, providers.CleanupRequest{ID: id, WorkDir: workDir}); err != nil {
+			t.Errorf("Cleanup of %s: %v", id, err)
 		}
 	})
 }

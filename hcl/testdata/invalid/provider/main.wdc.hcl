@@ -1,13 +1,13 @@
 pool "a" {
-  provider = "docker" # ERROR: There is no provider named "docker". The available providers are: external, local (planned, not built yet: kubernetes, ray).
+  provider = "docker" # ERROR: There is no provider named "docker". The available providers are: external, kubernetes, local (planned, not built yet: ray).
 }
 
 pool "b" {
   provider = "ray" # ERROR: the ray provider is not available yet
 }
 
-pool "c" {
-  provider = "kubernetes" # ERROR: kubernetes provider is not available yet
+pool "c" { # ERROR: uses provider "kubernetes", so it needs a kubernetes { } block
+  provider = "kubernetes"
 }
 
 pool "d" {
