@@ -200,7 +200,10 @@ func TestLaunchCreatesAndIsIdempotent(t *testing.T) {
 	}
 	for _, get := range []func() error{
 		func() error { _, err := cs.CoreV1().Secrets("jobs").Get(ctx, name, metav1.GetOptions{}); return err },
-		func() error { _, err := cs.CoordinationV1().Leases("jobs").Get(ctx, name, metav1.GetOptions{}); return err },
+		func() error {
+			_, err := cs.CoordinationV1().Leases("jobs").Get(ctx, name, metav1.GetOptions{})
+			return err
+		},
 		func() error { _, err := cs.BatchV1().Jobs("jobs").Get(ctx, name, metav1.GetOptions{}); return err },
 	} {
 		if err := get(); err != nil {
@@ -474,7 +477,10 @@ func TestReclaimDeletesOnlyWhatDeadAppliesLabelled(t *testing.T) {
 	}
 	for _, list := range []func() int{
 		func() int { l, _ := cs.CoreV1().Secrets("jobs").List(ctx, metav1.ListOptions{}); return len(l.Items) },
-		func() int { l, _ := cs.CoordinationV1().Leases("jobs").List(ctx, metav1.ListOptions{}); return len(l.Items) },
+		func() int {
+			l, _ := cs.CoordinationV1().Leases("jobs").List(ctx, metav1.ListOptions{})
+			return len(l.Items)
+		},
 	} {
 		if n := list(); n != 2 {
 			t.Errorf("%d Secrets or Leases left, want 2", n)
