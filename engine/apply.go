@@ -215,6 +215,7 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		}
 		if pool.Kubernetes != nil {
 			ap.Settings = pool.Kubernetes
+			ap.Runtime.SharesNoDisk = true
 		}
 		if pool.SensitiveLabels || len(pool.SensitiveLabelKeys) > 0 {
 			// The state and its listings never hold a sensitive value.
@@ -239,7 +240,7 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 			workDir = "" // the attempt's own directory
 		}
 		tasks[t.Address()] = TaskRuntime{
-			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: workDir, InputRoot: cfg.Dir,
+			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: workDir, DefaultDir: !t.DirSet, InputRoot: cfg.Dir,
 			DepHashes: DependencyHashes(p.Definitions, d.Definition),
 			Placement: t.Placement, Timeout: t.Timeout, LeaseGrace: t.LeaseGrace,
 			Retry: RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,

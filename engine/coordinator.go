@@ -49,6 +49,10 @@ type PoolRuntime struct {
 	RecordedLabels map[string]string
 	// Capacity is the number of attempts one worker runs at once (0 → 1).
 	Capacity int
+	// SharesNoDisk is true for pools whose workers do not see apply's
+	// folders (pods of the kubernetes provider): a task that sets no dir
+	// (TaskRuntime.DefaultDir) runs in its attempt's own directory there.
+	SharesNoDisk bool
 	// HeartbeatInterval (0 → 2s) and TTL (0 → 10s) are handed to each
 	// worker at registration; TTL also bounds how long a heartbeat renews a
 	// lease for, and how long a silent worker stays active.
@@ -77,6 +81,11 @@ type TaskRuntime struct {
 	// WorkDir is the absolute directory the command runs in; "" runs it
 	// in the attempt's own directory.
 	WorkDir string
+	// DefaultDir is true when WorkDir is the configuration directory only
+	// because the task sets no dir: a worker of a pool that shares no disk
+	// with apply (PoolRuntime.SharesNoDisk) runs it in the attempt's own
+	// directory instead.
+	DefaultDir bool
 	// InputRoot is the configuration directory the definition's input
 	// paths are relative to (apply stores them from there).
 	InputRoot string

@@ -235,9 +235,13 @@ func (c *Coordinator) grant(ctx context.Context, w *workerState, picks []*taskSt
 			c.mu.Lock()
 			c.readableLocked(w, inputs)
 			c.mu.Unlock()
+			workDir := ts.rt.WorkDir
+			if w.pool.rt.SharesNoDisk && ts.rt.DefaultDir {
+				workDir = "" // the configuration directory is not there
+			}
 			asg = append(asg, protocol.Assignment{
 				Task: l.Task, Attempt: l.Attempt, FencingToken: l.Token, DefHash: l.DefHash,
-				Definition: ts.rt.Definition, WorkDir: ts.rt.WorkDir, DepHashes: ts.rt.DepHashes, Inputs: inputs,
+				Definition: ts.rt.Definition, WorkDir: workDir, DepHashes: ts.rt.DepHashes, Inputs: inputs,
 				TimeoutMS: ts.rt.Timeout.Milliseconds(), ExpiresAt: l.ExpiresAt,
 			})
 		case errors.Is(err, state.ErrLeaseHeld), errors.Is(err, state.ErrNotClaimable), errors.Is(err, state.ErrTaskFinished):

@@ -959,3 +959,29 @@ func TestInterruptSpendsNoBudget(t *testing.T) {
 		}
 	}
 }
+
+// A pool whose workers share no disk with apply (pods) runs a task that
+// sets no dir in the attempt's own directory; a dir the task sets is
+// handed on as it is, and other pools get the configuration directory.
+func TestWorkDirOfPoolsThatShareNoDisk(t *testing.T) {
+	t.Parallel()
+	pods := rtPool("pods", 2, "where=pod")
+	pods.SharesNoDisk = true
+	defaulted := placed(rtTask("defaulted"), "where=pod")
+	defaulted.DefaultDir = true
+	set := placed(rtTask("set"), "where=pod")
+	local := placed(rtTask("local"), "where=here")
+	local.DefaultDir = true
+	h := newHarness(t, []PoolRuntime{pods, rtPool("here", 1, "where=here")}, []TaskRuntime{defaulted, set, local}, harnessOpts{})
+	got := map[string]string{}
+	for _, a := range h.register("pods").claim(2) {
+		got[a.Task] = a.WorkDir
+	}
+	for _, a := range h.register("here").claim(1) {
+		got[a.Task] = a.WorkDir
+	}
+	want := map[string]string{"task.defaulted": "", "task.set": "/tmp", "task.local": "/tmp"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("work dirs %v, want %v", got, want)
+	}
+}
