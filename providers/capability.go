@@ -91,3 +91,8 @@ func DryRun(ctx context.Context, p Provider, req LaunchRequest) (DryRunResponse,
 	}
 	return d.DryRunLaunch(ctx, req)
 }
+
+// ErrUnreachable means a provider could not reach its launch target to
+// ask (no kubeconfig, a refused connection, a timeout): unlike a refusal,
+// it says nothing about the launch. `wdc plan` shows it as a warning.
+var ErrUnreachable = errors.New("launch target unreachable")

@@ -54,12 +54,13 @@ type TasksCmd struct {
 // (register, heartbeat, assign: a worker by hand) and the operator verbs
 // (lease, sweep).
 type WorkersCmd struct {
-	List      WorkersListCmd      `cmd:"" help:"List workers with pool, labels, status, host, pid, last heartbeat and leases held."`
-	Register  WorkersRegisterCmd  `cmd:"" help:"Register a worker with a join file against the running apply; prints its id and session token."`
-	Heartbeat WorkersHeartbeatCmd `cmd:"" help:"Send one heartbeat for a worker (session token in WDC_SESSION_TOKEN); prints leases renewed and the drain flag."`
-	Assign    WorkersAssignCmd    `cmd:"" help:"Claim one task for a worker (session token in WDC_SESSION_TOKEN); prints its lease and spec."`
-	Lease     WorkersLeaseCmd     `cmd:"" help:"Show a task's current lease, from the running apply's coordinator."`
-	Sweep     WorkersSweepCmd     `cmd:"" help:"Run one sweep pass of the running apply's coordinator now; prints what expired."`
+	List         WorkersListCmd         `cmd:"" help:"List workers with pool, labels, status, host, pid, last heartbeat and leases held."`
+	Register     WorkersRegisterCmd     `cmd:"" help:"Register a worker with a join file against the running apply; prints its id and session token."`
+	Heartbeat    WorkersHeartbeatCmd    `cmd:"" help:"Send one heartbeat for a worker (session token in WDC_SESSION_TOKEN); prints leases renewed and the drain flag."`
+	Assign       WorkersAssignCmd       `cmd:"" help:"Claim one task for a worker (session token in WDC_SESSION_TOKEN); prints its lease and spec."`
+	Lease        WorkersLeaseCmd        `cmd:"" help:"Show a task's current lease, from the running apply's coordinator."`
+	Sweep        WorkersSweepCmd        `cmd:"" help:"Run one sweep pass of the running apply's coordinator now; prints what expired."`
+	RenderLaunch WorkersRenderLaunchCmd `cmd:"" name:"render-launch" help:"Print what one launch of a pool would create on its target (kubernetes: the Secret, Lease and Job as YAML), changing nothing."`
 }
 
 // LeasesCmd groups the lease commands.

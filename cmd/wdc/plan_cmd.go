@@ -15,6 +15,7 @@ type PlanCmd struct {
 	DetailedExitcode bool     `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are changes, 1 on error."`
 	Out              string   `name:"out" placeholder:"FILE" predictor:"file" help:"Also save the plan to FILE (relative to the configuration directory), for wdc apply FILE to carry out exactly (refused if the state, configuration or variables change in between)."`
 	JSON             bool     `name:"json" help:"Print the plan as one JSON document (docs/json.md) instead of text."`
+	NoClusterCheck   bool     `name:"no-cluster-check" help:"Do not submit the rendered launches of cluster pools (kubernetes) to their cluster with a server-side dry run (for a plan without cluster credentials)."`
 }
 
 // Run prints the plan. Exit codes: 0 success, 1 error, and with
@@ -48,10 +49,19 @@ func (c *PlanCmd) Run(e *env) error {
 	if diags.HasErrors() {
 		return errExit{1}
 	}
+	// After the plan, which is a pure computation: what the launches of
+	// cluster pools would create, and whether their cluster accepts it
+	// (a dry run creates nothing).
+	previews, pdiags := engine.PreviewLaunches(ctx, cfg, plan, engine.PreviewOptions{ClusterCheck: !c.NoClusterCheck})
+	e.printDiags(cfg, pdiags)
+	if pdiags.HasErrors() {
+		return errExit{1}
+	}
 	doc, err := newPlanDoc(cfg, plan, c.Replace)
 	if err != nil {
 		return err
 	}
+	addLaunchPreviews(doc, previews)
 	if c.Out != "" {
 		dir, err := e.configDir()
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const planFormatVersion = "1.2"
+const planFormatVersion = "1.3"
 
 // sensitiveText stands in for a sensitive variable's value in every output
 // and in plan files.
@@ -89,6 +89,34 @@ type poolDoc struct {
 	Capacity       int `json:"capacity"`
 	Min            int `json:"min"`
 	Max            int `json:"max"`
+	// LaunchPreview is what each launch of the pool creates on its
+	// target, as `wdc plan` renders it (1.3): set only by plan, for pools
+	// whose provider creates objects (kubernetes), omitted otherwise.
+	LaunchPreview []launchObjectDoc `json:"launch_preview,omitempty"`
+}
+
+// launchObjectDoc is one object a launch creates (1.3).
+type launchObjectDoc struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Body is the object as the provider sends it (YAML), every secret
+	// value shown as "(sensitive)".
+	Body string `json:"body"`
+}
+
+// addLaunchPreviews puts the rendered launches into the plan document's
+// pools.
+func addLaunchPreviews(doc *planDoc, previews []engine.LaunchPreview) {
+	for _, lp := range previews {
+		for i := range doc.Pools {
+			if doc.Pools[i].Name != lp.Pool {
+				continue
+			}
+			for _, o := range lp.Objects {
+				doc.Pools[i].LaunchPreview = append(doc.Pools[i].LaunchPreview, launchObjectDoc{Kind: o.Kind, Name: o.Name, Body: o.Body})
+			}
+		}
+	}
 }
 
 // changeDoc is one change: what happens to one task and why.

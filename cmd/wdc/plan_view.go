@@ -57,6 +57,15 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 		fmt.Fprintf(&b, "\n  # %s will launch %s (%s counted toward it, capacity %d, min %d, max %d)\n",
 			pd.Address, launch, count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Min, pd.Max)
 		fmt.Fprintf(&b, "%s %s\n", sym("+"), pd.Address)
+		if len(pd.LaunchPreview) > 0 {
+			b.WriteString("      each launch creates (names and the apply-id label are known after apply):\n")
+			for _, o := range pd.LaunchPreview {
+				fmt.Fprintf(&b, "        # %s %s\n", o.Kind, o.Name)
+				for _, line := range strings.Split(strings.TrimRight(o.Body, "\n"), "\n") {
+					b.WriteString("        " + line + "\n")
+				}
+			}
+		}
 	}
 	for _, cd := range doc.Changes {
 		fmt.Fprintf(&b, "\n  # %s %s: %s\n", cd.Address, actionPhrase(cd.Action), cd.Reason)

@@ -229,6 +229,14 @@ func TestSchemaPlanAndShow(t *testing.T) {
 		t.Fatal("plan or show created the state")
 	}
 
+	// A kubernetes pool's plan carries what each launch creates (1.3).
+	k8s := writeConfig(t, "pool \"pods\" {\n  provider = \"kubernetes\"\n  kubernetes {\n    image = \"wdc:1\"\n  }\n}\n\ntask \"t\" {\n  command = [\"true\"]\n}\n")
+	preview := wdcOut(t, "--chdir", k8s, "plan", "--json", "--no-cluster-check")
+	validateDoc(t, planSchema, "plan --json (kubernetes pool)", preview)
+	if !bytes.Contains(preview, []byte(`"launch_preview": [`)) {
+		t.Errorf("the plan of a kubernetes pool has no launch_preview:\n%s", preview)
+	}
+
 	seedSchemaState(t, dir)
 	validateDoc(t, planSchema, "plan --json (seeded)", wdcOut(t, "--chdir", dir, "plan", "--json"))
 	validateDoc(t, stateSchema, "show --json (seeded)", wdcOut(t, "--chdir", dir, "show", "--json"))

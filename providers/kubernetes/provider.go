@@ -839,7 +839,7 @@ func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest
 	}
 	cl, err := p.clusterFor(s)
 	if err != nil {
-		return providers.DryRunResponse{}, err
+		return providers.DryRunResponse{}, fmt.Errorf("%w: %v", providers.ErrUnreachable, err)
 	}
 	ns := namespace(s, cl)
 	if req.Credential == "" {
@@ -858,20 +858,25 @@ func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest
 	pod.Name, pod.Namespace = objs.Job.Name, ns
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	check := func(kind string, err error) error {
-		if err != nil {
-			return fmt.Errorf("the API server refused the %s %s/%s: %w", kind, ns, objs.Job.Name, err)
-		}
-		return nil
-	}
 	var errs []error
-	_, err = cl.Core.Secrets(ns).Create(ctx, objs.Secret, opts)
-	errs = append(errs, check("Secret", err))
-	_, err = cl.Coordination.Leases(ns).Create(ctx, objs.Lease, opts)
-	errs = append(errs, check("Lease", err))
-	_, err = cl.Batch.Jobs(ns).Create(ctx, objs.Job, opts)
-	errs = append(errs, check("Job", err))
-	_, err = cl.Core.Pods(ns).Create(ctx, pod, opts)
-	errs = append(errs, check("Job's pod", err))
+	for _, c := range []struct {
+		kind   string
+		create func() error
+	}{
+		{"Secret", func() error { _, err := cl.Core.Secrets(ns).Create(ctx, objs.Secret, opts); return err }},
+		{"Lease", func() error { _, err := cl.Coordination.Leases(ns).Create(ctx, objs.Lease, opts); return err }},
+		{"Job", func() error { _, err := cl.Batch.Jobs(ns).Create(ctx, objs.Job, opts); return err }},
+		{"Job's pod", func() error { _, err := cl.Core.Pods(ns).Create(ctx, pod, opts); return err }},
+	} {
+		err := c.create()
+		var status apierrors.APIStatus
+		switch {
+		case err == nil:
+		case !errors.As(err, &status):
+			return providers.DryRunResponse{}, fmt.Errorf("%w: %s on %s: %v", providers.ErrUnreachable, c.kind, cl.Server, err)
+		default:
+			errs = append(errs, fmt.Errorf("the API server refused the %s %s/%s: %w", c.kind, ns, objs.Job.Name, err))
+		}
+	}
 	return providers.DryRunResponse{}, errors.Join(errs...)
 }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/providers"
+)
+
+// WorkersRenderLaunchCmd prints what one launch of a pool would create on
+// its target, as the pool's provider renders it: for kubernetes, the
+// Secret (its data shown as "(sensitive)"), the Lease and the Job as YAML
+// documents (sigs.k8s.io/yaml), for kubectl or a review. It reads the
+// state's lineage when there is a state, and changes nothing anywhere.
+type WorkersRenderLaunchCmd struct {
+	Pool string `arg:"" help:"The pool (NAME or pool.NAME)."`
+	Seq  int    `name:"seq" default:"1" help:"The launch sequence to render (1 is the pool's first launch of an apply)."`
+}
+
+// Run renders the launch. Errors: an unknown pool, a pool whose provider
+// cannot render a launch (local prints its command line instead), a
+// configuration that does not validate.
+func (c *WorkersRenderLaunchCmd) Run(e *env) error {
+	ctx := context.Background()
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	if diags := engine.Validate(cfg); diags.HasErrors() {
+		e.printDiags(cfg, diags)
+		return errExit{1}
+	}
+	name := strings.TrimPrefix(c.Pool, "pool.")
+	if c.Seq < 1 {
+		return fmt.Errorf("--seq must be at least 1, not %d", c.Seq)
+	}
+	for _, p := range cfg.Pools {
+		if p.Name != name {
+			continue
+		}
+		if p.Provider == engine.ProviderExternal {
+			return fmt.Errorf("pool %s is external: apply launches nothing for it (its workers join with wdc agent --join-file)", name)
+		}
+		prov, err := providers.Lookup(p.Provider)
+		if err != nil {
+			return fmt.Errorf("pool %s: %w", name, err)
+		}
+		lineage := ""
+		if path, err := e.statePath(cfg); err == nil {
+			if snap, err := readSnapshot(ctx, path); err == nil {
+				lineage = snap.Lineage
+			}
+		}
+		r, err := providers.RenderLaunch(ctx, prov, engine.LaunchRequestFor(p, lineage, c.Seq))
+		if errors.Is(err, providers.ErrNotSupported) {
+			return fmt.Errorf("pool %s: %w", name, err)
+		}
+		if err != nil {
+			return fmt.Errorf("pool %s: %w", name, err)
+		}
+		if len(r.Objects) == 0 {
+			_, err := fmt.Fprintf(e.stdout, "# pool %s (%s) creates no objects: each launch runs\n# %s\n", name, p.Provider, strings.Join(r.Argv, " "))
+			return err
+		}
+		fmt.Fprintf(e.stdout, "# Launch %d of pool %s (%s). Names and the wdc.dev/apply-id label carry the apply id, known after apply;\n# the agent's --server is the coordinator's URL, also known after apply.\n", c.Seq, name, p.Provider)
+		for i, o := range r.Objects {
+			if i > 0 {
+				fmt.Fprintln(e.stdout, "---")
+			}
+			fmt.Fprint(e.stdout, o.Body)
+		}
+		return nil
+	}
+	return fmt.Errorf("no pool %q in the configuration", name)
+}
