@@ -110,11 +110,11 @@ func PreviewLaunches(ctx context.Context, cfg *wdchcl.Config, plan *Plan, opts P
 		case errors.Is(err, providers.ErrNotSupported):
 		case errors.Is(err, providers.ErrUnreachable):
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Cluster check skipped",
-				Detail: fmt.Sprintf("Pool %q: the cluster could not be reached, so the launch was not checked against it: %v. (--no-cluster-check skips the check.)", p.Name, err),
+				Detail:  fmt.Sprintf("Pool %q: the cluster could not be reached, so the launch was not checked against it: %v. (--no-cluster-check skips the check.)", p.Name, err),
 				Subject: subject})
 		case err != nil:
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "The cluster refuses the launch",
-				Detail: fmt.Sprintf("Pool %q: a server-side dry run of its first launch was refused, so apply's launches would be too: %v", p.Name, err),
+				Detail:  fmt.Sprintf("Pool %q: a server-side dry run of its first launch was refused, so apply's launches would be too: %v", p.Name, err),
 				Subject: subject})
 		default:
 			for _, w := range resp.Warnings {
