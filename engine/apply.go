@@ -473,11 +473,12 @@ type workerExit struct {
 // workerExited handles a provider's report that a worker ended: the
 // worker's leases are revoked as lost at once (their tasks queued again
 // without backoff), a worker that never registered counts toward failing
-// its pool, and the exit is reported.
-func (a *applier) workerExited(ctx context.Context, prov providers.Provider, ex workerExit, failedInRow map[string]int) {
+// its pool, and the exit is reported. For a worker that ended before it
+// registered it returns the message (the pool's failure quotes the last).
+func (a *applier) workerExited(ctx context.Context, prov providers.Provider, ex workerExit, failedInRow map[string]int) (neverRegistered string) {
 	w := ex.w
 	if w.exited {
-		return // apply stopped it and said so already
+		return "" // apply stopped it and said so already
 	}
 	msg := w.describe() + " exited"
 	switch {
@@ -496,6 +497,10 @@ func (a *applier) workerExited(ctx context.Context, prov providers.Provider, ex 
 	}
 	a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Launch: w.seq, Message: msg})
 	a.ended(ctx, prov, w, msg)
+	if w.workerID == "" {
+		return msg
+	}
+	return ""
 }
 
 // describe names the launch in messages: "worker 2 (pid 123)".
@@ -586,7 +591,8 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	defer stopWaiting()
 	exits := make(chan workerExit, 16)
 	failedInRow := map[string]int{}
-	lastLaunchErr := map[string]error{} // pool → its last launch that failed to start, cleared by a registration
+	lastLaunchErr := map[string]error{} // pool → its last launch that failed to start, cleared by a launch that started
+	lastExit := map[string]string{}     // pool → how its last worker that never registered ended
 	poolFailed := map[string]bool{}
 	seqs := map[string]int{}
 	launch := func(p *ApplyPool, why string) {
@@ -714,7 +720,9 @@ loop:
 			break loop
 		case ex := <-exits:
 			a.matchRegistrations(workers, failedInRow)
-			a.workerExited(ctx, provs[ex.w.pool.Provider], ex, failedInRow)
+			if why := a.workerExited(ctx, provs[ex.w.pool.Provider], ex, failedInRow); why != "" {
+				lastExit[ex.w.pool.Runtime.Name] = why // the pool's failure quotes it
+			}
 			supervised = time.Time{} // a replacement may be due: decide at the next tick
 			continue
 		case <-tick.C:
@@ -778,6 +786,9 @@ loop:
 			if failedInRow[name] >= neverRegisteredLimit {
 				why := fmt.Sprintf("%d workers launched in a row never registered with the coordinator (see the worker logs under %s)",
 					neverRegisteredLimit, a.logDir)
+				if last := lastExit[name]; last != "" {
+					why = fmt.Sprintf("%d workers launched in a row never registered with the coordinator; the last: %s", neverRegisteredLimit, last)
+				}
 				if err := lastLaunchErr[name]; err != nil {
 					why = fmt.Sprintf("%d launches in a row failed; the last: %v", neverRegisteredLimit, err)
 				}
