@@ -36,6 +36,22 @@ type ApplyCmd struct {
 // Exit codes: 0 when every task succeeded or there was nothing to do; 1 on
 // an error, a failed or cancelled task, or an interruption.
 func (c *ApplyCmd) Run(e *env) error {
+	// Output to a reader that went away (wdc apply | head) must not stop an
+	// apply half-way, with its lock, leases and workers in the middle of
+	// something. With SIGPIPE notified, a write to a closed pipe on fd 1 or
+	// 2 fails with EPIPE instead of killing the process (os/signal), and
+	// the streams drop what they cannot write. Notify, not Ignore: an
+	// ignored signal stays ignored in the workers and commands apply
+	// starts, a caught one is reset to its default for them. It stays
+	// notified until the process exits, for the last error line too.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	stdout := keepGoing(e.stdout)
+	e.stdout, e.stderr = stdout, keepGoing(e.stderr)
+	defer func() {
+		if err := stdout.Err(); err != nil {
+			fmt.Fprintf(e.stderr, "Warning: apply's output could not be written (%v); it carried on to the end: wdc status and wdc tasks list show the outcome.\n", err)
+		}
+	}()
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err
@@ -340,7 +356,7 @@ func (e *env) stdinIsTerminal() bool {
 
 // isTerminal reports whether w is a terminal.
 func (e *env) isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

@@ -116,7 +116,7 @@ func (e *env) color(w io.Writer) bool {
 	if e.flags.NoColor || e.getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
