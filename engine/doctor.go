@@ -350,6 +350,10 @@ func (d *doctor) checkLock(snap *state.Snapshot) HolderState {
 		msg = fmt.Sprintf("The apply holding the state lock stopped renewing it: %s expired at %s (another host: it may be gone).",
 			who, l.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	unlock := "wdc force-unlock " + l.ID
+	if holder == HolderStalled && l.Host == d.opts.Host {
+		unlock = "wdc force-unlock --force " + l.ID // its process still runs here
+	}
 	var waiting []string
 	for _, t := range snap.Tasks {
 		switch t.Status {
@@ -358,13 +362,13 @@ func (d *doctor) checkLock(snap *state.Snapshot) HolderState {
 		}
 	}
 	f := Finding{Check: CheckLockDeadHolder, Severity: SeverityWarning, Subject: "lock " + l.ID, Message: msg + " No unfinished task waits behind it.",
-		Fix: fmt.Sprintf("The next wdc apply takes the lock over; or remove it with wdc force-unlock %s.", l.ID)}
+		Fix: fmt.Sprintf("The next wdc apply takes the lock over; or remove it with %s.", unlock)}
 	if len(waiting) > 0 {
 		f.Severity = SeverityError
 		f.Message = msg + fmt.Sprintf(" %s behind it, and nothing runs them until an apply takes the lock over.", countNoun(len(waiting), "unfinished task waits", "unfinished tasks wait"))
 		f.Details = firstOf(waiting, 10)
 		f.Fix = fmt.Sprintf("Run wdc apply: it takes the lock over, stops what the gone apply left running, revokes its leases (their tasks are retried as lost) "+
-			"and runs the unfinished tasks. (wdc force-unlock %s removes the lock by hand.)", l.ID)
+			"and runs the unfinished tasks. (%s removes the lock by hand.)", unlock)
 	}
 	d.add(f)
 	return holder

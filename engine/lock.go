@@ -227,6 +227,36 @@ func (o LockOptions) withDefaults() LockOptions {
 	return o
 }
 
+// HolderAliveError is ForceUnlock's refusal: the apply holding the lock
+// runs on this host.
+type HolderAliveError struct {
+	Lock state.Lock
+}
+
+func (e *HolderAliveError) Error() string {
+	return fmt.Sprintf("refusing to remove lock %s: the apply holding it is alive (%s, host %s, pid %d, started %s); "+
+		"stop it instead (Ctrl-C in its terminal, or kill -INT %d: it drains its workers and releases the lock), "+
+		"or pass --force to remove the lock anyway (the apply then stops at its next renewal)",
+		e.Lock.ID, e.Lock.Holder, e.Lock.Host, e.Lock.PID, e.Lock.StartedAt.UTC().Format(time.RFC3339), e.Lock.PID)
+}
+
+// ForceUnlock removes the state's apply lock lockID by hand (wdc
+// force-unlock). A lock whose holder runs on this host (host; its pid is
+// alive by alive, nil meaning ProcessAlive) is refused with a
+// *HolderAliveError unless force: that apply is there to be stopped, not
+// unlocked. A holder on another host cannot be judged from here.
+func ForceUnlock(ctx context.Context, store *state.Store, lockID, host string, force bool, now time.Time, alive func(pid int) bool) (state.Lock, error) {
+	if alive == nil {
+		alive = ProcessAlive
+	}
+	return store.ForceUnlockIf(ctx, lockID, now, func(l state.Lock) error {
+		if !force && l.Host == host && alive(l.PID) {
+			return &HolderAliveError{Lock: l}
+		}
+		return nil
+	})
+}
+
 // ProcessAlive reports whether a process with pid exists on this host
 // (kill(pid, 0) succeeds or is refused for permission).
 func ProcessAlive(pid int) bool {
