@@ -34,7 +34,7 @@ type CLI struct {
 	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state, or complete one by hand."`
 	Logs        LogsCmd        `cmd:"" help:"Print an attempt's stdout (or --stderr) as its result delivered it."`
 	Artifacts   ArtifactsCmd   `cmd:"" help:"List and get the outputs tasks produced."`
-	Doctor      DoctorCmd      `cmd:"" help:"Check the state file and what it records (integrity, schema, a dead apply's lock and processes, stale workers, unplaceable tasks); say what is wrong and what to do. Exit 0 clean, 3 warnings, 4 errors."`
+	Doctor      DoctorCmd      `cmd:"" help:"Check the state file and what it records (integrity, schema, a dead apply's lock and processes, stale workers, leases left active with no apply, unplaceable tasks); say what is wrong and what to do. Exit 0 clean, 3 warnings, 4 errors."`
 	GC          GCCmd          `cmd:"" name:"gc" help:"Remove the stored logs, outputs and inputs that no attempt of the current definitions refers to (--dry-run lists them); prints what it frees."`
 	JoinToken   JoinTokenCmd   `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`
 	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
