@@ -665,7 +665,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 			if holds[name] != d.Reason {
 				holds[name] = d.Reason
 				a.opts.logger().Info("supervisor holds", "pool", name, "reason", d.Reason,
-					"queued", obs.Queued, "busy", obs.Busy, "idle", obs.Idle, "pending", obs.Pending, "min", obs.Min, "max", obs.Max)
+					"queued", obs.Queued, "busy", obs.Busy, "idle", obs.Idle, "pending", obs.Pending, "min", obs.Min, "ceiling", obs.Max, "max", obs.PoolMax)
 			}
 		}
 		coord.SetSupervision(name, d, a.opts.Now())
@@ -1098,7 +1098,7 @@ func splitAddress(addr string) (string, int) {
 func (a *applier) observe(p *ApplyPool, workers []*launched) (PoolObservation, []WorkerView) {
 	view, _ := a.coord.PoolView(p.Runtime.Name)
 	o := PoolObservation{Queued: view.Queued, Unfinished: view.Unfinished, Capacity: max(p.Runtime.Capacity, 1),
-		Min: min(p.Min, p.Workers), Max: p.Workers}
+		Min: min(p.Min, p.Workers), Max: p.Workers, PoolMax: p.Max}
 	for _, w := range workers {
 		if w.pool == p && !w.exited && w.workerID == "" {
 			o.Pending++
