@@ -375,7 +375,7 @@ func TestDrainOnContextCancel(t *testing.T) {
 		errContains  string
 	}{
 		{"attempt finishes within the drain timeout", []string{"sleep", "0.5"}, 30 * time.Second, "", ""},
-		{"attempt outlives the drain timeout", []string{"sleep", "60"}, 300 * time.Millisecond, ClassLost, "drain timeout of 300ms passed"},
+		{"attempt outlives the drain timeout", []string{"sleep", "60"}, 300 * time.Millisecond, ClassLost, "still running 300ms after the worker began to drain (its drain timeout)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
