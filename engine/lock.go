@@ -39,7 +39,25 @@ type LockOptions struct {
 	// ProcessAlive reports whether pid is alive on this host (default: a
 	// signal-0 probe).
 	ProcessAlive func(pid int) bool
+	// OnWait, when set, is called once, before the first wait, with the
+	// lock of the live apply that holds it (only when Wait > 0).
+	OnWait func(holder state.Lock)
 }
+
+// LockWaitInterruptedError is AcquireApplyLock's error when ctx ended
+// while it waited for a lock another apply holds: nothing was changed.
+type LockWaitInterruptedError struct {
+	Holder state.Lock // the lock it waited for
+	Err    error      // ctx's error
+}
+
+func (e *LockWaitInterruptedError) Error() string {
+	return fmt.Sprintf("interrupted while waiting for the state lock held by %s (host %s, pid %d, lock %s): nothing was changed",
+		e.Holder.Holder, e.Holder.Host, e.Holder.PID, e.Holder.ID)
+}
+
+// Unwrap returns ctx's error.
+func (e *LockWaitInterruptedError) Unwrap() error { return e.Err }
 
 // ApplyLock is a held apply lock. Keep it alive with KeepAlive and give it
 // back with Release.
@@ -73,6 +91,7 @@ func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions)
 	opts = opts.withDefaults()
 	deadline := time.Now().Add(opts.Wait) // real waiting, whatever opts.Now says
 	takeOver := ""
+	waited := false // OnWait was called
 	for {
 		lock, prev, err := store.AcquireLock(ctx, state.LockRequest{
 			Holder: opts.Holder, Host: opts.Host, PID: opts.PID, TTL: opts.TTL, TakeOver: takeOver,
@@ -97,9 +116,13 @@ func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions)
 			}
 			return nil, fmt.Errorf("%w (another apply is running; wait with --lock-timeout, or if it is gone for good, run wdc force-unlock %s)", err, cur.ID)
 		}
+		if opts.OnWait != nil && !waited {
+			opts.OnWait(cur)
+		}
+		waited = true
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, &LockWaitInterruptedError{Holder: cur, Err: ctx.Err()}
 		case <-time.After(opts.Poll):
 		}
 	}

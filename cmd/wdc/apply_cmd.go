@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -82,12 +83,26 @@ func (c *ApplyCmd) Run(e *env) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// Before the lock is ours an interrupt only stops the wait for it:
+	// nothing was changed, and there are no workers to drain.
+	var phase struct {
+		sync.Mutex
+		locked, interruptedWaiting bool
+	}
 	go func() {
 		select {
 		case <-sigs:
 		case <-ctx.Done():
 			return
 		}
+		phase.Lock()
+		if !phase.locked {
+			phase.interruptedWaiting = true
+			phase.Unlock()
+			cancel()
+			return
+		}
+		phase.Unlock()
 		fmt.Fprintln(e.stderr, "\nInterrupt received: no new leases; draining workers (interrupt again to stop at once).")
 		cancel()
 		select {
@@ -143,9 +158,26 @@ func (c *ApplyCmd) Run(e *env) error {
 		serialBefore = serial
 	}
 
-	lock, err := engine.AcquireApplyLock(ctx, store, engine.LockOptions{Wait: c.LockTimeout})
-	if err != nil {
+	lock, err := engine.AcquireApplyLock(ctx, store, engine.LockOptions{Wait: c.LockTimeout, OnWait: func(l state.Lock) {
+		fmt.Fprintf(e.stderr, "The state lock is held by another apply (%s, host %s, pid %d, since %s); waiting up to %s for it (Ctrl-C gives up).\n",
+			l.Holder, l.Host, l.PID, formatTime(l.StartedAt), c.LockTimeout)
+	}})
+	phase.Lock()
+	phase.locked = err == nil
+	interrupted := phase.interruptedWaiting
+	phase.Unlock()
+	var waitErr *engine.LockWaitInterruptedError
+	switch {
+	case errors.As(err, &waitErr):
+		return waitErr
+	case err != nil && interrupted:
+		return errors.New("interrupted while taking the state lock: nothing was changed")
+	case err != nil:
 		return fmt.Errorf("acquiring the state lock: %w", err)
+	case interrupted:
+		// The lock came as the interrupt did: give it back untouched.
+		lock.Release(context.Background()) //nolint:errcheck // the next apply takes it over if this failed
+		return errors.New("interrupted while taking the state lock: nothing was changed")
 	}
 	lock.KeepAlive(context.Background())
 	defer lock.Release(context.Background()) //nolint:errcheck // reported by the next apply if it failed
