@@ -146,6 +146,11 @@ func (c *ApplyCmd) Run(e *env) error {
 		return err
 	}
 	defer store.Close()
+	// A damaged state is refused before anything is written (the lock
+	// included); a read or write that finds damage later says the same.
+	if err := store.QuickCheck(ctx); err != nil {
+		return err
+	}
 	var serialBefore int64
 	if saved != nil {
 		lineage, serial, err := store.Info(ctx)

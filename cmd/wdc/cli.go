@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/wdc-dev/wdc/state"
 	"github.com/willabides/kongplete"
 	"golang.org/x/term"
 )
@@ -174,6 +175,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 		var ee errExit
 		if errors.As(err, &ee) {
 			return ee.code
+		}
+		// A damaged state file says so, whichever read or write found it,
+		// without the steps that led there.
+		var corrupt *state.CorruptError
+		if errors.As(err, &corrupt) {
+			err = corrupt
 		}
 		fmt.Fprintf(stderr, "wdc: error: %v\n", err)
 		return 1

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -131,6 +132,40 @@ func queueTasks(t *testing.T, st *state.Store, at time.Time) {
 		mustDo(t, st.UpsertTask(ctx, state.TaskDef{Address: "task." + name, Name: name, Index: -1, DefHash: strings.Repeat("cd", 32),
 			Spec: []byte(`{}`), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, at))
 	}
+}
+
+// corruptTable overwrites the root page of a table of the (closed) state
+// file at path with garbage, as a bad disk or a torn write could: SQLite
+// then reports "database disk image is malformed" when it reads the
+// table, while the schema (page 1) still reads.
+func corruptTable(path, table string) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return err
+	}
+	var root, pageSize int64
+	err = db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&root)
+	if err == nil {
+		err = db.QueryRow(`PRAGMA page_size`).Scan(&pageSize)
+	}
+	if err == nil {
+		_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xa5}, int(pageSize)), (root-1)*pageSize); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // dropTable drops a table of the state file at path with a plain SQLite
