@@ -221,7 +221,7 @@ func TestAttemptOutcomes(t *testing.T) {
 	}{
 		{"success", assignment(t, "task.ok", "true"), "", "", 0, ""},
 		{"non-zero exit", assignment(t, "task.exit3", "sh", "-c", "exit 3"), ClassFailure, "exit status 3", 3, ""},
-		{"killed by a signal it caused", assignment(t, "task.sig", "sh", "-c", "kill -KILL $$"), ClassFailure, "killed by signal SIGKILL", -1, "SIGKILL"},
+		{"killed by a signal it caused", assignment(t, "task.sig", "sh", "-c", "kill -KILL $$"), ClassFailure, "killed by SIGKILL", -1, "SIGKILL"},
 		{"command not found", assignment(t, "task.nf", "wdc-no-such-command-xyz"), ClassRefused, "refused: command:", -1, ""},
 		{"empty command", assignment(t, "task.empty"), ClassRefused, "refused: the task has no command", -1, ""},
 		{"missing directory", func() protocol.Assignment {
