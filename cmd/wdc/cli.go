@@ -164,6 +164,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
+		err = unknownCommand(kctx, err)
 		fmt.Fprintf(stderr, "wdc: error: %v\n", err)
 		if kctx != nil && len(args) > 0 {
 			fmt.Fprintf(stderr, "Run \"wdc --help\" for usage.\n")
@@ -186,4 +187,40 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 		return 1
 	}
 	return 0
+}
+
+// unknownCommand turns kong's "unexpected argument X" for a word where a
+// command belongs (at the root, or under a command group such as wdc
+// tasks) into "unknown command X", listing the commands there; other
+// errors are returned as they are.
+func unknownCommand(kctx *kong.Context, err error) error {
+	var pe *kong.ParseError
+	if kctx == nil && errors.As(err, &pe) {
+		kctx = pe.Context
+	}
+	if kctx == nil {
+		return err
+	}
+	var word string
+	if _, scanErr := fmt.Sscanf(err.Error(), "unexpected argument %s", &word); scanErr != nil || err.Error() != "unexpected argument "+word {
+		return err
+	}
+	node := kctx.Model.Node
+	if sel := kctx.Selected(); sel != nil {
+		node = sel
+	}
+	var names []string
+	for _, c := range node.Children {
+		if c.Type == kong.CommandNode && !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return err
+	}
+	where := "wdc"
+	if node != kctx.Model.Node {
+		where = "wdc " + node.FullPath()[len(kctx.Model.Node.Name)+1:]
+	}
+	return fmt.Errorf("unknown command %q for %s; the commands are: %s", word, where, strings.Join(names, ", "))
 }

@@ -214,7 +214,9 @@ func eventLine(e engine.Event) string {
 		detail = "worker " + e.WorkerID + ": " + e.Message
 	default:
 		detail = e.Message
-		if e.Attempt > 0 && e.Kind != engine.EventQueued {
+		// Name the attempt, unless the message starts with it already
+		// ("attempt 4 failed …").
+		if e.Attempt > 0 && e.Kind != engine.EventQueued && !strings.HasPrefix(e.Message, fmt.Sprintf("attempt %d ", e.Attempt)) {
 			detail = fmt.Sprintf("attempt %d: %s", e.Attempt, e.Message)
 		}
 	}
