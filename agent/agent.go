@@ -284,7 +284,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				a.stopAll("stopped: the agent is shutting down: " + a.fatalErr.Error())
 			default:
 				a.log.Warn("drain timeout passed: stopping running attempts", "running", a.runningCount(), "drain_timeout", a.opts.DrainTimeout)
-				a.stopAll("stopped: the worker's drain timeout of " + a.opts.DrainTimeout.String() + " passed")
+				a.stopAll("stopped by its worker: still running " + a.opts.DrainTimeout.String() + " after the worker began to drain (its drain timeout)")
 			}
 		}
 	}

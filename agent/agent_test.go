@@ -221,7 +221,7 @@ func TestAttemptOutcomes(t *testing.T) {
 	}{
 		{"success", assignment(t, "task.ok", "true"), "", "", 0, ""},
 		{"non-zero exit", assignment(t, "task.exit3", "sh", "-c", "exit 3"), ClassFailure, "exit status 3", 3, ""},
-		{"killed by a signal it caused", assignment(t, "task.sig", "sh", "-c", "kill -KILL $$"), ClassFailure, "killed by signal SIGKILL", -1, "SIGKILL"},
+		{"killed by a signal it caused", assignment(t, "task.sig", "sh", "-c", "kill -KILL $$"), ClassFailure, "killed by SIGKILL", -1, "SIGKILL"},
 		{"command not found", assignment(t, "task.nf", "wdc-no-such-command-xyz"), ClassRefused, "refused: command:", -1, ""},
 		{"empty command", assignment(t, "task.empty"), ClassRefused, "refused: the task has no command", -1, ""},
 		{"missing directory", func() protocol.Assignment {
@@ -375,7 +375,7 @@ func TestDrainOnContextCancel(t *testing.T) {
 		errContains  string
 	}{
 		{"attempt finishes within the drain timeout", []string{"sleep", "0.5"}, 30 * time.Second, "", ""},
-		{"attempt outlives the drain timeout", []string{"sleep", "60"}, 300 * time.Millisecond, ClassLost, "drain timeout of 300ms passed"},
+		{"attempt outlives the drain timeout", []string{"sleep", "60"}, 300 * time.Millisecond, ClassLost, "still running 300ms after the worker began to drain (its drain timeout)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

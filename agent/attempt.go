@@ -367,7 +367,7 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	}
 	switch {
 	case ex.signal != "":
-		return finish(ClassFailure, "killed by signal "+ex.signal)
+		return finish(ClassFailure, "killed by "+ex.signal) // "killed by SIGKILL", or "killed by signal 42"
 	case *ex.exitCode != 0:
 		return finish(ClassFailure, "exit status "+strconv.Itoa(*ex.exitCode))
 	}

@@ -694,7 +694,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 			if holds[name] != d.Reason {
 				holds[name] = d.Reason
 				a.opts.logger().Info("supervisor holds", "pool", name, "reason", d.Reason,
-					"queued", obs.Queued, "busy", obs.Busy, "idle", obs.Idle, "pending", obs.Pending, "min", obs.Min, "max", obs.Max)
+					"queued", obs.Queued, "busy", obs.Busy, "idle", obs.Idle, "pending", obs.Pending, "min", obs.Min, "ceiling", obs.Max, "max", obs.PoolMax)
 			}
 		}
 		coord.SetSupervision(name, d, a.opts.Now())
@@ -959,11 +959,17 @@ func writePrivateFile(path string, data []byte) error {
 // ladder's second rung) has before it is killed.
 const stopGrace = 5 * time.Second
 
+// drainExitGrace is how long past its pool's drain_timeout a draining
+// worker has to post its results and exit before the ladder's second rung.
+const drainExitGrace = 5 * time.Second
+
 // stopWorkers takes apply's shutdown ladder (docs/design.md §9), each rung
 // announced as it starts. The coordinator has already told every worker to
 // drain (Drain or Interrupt: their next answer says drain), so first apply
-// waits up to the longest drain_timeout of their pools (plus 5 s to post
-// results and exit) for them to end by themselves; then it stops the
+// waits up to the longest drain_timeout of their pools (plus
+// drainExitGrace to post results and exit) for them to end by themselves
+// (a second interrupt, Abort, cuts this short: what is left is killed at
+// once, and the line says so); then it stops the
 // stragglers through their provider (SIGTERM for a process, a pod delete,
 // a Ray stop) and gives them stopGrace; then it kills what is left. With
 // abort it kills at once. Every worker that ends is recorded (ended); what
@@ -972,11 +978,20 @@ const stopGrace = 5 * time.Second
 func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Provider, abort bool) {
 	ctx := context.Background()
 	var live []*launched
-	var drainFor time.Duration
+	var drainTimeout time.Duration // the longest drain_timeout of their pools
 	for _, w := range workers {
 		if !w.exited {
 			live = append(live, w)
-			drainFor = max(drainFor, w.pool.DrainTimeout+5*time.Second)
+			drainTimeout = max(drainTimeout, w.pool.DrainTimeout)
+		}
+	}
+	drainFor := drainTimeout + drainExitGrace
+	aborted := func() bool {
+		select {
+		case <-a.opts.Abort:
+			return true
+		default:
+			return false
 		}
 	}
 	running := func(w *launched) bool {
@@ -1016,13 +1031,14 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 	if !abort {
 		msg := "draining workers"
 		if len(live) > 0 {
-			msg += fmt.Sprintf(": %s asked to drain, waiting up to %s for them to finish and exit", count(len(live), "worker", "workers"), drainFor)
+			msg += fmt.Sprintf(": %s asked to drain, waiting up to %s for them to finish and exit (their drain_timeout of %s, plus %s to post results and exit)",
+				count(len(live), "worker", "workers"), drainFor, drainTimeout, drainExitGrace)
 		}
 		a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: msg})
 		live = waitFor(live, drainFor)
-		if len(live) > 0 {
-			a.emit(Event{At: a.opts.Now(), Kind: EventStopping, Message: fmt.Sprintf("%s still running after the drain timeout, stopped through the provider (%s); waiting up to %s",
-				count(len(live), "worker", "workers"), names(live), stopGrace)})
+		if len(live) > 0 && !aborted() {
+			a.emit(Event{At: a.opts.Now(), Kind: EventStopping, Message: fmt.Sprintf("%s still running after waiting %s, stopped through the provider (%s); waiting up to %s more",
+				count(len(live), "worker", "workers"), drainFor, names(live), stopGrace)})
 			for _, w := range live {
 				if err := provs[w.pool.Provider].Stop(ctx, providers.StopRequest{ID: w.id}); err != nil {
 					a.opts.logger().Warn("stopping a worker", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
@@ -1034,7 +1050,12 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 		a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: "killing workers"})
 	}
 	if len(live) > 0 {
-		if !abort {
+		switch {
+		case abort:
+		case aborted(): // a second interrupt cut the wait short
+			a.emit(Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("interrupted again: %s still running, killed at once (%s)",
+				count(len(live), "worker", "workers"), names(live))})
+		default:
 			a.emit(Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("%s still running, killed (%s)", count(len(live), "worker", "workers"), names(live))})
 		}
 		for _, w := range live {
@@ -1177,7 +1198,7 @@ func splitAddress(addr string) (string, int) {
 func (a *applier) observe(p *ApplyPool, workers []*launched) (PoolObservation, []WorkerView) {
 	view, _ := a.coord.PoolView(p.Runtime.Name)
 	o := PoolObservation{Queued: view.Queued, Unfinished: view.Unfinished, Capacity: max(p.Runtime.Capacity, 1),
-		Min: min(p.Min, p.Workers), Max: p.Workers}
+		Min: min(p.Min, p.Workers), Max: p.Workers, PoolMax: p.Max}
 	for _, w := range workers {
 		if w.pool == p && !w.exited && w.workerID == "" {
 			o.Pending++

@@ -682,7 +682,7 @@ func (c *Coordinator) Err() error {
 
 // Sweep runs one pass at Now(): it expires active leases past expires_at
 // (their attempts lost; each task spends max_lost and is retried with
-// backoff or fails, "lost N times"), marks workers silent past their ttl
+// backoff or fails, "lost N times; its lost budget of M is spent"), marks workers silent past their ttl
 // stale, and wakes waiting claims when a retry became due. It never marks
 // a task succeeded.
 func (c *Coordinator) Sweep(ctx context.Context) error {

@@ -356,7 +356,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 		// while draining is handed back, not charged to retry.max_lost.
 		if l, err := c.store.Lease(ctx, token); err == nil && l.Status == state.LeaseActive &&
 			l.WorkerID == poster.id && (req.Task == "" || l.Task == req.Task) && (req.Attempt == 0 || l.Attempt == req.Attempt) {
-			c.releaseLocked(ctx, l, "apply interrupted: "+req.Error, now)
+			c.releaseLocked(ctx, l, "apply interrupted; "+req.Error, now)
 			return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
 		}
 	}

@@ -603,8 +603,8 @@ func TestRetryAndBudgets(t *testing.T) {
 	}{
 		{"max_attempts spent", 2, 3, []step{{"failure", state.TaskQueued}, {"failure", state.TaskFailed}}, "failure budget spent"},
 		{"refused fails at once", 5, 3, []step{{"refused", state.TaskFailed}}, "refused"},
-		{"lost budget via expiry", 5, 2, []step{{"expire", state.TaskQueued}, {"expire", state.TaskFailed}}, "lost 2 times"},
-		{"lost reported by agent", 5, 2, []step{{"lost", state.TaskQueued}, {"failure", state.TaskQueued}, {"lost", state.TaskFailed}}, "lost 2 times"},
+		{"lost budget via expiry", 5, 2, []step{{"expire", state.TaskQueued}, {"expire", state.TaskFailed}}, "lost twice"},
+		{"lost reported by agent", 5, 2, []step{{"lost", state.TaskQueued}, {"failure", state.TaskQueued}, {"lost", state.TaskFailed}}, "lost twice"},
 		{"success after failures", 3, 3, []step{{"failure", state.TaskQueued}, {"expire", state.TaskQueued}, {"", state.TaskSucceeded}}, ""},
 	}
 	for _, c := range cases {

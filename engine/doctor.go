@@ -28,6 +28,7 @@ const (
 	CheckStateSchema            = "state.schema"
 	CheckLockDeadHolder         = "lock.dead_holder"
 	CheckWorkersStaleWithLeases = "workers.stale_with_leases"
+	CheckLeasesWithoutApply     = "leases.without_apply"
 	CheckTasksUnplaceable       = "tasks.unplaceable"
 	CheckProcessesLeftover      = "processes.leftover"
 )
@@ -45,6 +46,7 @@ var doctorChecks = []DoctorCheck{
 	{CheckStateSchema, "the schema version is one this wdc knows and every table, index and trigger of it is present"},
 	{CheckLockDeadHolder, "no apply lock is held by an apply that is gone"},
 	{CheckWorkersStaleWithLeases, "no stale worker holds active leases"},
+	{CheckLeasesWithoutApply, "no lease or worker is active while no apply holds the lock"},
 	{CheckTasksUnplaceable, "every task queued longer than the placement threshold has a live worker whose labels satisfy its placement"},
 	{CheckProcessesLeftover, "nothing an apply that is gone launched still runs"},
 }
@@ -209,7 +211,7 @@ func (d *doctor) skip(note string, ids ...string) {
 	}
 }
 
-var stateContentChecks = []string{CheckLockDeadHolder, CheckWorkersStaleWithLeases, CheckTasksUnplaceable, CheckProcessesLeftover}
+var stateContentChecks = []string{CheckLockDeadHolder, CheckWorkersStaleWithLeases, CheckLeasesWithoutApply, CheckTasksUnplaceable, CheckProcessesLeftover}
 
 func (d *doctor) run(ctx context.Context) error {
 	path := d.opts.StatePath
@@ -231,6 +233,7 @@ func (d *doctor) run(ctx context.Context) error {
 	}
 	holder := d.checkLock(snap)
 	d.checkStaleWorkers(snap, holder)
+	d.checkWithoutApply(snap)
 	d.checkUnplaceable(snap, holder)
 	return d.checkLeftovers(ctx, st, snap, holder)
 }
@@ -350,6 +353,10 @@ func (d *doctor) checkLock(snap *state.Snapshot) HolderState {
 		msg = fmt.Sprintf("The apply holding the state lock stopped renewing it: %s expired at %s (another host: it may be gone).",
 			who, l.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	unlock := "wdc force-unlock " + l.ID
+	if holder == HolderStalled && l.Host == d.opts.Host {
+		unlock = "wdc force-unlock --force " + l.ID // its process still runs here
+	}
 	var waiting []string
 	for _, t := range snap.Tasks {
 		switch t.Status {
@@ -358,13 +365,13 @@ func (d *doctor) checkLock(snap *state.Snapshot) HolderState {
 		}
 	}
 	f := Finding{Check: CheckLockDeadHolder, Severity: SeverityWarning, Subject: "lock " + l.ID, Message: msg + " No unfinished task waits behind it.",
-		Fix: fmt.Sprintf("The next wdc apply takes the lock over; or remove it with wdc force-unlock %s.", l.ID)}
+		Fix: fmt.Sprintf("The next wdc apply takes the lock over; or remove it with %s.", unlock)}
 	if len(waiting) > 0 {
 		f.Severity = SeverityError
 		f.Message = msg + fmt.Sprintf(" %s behind it, and nothing runs them until an apply takes the lock over.", countNoun(len(waiting), "unfinished task waits", "unfinished tasks wait"))
 		f.Details = firstOf(waiting, 10)
 		f.Fix = fmt.Sprintf("Run wdc apply: it takes the lock over, stops what the gone apply left running, revokes its leases (their tasks are retried as lost) "+
-			"and runs the unfinished tasks. (wdc force-unlock %s removes the lock by hand.)", l.ID)
+			"and runs the unfinished tasks. (%s removes the lock by hand.)", unlock)
 	}
 	d.add(f)
 	return holder
@@ -398,6 +405,52 @@ func (d *doctor) checkStaleWorkers(snap *state.Snapshot, holder HolderState) {
 		}
 		d.add(f)
 	}
+}
+
+// checkWithoutApply runs leases.without_apply: with no lock at all (a
+// lock whose apply is gone is lock.dead_holder's), an active lease or an
+// active or draining worker is one nothing renews, expires or completes;
+// it waits for the next apply's recovery. Leases of stale workers are
+// workers.stale_with_leases's.
+func (d *doctor) checkWithoutApply(snap *state.Snapshot) {
+	if snap.Lock != nil {
+		return
+	}
+	stale := map[string]bool{}
+	var workers []string
+	for _, w := range snap.Workers {
+		switch w.Status {
+		case state.WorkerStale:
+			stale[w.ID] = true
+		case state.WorkerActive, state.WorkerDraining:
+			workers = append(workers, fmt.Sprintf("worker %s of pool %s (%s; host %s, pid %d, last heartbeat %s)",
+				w.ID, w.Pool, w.Status, orNone(w.Host), w.PID, w.LastHeartbeatAt.UTC().Format(time.RFC3339)))
+		}
+	}
+	var leases []string
+	for _, l := range snap.Leases {
+		if !stale[l.WorkerID] {
+			leases = append(leases, fmt.Sprintf("lease of %s (attempt %d, fencing token %d, worker %s, expires %s)",
+				l.Task, l.Attempt, l.Token, l.WorkerID, l.ExpiresAt.UTC().Format(time.RFC3339)))
+		}
+	}
+	if len(leases)+len(workers) == 0 {
+		return
+	}
+	var what []string
+	if len(leases) > 0 {
+		what = append(what, countNoun(len(leases), "active lease", "active leases"))
+	}
+	if len(workers) > 0 {
+		what = append(what, countNoun(len(workers), "active worker", "active workers"))
+	}
+	d.add(Finding{Check: CheckLeasesWithoutApply, Severity: SeverityWarning,
+		Message: fmt.Sprintf("No apply holds the state lock, but the state records %s: nothing renews, expires or completes them (an apply that stopped without finishing, or whose lock was removed).",
+			strings.Join(what, " and ")),
+		Details: firstOf(append(leases, workers...), 20),
+		Fix: "The next wdc apply revokes the leases as lost (their tasks are retried, each loss counting toward its task's max_lost) and marks the workers gone. " +
+			"A worker process still running on this host is listed by processes.leftover.",
+	})
 }
 
 // checkUnplaceable runs tasks.unplaceable.

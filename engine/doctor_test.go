@@ -386,6 +386,52 @@ func TestDoctorStaleWorkerWithLeases(t *testing.T) {
 	}
 }
 
+func TestDoctorLeasesWithoutApply(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		make func(f *doctorFixture)
+		want []want
+	}{
+		{"no lock, an active worker with a lease", func(f *doctorFixture) { f.leased() },
+			[]want{{CheckLeasesWithoutApply, SeverityWarning, []string{"No apply holds the state lock, but the state records 1 active lease and 1 active worker",
+				"lease of task.build (attempt 1, fencing token 1, worker ", "(active; host doctor-host, pid 4343",
+				"The next wdc apply revokes the leases as lost"}}}},
+		{"no lock, an idle active worker", func(f *doctorFixture) { f.queue(); f.worker("cpu", nil) },
+			[]want{{CheckLeasesWithoutApply, SeverityWarning, []string{"the state records 1 active worker:"}}}},
+		{"a live apply holds them", func(f *doctorFixture) { f.lock(livePID, time.Hour); f.leased() }, nil},
+		{"a dead apply holds them (lock.dead_holder's)", func(f *doctorFixture) { f.lock(deadPID, time.Hour); f.leased() }, nil},
+		{"nothing active", func(f *doctorFixture) { f.queue() }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newDoctorFixture(t)
+			tt.make(f)
+			r := f.doctor(func(o *DoctorOptions) { o.Config = nil })
+			var got []Finding
+			for _, fd := range r.Findings {
+				if fd.Check == CheckLeasesWithoutApply {
+					got = append(got, fd)
+				}
+			}
+			checkFindings(t, &DoctorReport{Findings: got}, tt.want)
+			if want := map[bool]CheckStatus{true: CheckFailed, false: CheckPassed}[tt.want != nil]; statuses(r)[CheckLeasesWithoutApply] != want {
+				t.Errorf("%s is %s, want %s", CheckLeasesWithoutApply, statuses(r)[CheckLeasesWithoutApply], want)
+			}
+		})
+	}
+}
+
+// leased queues the tasks and leases task.build to a new active worker.
+func (f *doctorFixture) leased() {
+	f.t.Helper()
+	f.queue()
+	w := f.worker("cpu", map[string]string{"arch": "amd64"})
+	_, err := f.store().GrantLease(context.Background(), state.GrantRequest{Task: "task.build", WorkerID: w.ID, Timeout: time.Hour, Grace: time.Minute}, doctorT0)
+	f.must(err)
+}
+
 func TestDoctorUnplaceable(t *testing.T) {
 	t.Parallel()
 	gpu := map[string]string{"gpu": "a100"}

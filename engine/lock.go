@@ -39,7 +39,25 @@ type LockOptions struct {
 	// ProcessAlive reports whether pid is alive on this host (default: a
 	// signal-0 probe).
 	ProcessAlive func(pid int) bool
+	// OnWait, when set, is called once, before the first wait, with the
+	// lock of the live apply that holds it (only when Wait > 0).
+	OnWait func(holder state.Lock)
 }
+
+// LockWaitInterruptedError is AcquireApplyLock's error when ctx ended
+// while it waited for a lock another apply holds: nothing was changed.
+type LockWaitInterruptedError struct {
+	Holder state.Lock // the lock it waited for
+	Err    error      // ctx's error
+}
+
+func (e *LockWaitInterruptedError) Error() string {
+	return fmt.Sprintf("interrupted while waiting for the state lock held by %s (host %s, pid %d, lock %s): nothing was changed",
+		e.Holder.Holder, e.Holder.Host, e.Holder.PID, e.Holder.ID)
+}
+
+// Unwrap returns ctx's error.
+func (e *LockWaitInterruptedError) Unwrap() error { return e.Err }
 
 // ApplyLock is a held apply lock. Keep it alive with KeepAlive and give it
 // back with Release.
@@ -73,6 +91,7 @@ func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions)
 	opts = opts.withDefaults()
 	deadline := time.Now().Add(opts.Wait) // real waiting, whatever opts.Now says
 	takeOver := ""
+	waited := false // OnWait was called
 	for {
 		lock, prev, err := store.AcquireLock(ctx, state.LockRequest{
 			Holder: opts.Holder, Host: opts.Host, PID: opts.PID, TTL: opts.TTL, TakeOver: takeOver,
@@ -97,9 +116,13 @@ func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions)
 			}
 			return nil, fmt.Errorf("%w (another apply is running; wait with --lock-timeout, or if it is gone for good, run wdc force-unlock %s)", err, cur.ID)
 		}
+		if opts.OnWait != nil && !waited {
+			opts.OnWait(cur)
+		}
+		waited = true
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, &LockWaitInterruptedError{Holder: cur, Err: ctx.Err()}
 		case <-time.After(opts.Poll):
 		}
 	}
@@ -225,6 +248,36 @@ func (o LockOptions) withDefaults() LockOptions {
 		o.ProcessAlive = ProcessAlive
 	}
 	return o
+}
+
+// HolderAliveError is ForceUnlock's refusal: the apply holding the lock
+// runs on this host.
+type HolderAliveError struct {
+	Lock state.Lock
+}
+
+func (e *HolderAliveError) Error() string {
+	return fmt.Sprintf("refusing to remove lock %s: the apply holding it is alive (%s, host %s, pid %d, started %s); "+
+		"stop it instead (Ctrl-C in its terminal, or kill -INT %d: it drains its workers and releases the lock), "+
+		"or pass --force to remove the lock anyway (the apply then stops at its next renewal)",
+		e.Lock.ID, e.Lock.Holder, e.Lock.Host, e.Lock.PID, e.Lock.StartedAt.UTC().Format(time.RFC3339), e.Lock.PID)
+}
+
+// ForceUnlock removes the state's apply lock lockID by hand (wdc
+// force-unlock). A lock whose holder runs on this host (host; its pid is
+// alive by alive, nil meaning ProcessAlive) is refused with a
+// *HolderAliveError unless force: that apply is there to be stopped, not
+// unlocked. A holder on another host cannot be judged from here.
+func ForceUnlock(ctx context.Context, store *state.Store, lockID, host string, force bool, now time.Time, alive func(pid int) bool) (state.Lock, error) {
+	if alive == nil {
+		alive = ProcessAlive
+	}
+	return store.ForceUnlockIf(ctx, lockID, now, func(l state.Lock) error {
+		if !force && l.Host == host && alive(l.PID) {
+			return &HolderAliveError{Lock: l}
+		}
+		return nil
+	})
 }
 
 // ProcessAlive reports whether a process with pid exists on this host

@@ -118,3 +118,53 @@ func TestApplyLockKeepAliveAndLost(t *testing.T) {
 		t.Fatalf("releasing a lost lock: %v", err)
 	}
 }
+
+func TestForceUnlock(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	alive := func(p int) bool { return p == 100 }
+	tests := []struct {
+		name    string
+		host    string // the holder's host (ForceUnlock runs on host "a")
+		pid     int
+		force   bool
+		refused bool
+	}{
+		{name: "holder alive on this host: refused", host: "a", pid: 100, refused: true},
+		{name: "holder alive on this host, --force: removed", host: "a", pid: 100, force: true},
+		{name: "holder dead on this host: removed", host: "a", pid: 200},
+		{name: "holder on another host: removed", host: "b", pid: 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openStore(t)
+			l, err := AcquireApplyLock(ctx, st, LockOptions{Holder: "me@" + tt.host, Host: tt.host, PID: tt.pid, TTL: time.Minute,
+				Now: func() time.Time { return now }, ProcessAlive: alive})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = ForceUnlock(ctx, st, l.ID(), "a", tt.force, now, alive)
+			snap, serr := st.Snapshot(ctx)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			var refusal *HolderAliveError
+			if tt.refused {
+				if !errors.As(err, &refusal) || !strings.Contains(err.Error(), "alive (me@a, host a, pid 100") ||
+					!strings.Contains(err.Error(), "kill -INT 100") || !strings.Contains(err.Error(), "--force") {
+					t.Fatalf("err = %v, want a HolderAliveError naming host, pid, how to stop it and --force", err)
+				}
+				if snap.Lock == nil || snap.Lock.ID != l.ID() {
+					t.Fatal("a refused force-unlock removed the lock")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Lock != nil {
+				t.Fatal("the lock is still there")
+			}
+		})
+	}
+}

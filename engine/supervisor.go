@@ -38,9 +38,13 @@ type PoolObservation struct {
 	// FreeSlots is the number of leases the active workers can still take
 	// (capacity − leases held, summed over idle and busy workers).
 	FreeSlots int
-	// Min and Max bound the pool's workers (Max is the plan's ceiling);
-	// Capacity is the leases one worker takes at once (≥ 1).
+	// Min and Max bound the pool's workers (Max is the plan's ceiling,
+	// which may be below the pool's max: PoolMax); Capacity is the leases
+	// one worker takes at once (≥ 1).
 	Min, Max, Capacity int
+	// PoolMax is the pool's configured max, only for the reasons: a
+	// ceiling below it says both. 0 means the same as Max.
+	PoolMax int
 }
 
 // Live is the number of workers that count toward the pool's size:
@@ -68,7 +72,8 @@ type Decision struct {
 	// Only a pool below Min launches more than one at once.
 	Count int
 	// Reason explains the step with the counts that justified it, e.g.
-	// "3 queued tasks and 0 free slots (1 busy, 0 idle, 0 pending, max 4)".
+	// "3 queued tasks and 0 free slots (1 busy, 0 idle, 0 pending, min 0, ceiling 4)",
+	// or with a plan's ceiling below the pool's max "…, ceiling 2 of max 8)".
 	Reason string
 }
 
@@ -90,7 +95,10 @@ type Decision struct {
 func Supervise(o PoolObservation) Decision {
 	capacity := max(o.Capacity, 1)
 	live := o.Live()
-	counts := fmt.Sprintf("%d busy, %d idle, %d pending, min %d, max %d", o.Busy, o.Idle, o.Pending, o.Min, o.Max)
+	counts := fmt.Sprintf("%d busy, %d idle, %d pending, min %d, ceiling %d", o.Busy, o.Idle, o.Pending, o.Min, o.Max)
+	if o.PoolMax > o.Max {
+		counts += fmt.Sprintf(" of max %d", o.PoolMax)
+	}
 	free := o.FreeSlots + o.Pending*capacity
 	switch {
 	case o.Unfinished == 0 && o.Idle > 0:
@@ -104,7 +112,7 @@ func Supervise(o PoolObservation) Decision {
 		return Decision{Action: SuperviseLaunch, Count: 1, Reason: fmt.Sprintf("%s and %s (%s)",
 			count(o.Queued, "queued task", "queued tasks"), count(free, "free slot", "free slots"), counts)}
 	case o.Queued > free:
-		return Decision{Action: SuperviseHold, Reason: fmt.Sprintf("at max: %d workers for %s", live, count(o.Queued, "queued task", "queued tasks"))}
+		return Decision{Action: SuperviseHold, Reason: fmt.Sprintf("at the ceiling: %s for %s", count(live, "worker", "workers"), count(o.Queued, "queued task", "queued tasks"))}
 	case o.Queued == 0 && o.Drainable > 0 && live > o.Min:
 		return Decision{Action: SuperviseDrain, Reason: fmt.Sprintf("no queued task and %s above min (%s)", count(o.Drainable, "idle worker", "idle workers"), counts)}
 	case o.Pending > 0 && o.Queued > o.FreeSlots:

@@ -54,7 +54,10 @@
 // failing every query that touches it. A file of 0 bytes is refused
 // (*EmptyFileError), never silently re-created. A folder or file that cannot
 // be written or read gives an *AccessError saying which path and why, and a
-// full disk a *DiskFullError naming the file, from every write. Inspect
+// full disk a *DiskFullError naming the file, from every write. Content
+// SQLite finds damaged (SQLITE_CORRUPT) gives a *CorruptError naming the
+// file and what to do, from every read and write; QuickCheck looks for it
+// before a command writes anything. Inspect
 // reports all of these, and SQLite's PRAGMA integrity_check, without
 // writing: `wdc doctor` shows them.
 //

@@ -53,6 +53,11 @@ var (
 	// them.
 	ErrDamaged = errors.New("state file is damaged")
 
+	// ErrCorrupt: SQLite found the state file's content damaged
+	// (SQLITE_CORRUPT, "database disk image is malformed"). The error is
+	// a *CorruptError naming the file and what to do.
+	ErrCorrupt = errors.New("state file is corrupt")
+
 	// ErrDiskFull: SQLite could not write the state file because its disk
 	// is full (SQLITE_FULL, or ENOSPC from the file system). The error is a
 	// *DiskFullError naming the file.

@@ -77,6 +77,46 @@ func (e *AccessError) Error() string {
 // Unwrap returns ErrNoAccess and the underlying error.
 func (e *AccessError) Unwrap() []error { return []error{ErrNoAccess, e.Err} }
 
+// CorruptError is returned (wrapping ErrCorrupt and the SQLite error) by
+// any read or write of a state file whose content SQLite found damaged
+// (SQLITE_CORRUPT), and by QuickCheck. Its message is what wdc doctor's
+// state.integrity says: which file, that it is damaged, what to do.
+type CorruptError struct {
+	Path   string // the state file as given
+	Detail string // what SQLite said, e.g. "database disk image is malformed (11)"
+	Err    error  // the SQLite error, or nil (QuickCheck)
+}
+
+// Error names the file and says what to do.
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("state file %s is damaged (SQLite: %s). Run wdc doctor for what it finds; restore the state file from a backup, "+
+		"or, to start a fresh state (every task runs again), move it away with its -wal and -shm files, if any: mv %s %s.damaged",
+		e.Path, e.Detail, e.Path, e.Path)
+}
+
+// Unwrap returns ErrCorrupt and the SQLite error.
+func (e *CorruptError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrCorrupt}
+	}
+	return []error{ErrCorrupt, e.Err}
+}
+
+// corruptError wraps err in a *CorruptError for the file p when SQLite
+// says the file is damaged, and returns it unchanged otherwise.
+func corruptError(p string, err error) error {
+	var ce *CorruptError
+	if err == nil || sqliteCode(err)&0xff != sqliteCorrupt || errors.As(err, &ce) {
+		return err
+	}
+	detail := err.Error()
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		detail = coded.(error).Error()
+	}
+	return &CorruptError{Path: p, Detail: detail, Err: err}
+}
+
 // isFull reports whether err says the disk is full: SQLITE_FULL, or ENOSPC
 // or EDQUOT from the file system.
 func isFull(err error) bool {

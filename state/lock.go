@@ -160,6 +160,13 @@ func (s *Store) ReleaseLock(ctx context.Context, lockID string, now time.Time) e
 // operator's `force-unlock LOCK_ID`, as in Terraform), and returns the
 // removed lock. Errors: ErrNotFound when no lock has that ID.
 func (s *Store) ForceUnlock(ctx context.Context, lockID string, now time.Time) (Lock, error) {
+	return s.ForceUnlockIf(ctx, lockID, now, nil)
+}
+
+// ForceUnlockIf is ForceUnlock that first asks check (when not nil), in
+// the same transaction, about the lock it found under lockID: an error
+// from check is returned and nothing is removed.
+func (s *Store) ForceUnlockIf(ctx context.Context, lockID string, now time.Time, check func(Lock) error) (Lock, error) {
 	var l *Lock
 	err := s.writeLock(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -168,6 +175,11 @@ func (s *Store) ForceUnlock(ctx context.Context, lockID string, now time.Time) (
 		}
 		if l == nil || l.ID != lockID {
 			return fmt.Errorf("force unlock: lock %s: %w", lockID, ErrNotFound)
+		}
+		if check != nil {
+			if err := check(*l); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID); err != nil {
 			return fmt.Errorf("force unlock: %w", err)

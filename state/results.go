@@ -184,7 +184,7 @@ func settleTx(ctx context.Context, tx *sql.Tx, l Lease, class FailureClass, errM
 	case FailureClassLost:
 		lostUsed++
 		if lostUsed >= maxLost {
-			err = fail(fmt.Sprintf("attempt %d was lost; lost %d times (lost budget of %d spent)%s", l.Attempt, lostUsed, maxLost, detail))
+			err = fail(fmt.Sprintf("attempt %d was lost; %s; its lost budget of %d is spent%s", l.Attempt, lostTimes(lostUsed), maxLost, detail))
 		} else {
 			kind = EventRetried
 			err = retry(class, lostUsed, maxLost)
@@ -201,6 +201,18 @@ func settleTx(ctx context.Context, tx *sql.Tx, l Lease, class FailureClass, errM
 		return out, err
 	}
 	return out, nil
+}
+
+// lostTimes says how often a task was lost: "lost once", "lost twice",
+// "lost 3 times".
+func lostTimes(n int) string {
+	switch n {
+	case 1:
+		return "lost once"
+	case 2:
+		return "lost twice"
+	}
+	return fmt.Sprintf("lost %d times", n)
 }
 
 func verb(kind FailureClass) string {
@@ -582,7 +594,8 @@ func describe(in ResultInput) string {
 			// (an exit status 0 says nothing about why it failed)
 			status = fmt.Sprintf("exit status %d", *in.ExitCode)
 		}
-		if status != "" && !strings.Contains(in.Error, status) {
+		// (an older agent said "killed by signal SIGKILL")
+		if status != "" && !strings.Contains(in.Error, status) && !strings.Contains(in.Error, "signal "+in.Signal) {
 			parts = append(parts, status)
 		}
 	}

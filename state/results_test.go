@@ -201,8 +201,8 @@ func TestAcceptResultSettles(t *testing.T) {
 		{"failure then success", 2, 1, []step{{FailureClassFailure, TaskQueued}, {"", TaskSucceeded}}, 1, 0, TaskQueued, ""},
 		{"failure budget spent", 2, 3, []step{{FailureClassFailure, TaskQueued}, {FailureClassFailure, TaskFailed}}, 2, 0, TaskCancelled, "failure budget spent"},
 		{"refused at once", 3, 3, []step{{FailureClassRefused, TaskFailed}}, 0, 0, TaskCancelled, "refused"},
-		{"lost budget spent", 3, 2, []step{{FailureClassLost, TaskQueued}, {FailureClassFailure, TaskQueued}, {FailureClassLost, TaskFailed}}, 1, 2, TaskCancelled, "lost 2 times"},
-		{"max_lost 0 fails on first loss", 3, 0, []step{{FailureClassLost, TaskFailed}}, 0, 1, TaskCancelled, "lost 1 times"},
+		{"lost budget spent", 3, 2, []step{{FailureClassLost, TaskQueued}, {FailureClassFailure, TaskQueued}, {FailureClassLost, TaskFailed}}, 1, 2, TaskCancelled, "lost twice; its lost budget of 2 is spent"},
+		{"max_lost 0 fails on first loss", 3, 0, []step{{FailureClassLost, TaskFailed}}, 0, 1, TaskCancelled, "lost once; its lost budget of 0 is spent"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -390,7 +390,7 @@ func TestSweepExpiresAndMarksStale(t *testing.T) {
 				t.Fatalf("sweep %d outcome %+v", i, out)
 			}
 			now = out.Retry.NotBefore
-		} else if out.Status != TaskFailed || !strings.Contains(out.Message, "lost 3 times") {
+		} else if out.Status != TaskFailed || !strings.Contains(out.Message, "lost 3 times; its lost budget of 3 is spent") {
 			t.Fatalf("sweep %d outcome %+v", i, out)
 		}
 		if w, _ := s.Worker(ctx, "w1"); w.Status != WorkerStale {
@@ -631,5 +631,24 @@ func TestLoseWorker(t *testing.T) {
 	}
 	if _, err := s.LoseWorker(ctx, "w-nope", "x", pol, now); !errors.Is(err, ErrNotFound) {
 		t.Errorf("LoseWorker of an unknown worker = %v; want ErrNotFound", err)
+	}
+}
+
+func TestDescribeSaysTheSignalOnce(t *testing.T) {
+	t.Parallel()
+	one := 1
+	for _, tt := range []struct {
+		in   ResultInput
+		want string
+	}{
+		{ResultInput{Class: FailureClassFailure, Error: "killed by SIGKILL", Signal: "SIGKILL"}, "killed by SIGKILL"},
+		{ResultInput{Class: FailureClassFailure, Error: "killed by signal SIGKILL", Signal: "SIGKILL"}, "killed by signal SIGKILL"},
+		{ResultInput{Class: FailureClassFailure, Signal: "SIGTERM"}, "killed by SIGTERM"},
+		{ResultInput{Class: FailureClassFailure, Error: "exit status 1", ExitCode: &one}, "exit status 1"},
+		{ResultInput{Class: FailureClassFailure, Error: "timed out after 1s", ExitCode: &one}, "timed out after 1s; exit status 1"},
+	} {
+		if got := describe(tt.in); got != tt.want {
+			t.Errorf("describe(%+v) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

@@ -125,6 +125,9 @@ func openError(op, abs, p string, err error) error {
 	if errors.As(err, &newer) || errors.As(err, &damaged) || errors.As(err, &empty) {
 		return err
 	}
+	if err := corruptError(p, err); errors.Is(err, ErrCorrupt) {
+		return err
+	}
 	if errors.Is(err, fs.ErrNotExist) && op == "read" {
 		return err
 	}
@@ -404,7 +407,7 @@ func (s *Store) writeOutsideApply(ctx context.Context, fn func(tx *sql.Tx) error
 // error that says the disk is full becomes a *DiskFullError naming the
 // file, whichever step failed.
 func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *sql.Tx) error) error {
-	return fullError(s.path, s.runWriteTx(ctx, content, fn))
+	return fullError(s.path, corruptError(s.path, s.runWriteTx(ctx, content, fn)))
 }
 
 func (s *Store) runWriteTx(ctx context.Context, content bool, fn func(tx *sql.Tx) error) error {
@@ -465,10 +468,41 @@ func (s *Store) runWriteTx(ctx context.Context, content bool, fn func(tx *sql.Tx
 func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // deferred BEGIN
 	if err != nil {
-		return fmt.Errorf("begin read: %w", err)
+		return corruptError(s.path, fmt.Errorf("begin read: %w", err))
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only; nothing to lose
-	return fn(tx)
+	return corruptError(s.path, fn(tx))
+}
+
+// QuickCheck runs SQLite's PRAGMA quick_check on the state file (every
+// page and row, without cross-checking indexes against their tables: a
+// fraction of integrity_check's time) and returns a *CorruptError when it
+// finds damage, so that a command can refuse a damaged state before it
+// writes anything.
+func (s *Store) QuickCheck(ctx context.Context) error {
+	var lines []string
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `PRAGMA quick_check(5)`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return err
+			}
+			lines = append(lines, line)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return err
+	}
+	if len(lines) == 1 && lines[0] == "ok" {
+		return nil
+	}
+	return &CorruptError{Path: s.path, Detail: "quick_check: " + strings.Join(lines, "; ")}
 }
 
 // ms converts t to integer milliseconds since the Unix epoch; the zero time

@@ -26,7 +26,7 @@ type SweepResult struct {
 //     the task spends one of its max_lost budget and gets a retry directive
 //     of kind lost, due at once (backoff is for failures), or, with the
 //     budget spent, fails
-//     ("lost N times") and its Downstream is cancelled — see settle in
+//     ("lost N times; its lost budget of M is spent") and its Downstream is cancelled — see settle in
 //     AcceptResult;
 //   - every active or draining worker whose last heartbeat is ttl or more
 //     ago (last_heartbeat_at + ttl <= now) becomes stale, with an

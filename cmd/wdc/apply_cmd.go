@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +37,22 @@ type ApplyCmd struct {
 // Exit codes: 0 when every task succeeded or there was nothing to do; 1 on
 // an error, a failed or cancelled task, or an interruption.
 func (c *ApplyCmd) Run(e *env) error {
+	// Output to a reader that went away (wdc apply | head) must not stop an
+	// apply half-way, with its lock, leases and workers in the middle of
+	// something. With SIGPIPE notified, a write to a closed pipe on fd 1 or
+	// 2 fails with EPIPE instead of killing the process (os/signal), and
+	// the streams drop what they cannot write. Notify, not Ignore: an
+	// ignored signal stays ignored in the workers and commands apply
+	// starts, a caught one is reset to its default for them. It stays
+	// notified until the process exits, for the last error line too.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	stdout := keepGoing(e.stdout)
+	e.stdout, e.stderr = stdout, keepGoing(e.stderr)
+	defer func() {
+		if err := stdout.Err(); err != nil {
+			fmt.Fprintf(e.stderr, "Warning: apply's output could not be written (%v); it carried on to the end: wdc status and wdc tasks list show the outcome.\n", err)
+		}
+	}()
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err
@@ -71,12 +88,26 @@ func (c *ApplyCmd) Run(e *env) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// Before the lock is ours an interrupt only stops the wait for it:
+	// nothing was changed, and there are no workers to drain.
+	var phase struct {
+		sync.Mutex
+		locked, interruptedWaiting bool
+	}
 	go func() {
 		select {
 		case <-sigs:
 		case <-ctx.Done():
 			return
 		}
+		phase.Lock()
+		if !phase.locked {
+			phase.interruptedWaiting = true
+			phase.Unlock()
+			cancel()
+			return
+		}
+		phase.Unlock()
 		fmt.Fprintln(e.stderr, "\nInterrupt received: no new leases; draining workers (interrupt again to stop at once).")
 		cancel()
 		select {
@@ -120,6 +151,11 @@ func (c *ApplyCmd) Run(e *env) error {
 		return err
 	}
 	defer store.Close()
+	// A damaged state is refused before anything is written (the lock
+	// included); a read or write that finds damage later says the same.
+	if err := store.QuickCheck(ctx); err != nil {
+		return err
+	}
 	var serialBefore int64
 	if saved != nil {
 		lineage, serial, err := store.Info(ctx)
@@ -132,9 +168,26 @@ func (c *ApplyCmd) Run(e *env) error {
 		serialBefore = serial
 	}
 
-	lock, err := engine.AcquireApplyLock(ctx, store, engine.LockOptions{Wait: c.LockTimeout})
-	if err != nil {
+	lock, err := engine.AcquireApplyLock(ctx, store, engine.LockOptions{Wait: c.LockTimeout, OnWait: func(l state.Lock) {
+		fmt.Fprintf(e.stderr, "The state lock is held by another apply (%s, host %s, pid %d, since %s); waiting up to %s for it (Ctrl-C gives up).\n",
+			l.Holder, l.Host, l.PID, formatTime(l.StartedAt), c.LockTimeout)
+	}})
+	phase.Lock()
+	phase.locked = err == nil
+	interrupted := phase.interruptedWaiting
+	phase.Unlock()
+	var waitErr *engine.LockWaitInterruptedError
+	switch {
+	case errors.As(err, &waitErr):
+		return waitErr
+	case err != nil && interrupted:
+		return errors.New("interrupted while taking the state lock: nothing was changed")
+	case err != nil:
 		return fmt.Errorf("acquiring the state lock: %w", err)
+	case interrupted:
+		// The lock came as the interrupt did: give it back untouched.
+		lock.Release(context.Background()) //nolint:errcheck // the next apply takes it over if this failed
+		return errors.New("interrupted while taking the state lock: nothing was changed")
 	}
 	lock.KeepAlive(context.Background())
 	defer lock.Release(context.Background()) //nolint:errcheck // reported by the next apply if it failed
@@ -345,7 +398,7 @@ func (e *env) stdinIsTerminal() bool {
 
 // isTerminal reports whether w is a terminal.
 func (e *env) isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/wdc-dev/wdc/state"
 	"github.com/willabides/kongplete"
 	"golang.org/x/term"
 )
@@ -34,7 +35,7 @@ type CLI struct {
 	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state, or complete one by hand."`
 	Logs        LogsCmd        `cmd:"" help:"Print an attempt's stdout (or --stderr) as its result delivered it."`
 	Artifacts   ArtifactsCmd   `cmd:"" help:"List and get the outputs tasks produced."`
-	Doctor      DoctorCmd      `cmd:"" help:"Check the state file and what it records (integrity, schema, a dead apply's lock and processes, stale workers, unplaceable tasks); say what is wrong and what to do. Exit 0 clean, 3 warnings, 4 errors."`
+	Doctor      DoctorCmd      `cmd:"" help:"Check the state file and what it records (integrity, schema, a dead apply's lock and processes, stale workers, leases left active with no apply, unplaceable tasks); say what is wrong and what to do. Exit 0 clean, 3 warnings, 4 errors."`
 	GC          GCCmd          `cmd:"" name:"gc" help:"Remove the stored logs, outputs and inputs that no attempt of the current definitions refers to (--dry-run lists them); prints what it frees."`
 	JoinToken   JoinTokenCmd   `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`
 	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
@@ -117,7 +118,7 @@ func (e *env) color(w io.Writer) bool {
 	if e.flags.NoColor || e.getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
@@ -164,6 +165,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
+		err = unknownCommand(kctx, err)
 		fmt.Fprintf(stderr, "wdc: error: %v\n", err)
 		if kctx != nil && len(args) > 0 {
 			fmt.Fprintf(stderr, "Run \"wdc --help\" for usage.\n")
@@ -176,8 +178,50 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 		if errors.As(err, &ee) {
 			return ee.code
 		}
+		// A damaged state file says so, whichever read or write found it,
+		// without the steps that led there.
+		var corrupt *state.CorruptError
+		if errors.As(err, &corrupt) {
+			err = corrupt
+		}
 		fmt.Fprintf(stderr, "wdc: error: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// unknownCommand turns kong's "unexpected argument X" for a word where a
+// command belongs (at the root, or under a command group such as wdc
+// tasks) into "unknown command X", listing the commands there; other
+// errors are returned as they are.
+func unknownCommand(kctx *kong.Context, err error) error {
+	var pe *kong.ParseError
+	if kctx == nil && errors.As(err, &pe) {
+		kctx = pe.Context
+	}
+	if kctx == nil {
+		return err
+	}
+	var word string
+	if _, scanErr := fmt.Sscanf(err.Error(), "unexpected argument %s", &word); scanErr != nil || err.Error() != "unexpected argument "+word {
+		return err
+	}
+	node := kctx.Model.Node
+	if sel := kctx.Selected(); sel != nil {
+		node = sel
+	}
+	var names []string
+	for _, c := range node.Children {
+		if c.Type == kong.CommandNode && !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return err
+	}
+	where := "wdc"
+	if node != kctx.Model.Node {
+		where = "wdc " + node.FullPath()[len(kctx.Model.Node.Name)+1:]
+	}
+	return fmt.Errorf("unknown command %q for %s; the commands are: %s", word, where, strings.Join(names, ", "))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -80,6 +81,17 @@ var doctorStates = map[string]func(t *testing.T, dir string){
 		mustDo(t, err)
 		mustDo(t, st.SetWorkerStatus(ctx, w.ID, state.WorkerStale, now))
 	},
+	"active lease without an apply": func(t *testing.T, dir string) {
+		st := openDoctorState(t, dir)
+		defer st.Close()
+		ctx, now := context.Background(), time.Now()
+		queueTasks(t, st, now)
+		w, err := st.RegisterWorker(ctx, state.Worker{Pool: "cpu", Labels: map[string]string{"arch": "amd64"}, Capacity: 1, Host: "elsewhere", PID: 7,
+			HeartbeatInterval: 2 * time.Second, TTL: 10 * time.Second}, now)
+		mustDo(t, err)
+		_, err = st.GrantLease(ctx, state.GrantRequest{Task: "task.build", WorkerID: w.ID, Timeout: time.Hour, Grace: time.Minute}, now)
+		mustDo(t, err)
+	},
 	"unplaceable task": func(t *testing.T, dir string) {
 		// An apply that runs (this very process holds the lock), with a cpu
 		// worker only, and task.train queued for five minutes.
@@ -122,6 +134,40 @@ func queueTasks(t *testing.T, st *state.Store, at time.Time) {
 	}
 }
 
+// corruptTable overwrites the root page of a table of the (closed) state
+// file at path with garbage, as a bad disk or a torn write could: SQLite
+// then reports "database disk image is malformed" when it reads the
+// table, while the schema (page 1) still reads.
+func corruptTable(path, table string) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return err
+	}
+	var root, pageSize int64
+	err = db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&root)
+	if err == nil {
+		err = db.QueryRow(`PRAGMA page_size`).Scan(&pageSize)
+	}
+	if err == nil {
+		_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xa5}, int(pageSize)), (root-1)*pageSize); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // dropTable drops a table of the state file at path with a plain SQLite
 // connection, as a tool other than wdc could.
 func dropTable(path, table string) error {
@@ -153,6 +199,8 @@ func TestDoctorExitCodes(t *testing.T) {
 			"    task.build (queued)", "To fix: Run wdc apply", "failed   lock.dead_holder", "Found 1 error."}},
 		{"stale worker with a lease", 3, []string{"Warning: [workers.stale_with_leases] Worker w-", "holds 1 active lease", "    task.build (attempt 1",
 			"To fix: No apply is running to expire them", "Found 1 warning."}},
+		{"active lease without an apply", 3, []string{"Warning: [leases.without_apply] No apply holds the state lock, but the state records 1 active lease and 1 active worker",
+			"    lease of task.build (attempt 1", "To fix: The next wdc apply revokes the leases as lost", "failed   leases.without_apply", "Found 1 warning."}},
 		{"unplaceable task", 3, []string{"Warning: [tasks.unplaceable] task.train has been queued for 5m", `placement { gpu = "a100" }`,
 			"    pool.gpu: no live worker", `    pool.cpu (1 live worker): needs gpu = "a100", has no gpu label`, "Found 1 warning."}},
 	}

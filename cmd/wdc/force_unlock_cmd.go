@@ -3,18 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+
+	"github.com/wdc-dev/wdc/engine"
 
 	"github.com/wdc-dev/wdc/state"
 )
 
 // ForceUnlockCmd removes the apply lock by hand, for a lock whose holder is
 // gone on another host (a dead holder on this host is taken over
-// automatically).
+// automatically). A holder alive on this host is refused without --force.
 type ForceUnlockCmd struct {
-	ID string `arg:"" name:"id" help:"The lock ID, as the locked-state error prints it."`
+	ID    string `arg:"" name:"id" help:"The lock ID, as the locked-state error prints it."`
+	Force bool   `name:"force" help:"Remove the lock even though the apply holding it runs on this host (it stops at its next renewal); without it, such a lock is refused."`
 }
 
-// Run removes the lock if its ID matches. Errors: no lock, or another ID.
+// Run removes the lock if its ID matches. Errors: no lock, another ID, or
+// (without --force) a holder alive on this host.
 func (c *ForceUnlockCmd) Run(e *env) error {
 	path, err := e.statePathForReading()
 	if err != nil {
@@ -26,7 +31,8 @@ func (c *ForceUnlockCmd) Run(e *env) error {
 		return err
 	}
 	defer st.Close()
-	l, err := st.ForceUnlock(ctx, c.ID, e.now())
+	host, _ := os.Hostname()
+	l, err := engine.ForceUnlock(ctx, st, c.ID, host, c.Force, e.now(), nil)
 	if err != nil {
 		return err
 	}

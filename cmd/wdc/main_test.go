@@ -305,14 +305,18 @@ func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
 //
 //	break-state drop-table NAME   drop a table with a plain SQLite connection
 //	break-state empty             truncate the file to 0 bytes
+//	break-state corrupt-table NAME overwrite a table's root page with garbage
 func cmdBreakState(ts *testscript.TestScript, neg bool, args []string) {
+	const usage = "usage: break-state drop-table NAME | empty | corrupt-table NAME"
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: break-state drop-table NAME | empty")
+		ts.Fatalf(usage)
 	}
 	path := filepath.Join(ts.MkAbs("."), defaultStatePath)
 	switch {
 	case args[0] == "drop-table" && len(args) == 2:
 		ts.Check(dropTable(path, args[1]))
+	case args[0] == "corrupt-table" && len(args) == 2:
+		ts.Check(corruptTable(path, args[1]))
 	case args[0] == "empty" && len(args) == 1:
 		ts.Check(os.Truncate(path, 0))
 		for _, side := range []string{"-wal", "-shm"} {
@@ -321,7 +325,7 @@ func cmdBreakState(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 	default:
-		ts.Fatalf("usage: break-state drop-table NAME | empty")
+		ts.Fatalf(usage)
 	}
 }
 

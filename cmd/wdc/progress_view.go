@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -47,7 +46,7 @@ type progressView struct {
 func newProgressView(w io.Writer, terminal bool) *progressView {
 	v := &progressView{w: w, terminal: terminal, counts: map[string]int{}, running: map[string]int64{},
 		stop: make(chan struct{}), done: make(chan struct{}), width: func() int { return 80 }}
-	if f, ok := w.(*os.File); ok && terminal {
+	if f, ok := fileOf(w); ok && terminal {
 		v.width = func() int {
 			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
 				return cols
@@ -215,7 +214,9 @@ func eventLine(e engine.Event) string {
 		detail = "worker " + e.WorkerID + ": " + e.Message
 	default:
 		detail = e.Message
-		if e.Attempt > 0 && e.Kind != engine.EventQueued {
+		// Name the attempt, unless the message starts with it already
+		// ("attempt 4 failed …").
+		if e.Attempt > 0 && e.Kind != engine.EventQueued && !strings.HasPrefix(e.Message, fmt.Sprintf("attempt %d ", e.Attempt)) {
 			detail = fmt.Sprintf("attempt %d: %s", e.Attempt, e.Message)
 		}
 	}

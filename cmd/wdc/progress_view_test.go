@@ -58,3 +58,22 @@ func TestProgressViewTracksRunningAttempts(t *testing.T) {
 		t.Errorf("status line = %q", last)
 	}
 }
+
+func TestEventLineNamesTheAttemptOnce(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		e    engine.Event
+		want string
+	}{
+		{engine.Event{Kind: engine.EventFailed, Task: "task.a", Attempt: 4, Message: "attempt 4 failed (failure 4 of 4; failure budget spent): exit status 1"},
+			"failed     task.a: attempt 4 failed (failure 4 of 4; failure budget spent): exit status 1"},
+		{engine.Event{Kind: engine.EventReleased, Task: "task.a", Attempt: 1, Message: "apply interrupted before the attempt reported"},
+			"released   task.a: attempt 1: apply interrupted before the attempt reported"},
+		{engine.Event{Kind: engine.EventRetried, Task: "task.a", Attempt: 1, Message: "attempt 12 of another task"},
+			"retried    task.a: attempt 1: attempt 12 of another task"},
+	} {
+		if got := eventLine(tt.e); got != tt.want {
+			t.Errorf("eventLine(%+v) =\n  %q, want\n  %q", tt.e, got, tt.want)
+		}
+	}
+}

@@ -625,7 +625,7 @@ func TestSchemaStatus(t *testing.T) {
 	one, zero := 1, 0
 	running := statusDoc{FormatVersion: statusFormatVersion, Path: "/x/.wdc/state.db", Exists: true, At: at,
 		Apply: &statusApply{ID: "ab12", Holder: "me@h", Host: "h", PID: 7, Since: at.Add(-time.Minute), ExpiresAt: at.Add(time.Minute),
-			CoordinatorURL: "http://127.0.0.1:4000", Answered: true},
+			CoordinatorURL: "http://127.0.0.1:4000", HolderState: "live", Answered: true},
 		Pools: []statusPool{{Name: "p", Provider: "local", Max: 4, Workers: map[string]int{"active": 2}, Busy: 1, Idle: 1, Queued: &one, Pending: &zero,
 			Supervisor: &protocol.SupervisorDecision{Action: "hold", Reason: "1 queued task fit the free slots", At: at}}},
 		Tasks:        map[string]int{"queued": 1, "running": 1},
@@ -644,6 +644,7 @@ func TestSchemaStatus(t *testing.T) {
 		}},
 		{"a worker status gone", func(d map[string]any) { d["pools"].([]any)[0].(map[string]any)["workers"].(map[string]any)["gone"] = 1 }},
 		{"an unknown task status", func(d map[string]any) { d["tasks"].(map[string]any)["waiting"] = 1 }},
+		{"an unknown holder state", func(d map[string]any) { d["apply"].(map[string]any)["holder_state"] = "asleep" }},
 		{"no format_version", func(d map[string]any) { delete(d, "format_version") }},
 		{"another major format version", func(d map[string]any) { d["format_version"] = "2.0" }},
 	} {

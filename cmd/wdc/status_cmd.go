@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/engine"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -16,7 +19,7 @@ type StatusCmd struct {
 }
 
 // statusFormatVersion is the status document's format_version.
-const statusFormatVersion = "1.0"
+const statusFormatVersion = "1.1"
 
 type statusDoc struct {
 	FormatVersion string         `json:"format_version"`
@@ -37,6 +40,10 @@ type statusApply struct {
 	Since          time.Time `json:"since"`
 	ExpiresAt      time.Time `json:"expires_at"`
 	CoordinatorURL string    `json:"coordinator_url"`
+	// HolderState is how the apply is judged, as doctor and apply judge
+	// it (engine.JudgeHolder): "live", "dead" (its pid no longer runs on
+	// this host) or "stalled" (it stopped renewing the lock). Format 1.1.
+	HolderState string `json:"holder_state"`
 	// Answered is whether the coordinator answered the status call;
 	// Error says why not.
 	Answered bool   `json:"answered"`
@@ -77,8 +84,14 @@ func (c *StatusCmd) Run(e *env) error {
 		Pools: []statusPool{}, Tasks: map[string]int{}}
 	var sup map[string]protocol.PoolSupervision
 	if l := snap.Lock; l != nil {
-		doc.Apply = &statusApply{ID: l.ID, Holder: l.Holder, Host: l.Host, PID: l.PID, Since: l.StartedAt, ExpiresAt: l.ExpiresAt, CoordinatorURL: l.CoordinatorURL}
-		if resp, err := e.coordinatorStatus(); err != nil {
+		host, _ := os.Hostname()
+		holder := engine.JudgeHolder(*l, host, 0, now, nil)
+		doc.Apply = &statusApply{ID: l.ID, Holder: l.Holder, Host: l.Host, PID: l.PID, Since: l.StartedAt, ExpiresAt: l.ExpiresAt, CoordinatorURL: l.CoordinatorURL,
+			HolderState: holder.String()}
+		if holder == engine.HolderDead {
+			// Nothing to ask: its process is gone.
+			doc.Apply.Error = "the apply is gone: its pid no longer runs on this host"
+		} else if resp, err := e.coordinatorStatus(); err != nil {
 			doc.Apply.Error = err.Error()
 		} else {
 			doc.Apply.Answered = true
@@ -148,13 +161,18 @@ func renderStatus(e *env, d statusDoc, total int) error {
 		return nil
 	case a == nil:
 		fmt.Fprintf(w, "No apply is running (state %s).\n", d.Path)
+	case a.HolderState == engine.HolderDead.String():
+		fmt.Fprintf(w, "Apply %s is gone: it holds the state lock since %s (%s) as %s on %s, but pid %d no longer runs on this host\n",
+			a.ID, formatTime(a.Since), ago(a.Since), a.Holder, a.Host, a.PID)
+		fmt.Fprintln(w, "  The next wdc apply takes the lock over and continues its unfinished tasks; wdc doctor says what it left.")
+	case a.HolderState == engine.HolderStalled.String():
+		fmt.Fprintf(w, "Apply %s is not answering: it stopped renewing the state lock (expired %s, %s); held since %s by %s on %s (pid %d)\n",
+			a.ID, formatTime(a.ExpiresAt), ago(a.ExpiresAt), formatTime(a.Since), a.Holder, a.Host, a.PID)
+		renderCoordinator(w, a)
+		fmt.Fprintln(w, "  The next wdc apply takes the lock over; wdc doctor says more.")
 	default:
 		fmt.Fprintf(w, "Apply %s running since %s (%s), held by %s on %s (pid %d)\n", a.ID, formatTime(a.Since), ago(a.Since), a.Holder, a.Host, a.PID)
-		fmt.Fprintf(w, "  coordinator: %s", orDash(a.CoordinatorURL))
-		if !a.Answered {
-			fmt.Fprintf(w, " (did not answer: %s)", a.Error)
-		}
-		fmt.Fprintln(w)
+		renderCoordinator(w, a)
 	}
 	fmt.Fprintln(w)
 	if len(d.Pools) > 0 {
@@ -198,4 +216,14 @@ func renderStatus(e *env, d statusDoc, total int) error {
 	}
 	_, err := fmt.Fprintln(w, line+".")
 	return err
+}
+
+// renderCoordinator prints the apply's coordinator line: its URL, and why
+// it did not answer.
+func renderCoordinator(w io.Writer, a *statusApply) {
+	fmt.Fprintf(w, "  coordinator: %s", orDash(a.CoordinatorURL))
+	if !a.Answered {
+		fmt.Fprintf(w, " (did not answer: %s)", a.Error)
+	}
+	fmt.Fprintln(w)
 }
