@@ -1,8 +1,9 @@
-# `make test` runs every check and test, the release check last; .ci/run
-# calls exactly it.
+# `make test` runs every check and test, the release check last, then, when
+# CI=true or WDC_TEST_KUBERNETES=1, the Kubernetes end-to-end tests
+# (test-kubernetes: needs root); .ci/run calls exactly it.
 GO ?= go
 
-.PHONY: build test quickstart release release-check
+.PHONY: build test test-kubernetes quickstart release release-check
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/wdc ./cmd/wdc
@@ -14,6 +15,19 @@ test:
 	$(GO) test -count=1 -timeout 20m ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./state/ ./engine/ ./agent/ ./artifact/ ./providers/...
 	$(MAKE) --no-print-directory release-check
+	@if [ "$$CI" = true ] || [ "$$WDC_TEST_KUBERNETES" = 1 ]; then \
+		$(MAKE) --no-print-directory test-kubernetes; \
+	else \
+		echo "test-kubernetes skipped: set WDC_TEST_KUBERNETES=1 (or CI=true) to run it (needs root)"; \
+	fi
+
+# The Kubernetes end-to-end tests on a throwaway cluster with a real kubelet
+# (scripts/test-kubernetes.sh: installs containerd, runc, the CNI plugins
+# and busybox-static when missing, builds the testbed of WDC_K8S_TESTBED,
+# default ../shared/tools/k8s-testbed.sh, brings it up and always down).
+# Never alongside other tests: they are CPU-sensitive.
+test-kubernetes:
+	GO=$(GO) scripts/test-kubernetes.sh
 
 quickstart: build
 	bin/wdc --chdir examples/quickstart validate

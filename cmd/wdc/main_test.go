@@ -35,8 +35,16 @@ func TestMain(m *testing.M) {
 // TestScripts runs the end-to-end scripts in testdata/scripts. Set
 // WDC_UPDATE_SCRIPTS=1 to rewrite their expected output sections.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 filepath.Join("..", "..", "testdata", "scripts"),
+	testscript.Run(t, scriptParams("scripts"))
+}
+
+// scriptParams returns the testscript parameters every script suite
+// shares: the scripts in testdata/DIR, $REPO the repository's root, HOME
+// a folder of the script's own, NO_COLOR set, and the custom commands
+// below.
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 filepath.Join("..", "..", "testdata", dir),
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       os.Getenv("WDC_UPDATE_SCRIPTS") != "",
@@ -60,8 +68,9 @@ func TestScripts(t *testing.T) {
 			"free-port":        cmdFreePort,
 			"break-state":      cmdBreakState,
 			"http-get":         cmdHTTPGet,
+			"wait-lease":       cmdWaitLease,
 		},
-	})
+	}
 }
 
 // cmdSeedState records tasks of the configuration in the current directory

@@ -32,8 +32,8 @@ var factories = map[string]providertest.Factory{
 	kubernetes.Name: kubernetesRequest,
 }
 
-// Environment of the Kubernetes conformance run (bench/k8s-suite.sh sets
-// them): a testbed's kubeconfig, and an image holding this test binary,
+// Environment of the Kubernetes conformance run (scripts/test-kubernetes.sh
+// sets them): a testbed's kubeconfig, and an image holding this test binary,
 // compiled with CGO_ENABLED=0, at KubernetesTestCommandEnv's path.
 const (
 	kubeconfigEnv = "WDC_TEST_KUBECONFIG"
@@ -48,7 +48,7 @@ func kubernetesRequest(t *testing.T) (providers.Provider, providers.LaunchReques
 	t.Helper()
 	kubeconfig, image, command := os.Getenv(kubeconfigEnv), os.Getenv(imageEnv), os.Getenv(commandEnv)
 	if kubeconfig == "" || image == "" || command == "" {
-		t.Skipf("no cluster: set %s, %s and %s (the Kubernetes suite of `make test-k8s` does)", kubeconfigEnv, imageEnv, commandEnv)
+		t.Skipf("no cluster: set %s, %s and %s (scripts/test-kubernetes.sh, `make test-kubernetes`, does)", kubeconfigEnv, imageEnv, commandEnv)
 	}
 	req := localRequest(t)
 	req.Executable, req.WorkDir = command, "/wdc-work"

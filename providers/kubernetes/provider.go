@@ -295,6 +295,34 @@ func deleteJob(ctx context.Context, jobs interface {
 	return err
 }
 
+// killJob deletes a Job of a dead apply and kills its pods: the Job with
+// foreground propagation and a grace period of 0 (so its controller starts
+// no new pod), then each of its pods with a grace period of 0. Its worker
+// has nothing to drain to: the apply whose coordinator would take its
+// results is gone, and its leases are revoked. Without the pods' own
+// deletion the garbage collector would delete them with the pod's
+// termination grace period (the drain timeout plus 15 s), and a worker
+// busy with a task would keep its pod (and the next apply waiting for it)
+// that long. Objects that are gone already are not an error.
+func killJob(ctx context.Context, cl *cluster, ns, name string) error {
+	zero := int64(0)
+	if err := deleteJob(ctx, cl.Batch.Jobs(ns), name, &zero); err != nil {
+		return fmt.Errorf("deleting Job %s/%s: %w", ns, name, err)
+	}
+	pods, err := cl.Core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + name})
+	if err != nil {
+		return fmt.Errorf("listing the pods of Job %s/%s: %w", ns, name, err)
+	}
+	var errs []error
+	for _, pod := range pods.Items {
+		err := cl.Core.Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", ns, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // lookup returns the worker an ID names. Errors: a malformed ID, or one
 // this provider did not launch.
 func (p *Provider) lookup(id string) (*worker, error) {
@@ -610,11 +638,11 @@ func (p *Provider) streamLog(w *worker, pod string) {
 	}
 }
 
-// Reclaim deletes the Jobs (foreground), Secrets and Leases of the dead
-// applies (req.ApplyIDs, and the apply ids of req.Launches) of the state's
-// lineage, in the namespaces of req.Settings' blocks and of the launch
-// records, found by their labels, and waits, bounded, until their pods are
-// gone. Launch records whose Job it found are Stopped, the others Gone;
+// Reclaim deletes the Jobs (foreground, their pods killed: killJob),
+// Secrets and Leases of the dead applies (req.ApplyIDs, and the apply ids
+// of req.Launches) of the state's lineage, in the namespaces of
+// req.Settings' blocks and of the launch records, found by their labels,
+// and waits, bounded, until their pods are gone. Launch records whose Job it found are Stopped, the others Gone;
 // Orphans counts the Secrets and Leases of launches without a record.
 func (p *Provider) Reclaim(ctx context.Context, req providers.ReclaimRequest) (providers.ReclaimResponse, error) {
 	var resp providers.ReclaimResponse
@@ -630,7 +658,7 @@ func (p *Provider) Reclaim(ctx context.Context, req providers.ReclaimRequest) (p
 		switch f.kind {
 		case "Job":
 			stopped[f.namespace+"/"+f.name] = true
-			if err := deleteJob(ctx, f.cl.Batch.Jobs(f.namespace), f.name, nil); err != nil {
+			if err := killJob(ctx, f.cl, f.namespace, f.name); err != nil {
 				errs = append(errs, err)
 			}
 		case "Secret":

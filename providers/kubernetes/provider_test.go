@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
@@ -25,7 +26,7 @@ import (
 // The fake clientset neither validates nor runs anything (and a dry run
 // writes there): these tests check what the provider sends and how it
 // reads what it watches. The end-to-end tests run against a real API
-// server and kubelet (testdata/scripts/k8s_*.txtar).
+// server and kubelet (testdata/k8s-scripts/*.txtar).
 
 func block() *wdchcl.KubernetesPool {
 	return &wdchcl.KubernetesPool{Namespace: "jobs", Image: "local/wdc:1", ImagePullPolicy: "Never", Command: "/wdc",
@@ -489,6 +490,57 @@ func TestReclaimDeletesOnlyWhatDeadAppliesLabelled(t *testing.T) {
 	// Without the lineage nothing is known to be this state's.
 	if resp, err := p.Reclaim(ctx, providers.ReclaimRequest{ApplyIDs: []string{"alive"}, Settings: []any{block()}}); err != nil || len(resp.Stopped) != 0 {
 		t.Errorf("Reclaim without a lineage = %+v, %v", resp, err)
+	}
+}
+
+// A dead apply's worker has nothing to drain to: Reclaim kills its pods
+// (grace period 0) instead of leaving them to the garbage collector, which
+// would give each its termination grace period (the drain timeout + 15 s,
+// longer than Reclaim waits) while its task runs on. Found by
+// testdata/k8s-scripts/k8s_sigkill_reapply.txtar.
+func TestReclaimKillsTheDeadAppliesPods(t *testing.T) {
+	ctx := context.Background()
+	req := request(t, 1)
+	req.ApplyID = "dead-1"
+	o, err := Render(req, block(), "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cs := fakeProvider(t, o.Job, o.Secret, o.Lease)
+	running := pod(o, agentStatus(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}))
+	running.Labels = map[string]string{jobNameLabel: o.Job.Name}
+	if _, err := cs.CoreV1().Pods("jobs").Create(ctx, running, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs.ClearActions()
+	if _, err := p.Reclaim(ctx, providers.ReclaimRequest{Lineage: "lin-1", ApplyIDs: []string{"dead-1"}, Settings: []any{block()}}); err != nil {
+		t.Fatal(err)
+	}
+	var podDeleted, jobDeleted bool
+	for _, a := range cs.Actions() {
+		d, ok := a.(k8stesting.DeleteAction)
+		if !ok {
+			continue
+		}
+		opts := d.GetDeleteOptions()
+		switch d.GetResource().Resource {
+		case "pods":
+			podDeleted = d.GetName() == running.Name
+			if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 {
+				t.Errorf("pod %s deleted with grace period %v, want 0", d.GetName(), opts.GracePeriodSeconds)
+			}
+		case "jobs":
+			jobDeleted = d.GetName() == o.Job.Name
+			if opts.PropagationPolicy == nil || *opts.PropagationPolicy != metav1.DeletePropagationForeground {
+				t.Errorf("Job deleted with propagation %v, want Foreground", opts.PropagationPolicy)
+			}
+		}
+	}
+	if !podDeleted || !jobDeleted {
+		t.Errorf("Reclaim deleted the pod: %v, the Job: %v; want both", podDeleted, jobDeleted)
+	}
+	if pods, _ := cs.CoreV1().Pods("jobs").List(ctx, metav1.ListOptions{}); len(pods.Items) != 0 {
+		t.Errorf("%d pods left after Reclaim", len(pods.Items))
 	}
 }
 
