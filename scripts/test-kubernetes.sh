@@ -17,8 +17,9 @@
 # root (kubelet and containerd manage cgroups and mounts).
 #
 # Environment:
-#   WDC_K8S_TESTBED   the testbed script (default: ../shared/tools/k8s-testbed.sh
-#                     relative to the repository's root)
+#   WDC_K8S_TESTBED   the testbed script (default: the first shared/tools/k8s-testbed.sh
+#                     beside the repository's root or one of its parents, else beside
+#                     the checkout it was cloned from, for a clean clone elsewhere)
 #   WDC_K8S_TESTBED_DIR, WDC_K8S_PORT_BASE, …  passed on to the testbed (read
 #                     its header); the default cache is $HOME/.cache/wdc-k8s-testbed
 #   GO                the go command (default go)
@@ -29,7 +30,21 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 GO=${GO:-go}
-testbed=${WDC_K8S_TESTBED:-$root/../shared/tools/k8s-testbed.sh}
+# find_testbed prints the first shared/tools/k8s-testbed.sh beside the
+# root or a parent of it, then beside the local checkout origin names.
+find_testbed() {
+	local d origin
+	for d in "$root" "$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)"; do
+		[ -n "$d" ] && [ -d "$d" ] || continue
+		d=$(cd "$d" && pwd)
+		while [ "$d" != / ]; do
+			d=$(dirname "$d")
+			[ -f "$d/shared/tools/k8s-testbed.sh" ] && { echo "$d/shared/tools/k8s-testbed.sh"; return; }
+		done
+	done
+	echo "$root/../shared/tools/k8s-testbed.sh"
+}
+testbed=${WDC_K8S_TESTBED:-$(find_testbed)}
 export WDC_K8S_NODE=kubelet
 
 log() { printf '[test-kubernetes] %s\n' "$*" >&2; }

@@ -886,7 +886,6 @@ func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest
 	pod.Name, pod.Namespace = objs.Job.Name, ns
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	var errs []error
 	for _, c := range []struct {
 		kind   string
 		create func() error
@@ -903,8 +902,10 @@ func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest
 		case !errors.As(err, &status):
 			return providers.DryRunResponse{}, fmt.Errorf("%w: %s on %s: %v", providers.ErrUnreachable, c.kind, cl.Server, err)
 		default:
-			errs = append(errs, fmt.Errorf("the API server refused the %s %s/%s: %w", c.kind, ns, objs.Job.Name, err))
+			// The first refusal says it; the objects after it would
+			// mostly repeat it (a namespace that does not exist).
+			return providers.DryRunResponse{}, fmt.Errorf("the API server refused the %s %s/%s: %w", c.kind, ns, objs.Job.Name, err)
 		}
 	}
-	return providers.DryRunResponse{}, errors.Join(errs...)
+	return providers.DryRunResponse{}, nil
 }
