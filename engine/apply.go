@@ -74,7 +74,7 @@ type ApplyPool struct {
 	// Workers is the number the plan launches (PoolChange.Workers).
 	Workers int
 	// Settings is the pool's provider block (for kubernetes:
-	// *hcl.KubernetesPool), handed to the provider with every launch; nil
+	// *hcl.KubernetesPool, for ray: *hcl.RayPool), handed to the provider with every launch; nil
 	// for a provider without one.
 	Settings any
 }
@@ -215,6 +215,11 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		}
 		if pool.Kubernetes != nil {
 			ap.Settings = pool.Kubernetes
+			ap.Runtime.SharesNoDisk = true
+		}
+		if pool.Ray != nil {
+			// A Ray job may run on any node of the cluster.
+			ap.Settings = pool.Ray
 			ap.Runtime.SharesNoDisk = true
 		}
 		if pool.SensitiveLabels || len(pool.SensitiveLabelKeys) > 0 {

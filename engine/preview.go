@@ -26,7 +26,8 @@ const PreviewServerURL = "COORDINATOR-URL-KNOWN-AFTER-APPLY"
 
 // LaunchPreview is what one launch of a pool would create on its target,
 // as its provider renders it (providers.Renderer), for pools whose
-// provider creates objects (a Kubernetes Job, Secret and Lease).
+// provider creates objects (a Kubernetes Job, Secret and Lease; a Ray job
+// submission).
 type LaunchPreview struct {
 	Pool     string
 	Provider string
@@ -50,6 +51,9 @@ func LaunchRequestFor(p *wdchcl.Pool, lineage string, seq int) providers.LaunchR
 	}
 	if p.Kubernetes != nil {
 		req.Settings = p.Kubernetes
+	}
+	if p.Ray != nil {
+		req.Settings = p.Ray
 	}
 	return req
 }
@@ -131,6 +135,10 @@ func PreviewLaunches(ctx context.Context, cfg *wdchcl.Config, plan *Plan, opts P
 func poolSubject(p *wdchcl.Pool) *hcl.Range {
 	if p.Kubernetes != nil {
 		r := p.Kubernetes.Range
+		return &r
+	}
+	if p.Ray != nil {
+		r := p.Ray.Range
 		return &r
 	}
 	r := p.DeclRange

@@ -32,7 +32,7 @@ type ProviderEntry struct {
 	Pools []string
 	// ClusterWritesEnabled is true when a pool of the configuration that
 	// uses the provider enables cluster writes (allow_writes = true in its
-	// kubernetes block; writes are off unless a pool opts in,
+	// kubernetes or ray block; writes are off unless a pool opts in,
 	// docs/design.md §3 invariant 10).
 	ClusterWritesEnabled bool
 }
@@ -67,9 +67,9 @@ func ListProviders(entries []providers.Entry, cfg *wdchcl.Config) []ProviderEntr
 }
 
 // AllowsClusterWrites reports whether pool p lets apply write to its
-// cluster: allow_writes = true in its kubernetes block.
+// cluster: allow_writes = true in its kubernetes or ray block.
 func AllowsClusterWrites(p *wdchcl.Pool) bool {
-	return p.Kubernetes != nil && p.Kubernetes.AllowWrites
+	return (p.Kubernetes != nil && p.Kubernetes.AllowWrites) || (p.Ray != nil && p.Ray.AllowWrites)
 }
 
 // ClusterWriteDiags returns an error diagnostic, on the pool's provider
@@ -87,10 +87,18 @@ func ClusterWriteDiags(cfg *wdchcl.Config) hcl.Diagnostics {
 		if !writes[p.Provider] || AllowsClusterWrites(p) {
 			continue
 		}
+		what := "Jobs, Secrets and Leases in a Kubernetes cluster"
+		if p.Provider == "ray" {
+			what = "Ray jobs on a Ray cluster"
+		}
 		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cluster writes not allowed",
-			Detail: fmt.Sprintf("Pool %q would create Jobs, Secrets and Leases in a Kubernetes cluster, and apply writes to a cluster only when the pool allows it: add allow_writes = true to its %s block (wdc plan shows what it would create).", p.Name, p.Provider)}
-		if p.Kubernetes != nil {
+			Detail: fmt.Sprintf("Pool %q would create %s, and apply writes to a cluster only when the pool allows it: add allow_writes = true to its %s block (wdc plan shows what it would create).", p.Name, what, p.Provider)}
+		switch {
+		case p.Kubernetes != nil:
 			r := p.Kubernetes.Range
+			d.Subject = &r
+		case p.Ray != nil:
+			r := p.Ray.Range
 			d.Subject = &r
 		}
 		diags = append(diags, d)

@@ -7,6 +7,8 @@ import (
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
+	// The ray provider, registered for ClusterWriteDiags.
+	_ "github.com/wdc-dev/wdc/providers/ray"
 )
 
 func TestListProviders(t *testing.T) {
@@ -45,5 +47,33 @@ func TestListProviders(t *testing.T) {
 	}
 	if list[1].Info != ExternalProviderInfo {
 		t.Errorf("external = %+v, want ExternalProviderInfo", list[1].Info)
+	}
+}
+
+// Ray pools: apply refuses them without allow_writes, naming Ray jobs and
+// pointing at the ray block; their block reaches the provider as Settings
+// (launches and reclaim), and their workers share no disk with apply.
+func TestRayPoolWiring(t *testing.T) {
+	t.Parallel()
+	closed := &wdchcl.RayPool{Address: "http://h:8265", WdcPath: "/wdc"}
+	closed.Range.Start.Line = 7
+	open := &wdchcl.RayPool{Address: "http://h:8265", WdcPath: "/wdc", AllowWrites: true}
+	cfg := &wdchcl.Config{Pools: []*wdchcl.Pool{{Name: "closed", Provider: "ray", Ray: closed}, {Name: "open", Provider: "ray", Ray: open}}}
+	if !AllowsClusterWrites(cfg.Pools[1]) || AllowsClusterWrites(cfg.Pools[0]) {
+		t.Error("AllowsClusterWrites does not follow the ray block's allow_writes")
+	}
+	diags := ClusterWriteDiags(cfg)
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail, `Pool "closed" would create Ray jobs`) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 7 {
+		t.Errorf("ClusterWriteDiags = %v", diags)
+	}
+	if s := ProviderSettings(cfg)["ray"]; len(s) != 2 || s[0] != any(closed) {
+		t.Errorf("ProviderSettings[ray] = %v", s)
+	}
+	pools, _ := ApplyInputs(cfg, &Plan{})
+	if pools[1].Settings != any(open) || !pools[1].Runtime.SharesNoDisk {
+		t.Errorf("ApplyInputs: %+v", pools[1])
+	}
+	if req := LaunchRequestFor(cfg.Pools[0], "", 1); req.Settings != any(closed) {
+		t.Errorf("LaunchRequestFor: Settings %v", req.Settings)
 	}
 }

@@ -150,7 +150,8 @@ func strays(ctx context.Context, store *state.Store, applyID string, settings ma
 }
 
 // ProviderSettings returns the provider blocks of cfg's pools by provider
-// name (for kubernetes: their *hcl.KubernetesPool), as ReclaimStrays and
+// name (for kubernetes: their *hcl.KubernetesPool; for ray:
+// *hcl.RayPool), as ReclaimStrays and
 // FindLeftovers take them; nil for a nil cfg.
 func ProviderSettings(cfg *wdchcl.Config) map[string][]any {
 	if cfg == nil {
@@ -160,6 +161,9 @@ func ProviderSettings(cfg *wdchcl.Config) map[string][]any {
 	for _, p := range cfg.Pools {
 		if p.Kubernetes != nil {
 			out[p.Provider] = append(out[p.Provider], p.Kubernetes)
+		}
+		if p.Ray != nil {
+			out[p.Provider] = append(out[p.Provider], p.Ray)
 		}
 	}
 	return out

@@ -115,6 +115,9 @@ type Pool struct {
 	// Kubernetes is the kubernetes { } block of a pool with provider =
 	// "kubernetes" (required for it; nil otherwise).
 	Kubernetes *KubernetesPool
+	// Ray is the ray { } block of a pool with provider = "ray" (required
+	// for it; nil otherwise).
+	Ray *RayPool
 	// SensitiveLabels is true when labels as a whole are computed from a
 	// sensitive variable; SensitiveLabelKeys names single labels whose
 	// values are. Outputs show "(sensitive)" instead of those values.

@@ -41,7 +41,7 @@ const (
 var Providers = map[string]bool{
 	"local":      true,
 	"external":   true,
-	"ray":        false,
+	"ray":        true,
 	"kubernetes": true,
 }
 
@@ -420,11 +420,16 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 		}
 	}
 
-	sawKubernetes := false
+	sawKubernetes, sawRay := false, false
 	defer func() {
 		if providerOK && p.Provider == "kubernetes" && !sawKubernetes {
 			l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing kubernetes block",
 				Detail:  fmt.Sprintf("Pool %q uses provider \"kubernetes\", so it needs a kubernetes { } block with at least image = \"…\" (an image holding the wdc binary).", p.Name),
+				Subject: b.Body.MissingItemRange().Ptr()})
+		}
+		if providerOK && p.Provider == "ray" && !sawRay {
+			l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing ray block",
+				Detail:  fmt.Sprintf("Pool %q uses provider \"ray\", so it needs a ray { } block with at least address = \"http://…:8265\" (the Ray dashboard) and wdc_path = \"…\" (the wdc binary on the Ray nodes).", p.Name),
 				Subject: b.Body.MissingItemRange().Ptr()})
 		}
 	}()
@@ -471,6 +476,11 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 		if pb.Type == "kubernetes" {
 			sawKubernetes = true
 			l.kubernetes(p, pb, sc)
+			continue
+		}
+		if pb.Type == "ray" {
+			sawRay = true
+			l.ray(p, pb, sc)
 			continue
 		}
 		if pb.Type == "local" {

@@ -319,7 +319,6 @@ func check(info Info, p Provider) *ContractError {
 // planned are the providers the design names that are not built yet.
 var planned = []Info{
 	{Name: "kubernetes", Summary: "workers as Kubernetes Jobs (batch/v1), each with a Lease, through client-go"},
-	{Name: "ray", Summary: "workers as Ray jobs, through the Ray Jobs REST API"},
 }
 
 // defaultRegistry is the registry provider packages register into from

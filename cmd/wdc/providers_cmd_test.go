@@ -63,7 +63,7 @@ func TestProvidersTable(t *testing.T) {
 		{"external", "built-in", "available", "no", "no", "not applicable", "edge", "workers that join"},
 		{"kubernetes", "built-in", "available", "yes", "yes", "disabled", "-", "Kubernetes Jobs"},
 		{"local", "built-in", "available", "yes", "no", "not applicable", "builders,spare", "worker processes on this machine"},
-		{"ray", "-", "planned, not built", "-", "-", "-", "-", "Ray jobs"},
+		{"ray", "built-in", "available", "yes", "yes", "disabled", "-", "Ray jobs"},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), stdout)

@@ -13,6 +13,7 @@ import (
 	"github.com/wdc-dev/wdc/providers/kubernetes"
 	"github.com/wdc-dev/wdc/providers/local"
 	"github.com/wdc-dev/wdc/providers/providertest"
+	"github.com/wdc-dev/wdc/providers/ray"
 )
 
 func TestMain(m *testing.M) {
@@ -30,6 +31,39 @@ var factories = map[string]providertest.Factory{
 		return local.New(), localRequest(t)
 	},
 	kubernetes.Name: kubernetesRequest,
+	ray.Name:        rayRequest,
+}
+
+// options are the conformance options of providers whose targets report
+// less than a process does.
+var options = map[string]providertest.Options{
+	ray.Name: {NoExitCodeAfterStop: true},
+}
+
+// Environment of the Ray conformance run: a Ray head's dashboard URL and,
+// for a head with token authentication, the file holding its token. The
+// head runs on this machine (it runs this test binary by its path).
+const (
+	rayAddressEnv   = "WDC_TEST_RAY_ADDRESS"
+	rayTokenFileEnv = "WDC_TEST_RAY_TOKEN_FILE"
+)
+
+// rayRequest launches this test binary, as a fake agent, as a job on the
+// Ray head WDC_TEST_RAY_ADDRESS names; without it the sub-test is skipped.
+func rayRequest(t *testing.T) (providers.Provider, providers.LaunchRequest) {
+	t.Helper()
+	address := os.Getenv(rayAddressEnv)
+	if address == "" {
+		t.Skipf("no Ray head: set %s (and %s for a head with token authentication)", rayAddressEnv, rayTokenFileEnv)
+	}
+	req := localRequest(t)
+	req.Lineage = "conformance-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	req.ApplyID = "apply-" + strconv.Itoa(req.Seq)
+	req.Settings = &wdchcl.RayPool{Address: address, TokenFile: os.Getenv(rayTokenFileEnv), WdcPath: req.Executable,
+		Env: map[string]string{}, Metadata: map[string]string{}, EntrypointResources: map[string]float64{}, AllowWrites: true}
+	p := ray.New()
+	t.Cleanup(func() { p.Close() })
+	return p, req
 }
 
 // Environment of the Kubernetes conformance run (scripts/test-kubernetes.sh
@@ -97,7 +131,7 @@ func TestConformance(t *testing.T) {
 			t.Errorf("provider %q is registered but has no conformance factory in providers/builtin/conformance_test.go", name)
 			continue
 		}
-		t.Run(name, func(t *testing.T) { providertest.Run(t, factory) })
+		t.Run(name, func(t *testing.T) { providertest.RunWith(t, factory, options[name]) })
 	}
 	for name := range factories {
 		if !slices.Contains(names, name) {

@@ -1,9 +1,9 @@
 pool "a" {
-  provider = "docker" # ERROR: There is no provider named "docker". The available providers are: external, kubernetes, local (planned, not built yet: ray).
+  provider = "docker" # ERROR: There is no provider named "docker". The available providers are: external, kubernetes, local, ray.
 }
 
-pool "b" {
-  provider = "ray" # ERROR: the ray provider is not available yet
+pool "b" { # ERROR: uses provider "ray", so it needs a ray { } block
+  provider = "ray"
 }
 
 pool "c" { # ERROR: uses provider "kubernetes", so it needs a kubernetes { } block
