@@ -10,7 +10,9 @@
 #                        GET /api/version answers with that token, and
 #                        prints the environment a test needs (as `env`)
 #   ray-head.sh status   exits 0 when the head of WDC_RAY_DIR runs and
-#                        answers, printing its /api/version; 1 otherwise
+#                        answers, printing its /api/version; 1 when none
+#                        of its processes runs, 3 when some run but
+#                        /api/version does not answer
 #   ray-head.sh env      prints, as export lines, the dashboard address and
 #                        the token file of the running head:
 #                        WDC_TEST_RAY_ADDRESS, WDC_TEST_RAY_TOKEN_FILE (what
@@ -141,7 +143,7 @@ status() {
 	fi
 	if ! answers; then
 		log "the head of $dir runs but $address/api/version does not answer"
-		return 1
+		return 3
 	fi
 	echo
 }
@@ -219,7 +221,7 @@ start) start ;;
 stop) stop ;;
 status) status ;;
 env)
-	status >/dev/null || exit 1
+	status >/dev/null
 	print_env
 	;;
 *)
