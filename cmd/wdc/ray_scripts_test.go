@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -355,5 +356,49 @@ func cmdRayStop(ts *testscript.TestScript, neg bool, args []string) {
 		body, err := head.do(http.MethodPost, "/api/jobs/"+url.PathEscape(id)+"/stop")
 		ts.Check(err)
 		fmt.Fprintf(out, "%s %s\n", id, strings.TrimSpace(string(body)))
+	}
+}
+
+// TestRayHeadClient checks the scripts' Jobs API client against a fake
+// head: the token sent as a bearer credential, DRIVER jobs left out, jobs
+// by start time, and an answer other than 200 an error naming it.
+func TestRayHeadClient(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		switch r.Method + " " + r.URL.Path {
+		case "GET /api/jobs/":
+			io.WriteString(w, `[{"type":"SUBMISSION","submission_id":"b","status":"RUNNING","start_time":2,"metadata":{"wdc.pool":"r"}},
+				{"type":"DRIVER","submission_id":null,"status":"RUNNING","start_time":0},
+				{"type":"SUBMISSION","submission_id":"a","status":"STOPPED","start_time":1,"metadata":{}}]`)
+		case "POST /api/jobs/a/stop":
+			io.WriteString(w, `{"stopped": false}`)
+		default:
+			http.Error(w, "Job nope does not exist", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	head := rayHead{address: srv.URL, tokenFile: token}
+	jobs, err := head.jobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 || jobs[0].SubmissionID != "a" || !jobs[0].finished() || jobs[1].SubmissionID != "b" || jobs[1].finished() || jobs[1].Metadata["wdc.pool"] != "r" {
+		t.Errorf("jobs = %+v, want a (finished) then b (running, pool r)", jobs)
+	}
+	if body, err := head.do(http.MethodPost, "/api/jobs/a/stop"); err != nil || string(body) != `{"stopped": false}` {
+		t.Errorf("stop a = %q, %v", body, err)
+	}
+	if _, err := head.do(http.MethodPost, "/api/jobs/nope/stop"); err == nil || !strings.Contains(err.Error(), "404 Not Found: Job nope does not exist") {
+		t.Errorf("stop nope: %v, want the 404 and its text", err)
+	}
+	if _, err := (rayHead{address: srv.URL}).jobs(); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("without the token: %v, want a 401", err)
 	}
 }
