@@ -1,9 +1,10 @@
 # `make test` runs every check and test, the release check last, then, when
 # CI=true or WDC_TEST_KUBERNETES=1, the Kubernetes end-to-end tests
-# (test-kubernetes: needs root); .ci/run calls exactly it.
+# (test-kubernetes: needs root) and after them the Ray end-to-end tests
+# (test-ray; WDC_TEST_RAY=1 runs these alone); .ci/run calls exactly it.
 GO ?= go
 
-.PHONY: build test test-kubernetes quickstart release release-check
+.PHONY: build test test-kubernetes test-ray quickstart release release-check
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/wdc ./cmd/wdc
@@ -20,6 +21,11 @@ test:
 	else \
 		echo "test-kubernetes skipped: set WDC_TEST_KUBERNETES=1 (or CI=true) to run it (needs root)"; \
 	fi
+	@if [ "$$CI" = true ] || [ "$$WDC_TEST_KUBERNETES" = 1 ] || [ "$$WDC_TEST_RAY" = 1 ]; then \
+		$(MAKE) --no-print-directory test-ray; \
+	else \
+		echo "test-ray skipped: set WDC_TEST_RAY=1 (or CI=true) to run it"; \
+	fi
 
 # The Kubernetes end-to-end tests on a throwaway cluster with a real kubelet
 # (scripts/test-kubernetes.sh: installs containerd, runc, the CNI plugins
@@ -28,6 +34,14 @@ test:
 # Never alongside other tests: they are CPU-sensitive.
 test-kubernetes:
 	GO=$(GO) scripts/test-kubernetes.sh
+
+# The Ray end-to-end tests on a throwaway local Ray head (scripts/test-ray.sh:
+# scripts/ray-head.sh installs ray[default]==2.60.0 into a virtualenv under
+# $$HOME/.cache/wdc-ray, starts a head on 127.0.0.1 with token
+# authentication and always stops it). After test-kubernetes, never
+# alongside it.
+test-ray:
+	GO=$(GO) scripts/test-ray.sh
 
 quickstart: build
 	bin/wdc --chdir examples/quickstart validate
