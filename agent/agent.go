@@ -103,6 +103,9 @@ type Agent struct {
 	fatalCh   chan struct{} // closed when fatalErr is set
 	fatalErr  error
 	stopCalls context.CancelFunc // cancels every protocol call in flight
+	// stopping is closed when Run's ctx is done: the worker itself is
+	// being stopped (a signal to the agent, a pod or job stop).
+	stopping <-chan struct{}
 
 	// Set by Run after registration.
 	reg      protocol.RegisterResponse
@@ -226,6 +229,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCalls()
 	a.stopCalls = stopCalls
+	a.stopping = ctx.Done()
 	stopAfter := context.AfterFunc(ctx, a.Drain)
 	defer stopAfter()
 
@@ -624,6 +628,17 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			return a.fetchInputs(callCtx, dir, inputs)
 		}
 		ex = runAttempt(at, paths, taskEnv(a.environ, asg, a.reg.WorkerID, paths.scratch), a.opts.KillGrace, fetch)
+		if stopSignal(ex) {
+			// A launch target that stops a worker signals its whole
+			// process tree (Ray's job stop, a pod's SIGTERM to a shell
+			// around the agent): the command may die before the agent
+			// hears of its own stop. Give that news a moment to come.
+			select {
+			case <-a.stopping:
+			case <-time.After(stopSignalWait):
+			}
+		}
+		ex = classifyStopSignal(ex, isClosed(a.stopping))
 		at.end()
 		a.mu.Lock()
 		a.running--

@@ -481,3 +481,49 @@ func IsSecretEnv(kv string) bool {
 	name, _, _ := strings.Cut(kv, "=")
 	return name == "WDC_WORKER_TOKEN" || slices.Contains(protocol.SecretEnvs, name)
 }
+
+// stopSignalWait is how long an agent whose command was killed by a stop
+// signal it did not send waits to learn whether it is being stopped too.
+const stopSignalWait = 500 * time.Millisecond
+
+// stopSignal reports whether ex is a failure by a signal that stops
+// processes (SIGTERM, SIGINT, SIGHUP, SIGKILL) that the agent did not
+// send: not a timeout, not a stop of the attempt.
+func stopSignal(ex execution) bool {
+	if ex.class != ClassFailure || ex.timedOut {
+		return false
+	}
+	switch ex.signal {
+	case "SIGTERM", "SIGINT", "SIGHUP", "SIGKILL":
+		return true
+	}
+	return false
+}
+
+// classifyStopSignal makes a command killed by a stop signal while its
+// worker was being stopped (workerStopping) a lost attempt, not a failed
+// one: the signal came with the worker's end (its launch target stopped
+// every process of the worker), not from the task, so the attempt is
+// retried without spending the task's failure budget. Anything else is
+// returned as it is.
+func classifyStopSignal(ex execution, workerStopping bool) execution {
+	if !workerStopping || !stopSignal(ex) {
+		return ex
+	}
+	ex.class = ClassLost
+	ex.err = "killed by " + ex.signal + " as its worker was being stopped (the launch target signalled every process of the worker)"
+	return ex
+}
+
+// isClosed reports whether ch is closed (a nil ch is not).
+func isClosed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
