@@ -316,9 +316,11 @@ func check(info Info, p Provider) *ContractError {
 	return nil
 }
 
-// planned are the providers the design names that are not built yet.
+// planned are the providers the design names; a build whose registry lacks
+// one (a program that does not import its package) lists it as planned.
 var planned = []Info{
 	{Name: "kubernetes", Summary: "workers as Kubernetes Jobs (batch/v1), each with a Lease, through client-go"},
+	{Name: "ray", Summary: "workers as Ray jobs, through the Ray Jobs REST API"},
 }
 
 // defaultRegistry is the registry provider packages register into from
