@@ -24,6 +24,10 @@ const PreviewApplyID = "known-after-apply"
 // preview: apply picks its port when it starts.
 const PreviewServerURL = "COORDINATOR-URL-KNOWN-AFTER-APPLY"
 
+// PreviewWorkDir stands in for the agent's work folder in a launch
+// preview (apply uses the state's folder; a pod its own).
+const PreviewWorkDir = "WORK-FOLDER"
+
 // LaunchPreview is what one launch of a pool would create on its target,
 // as its provider renders it (providers.Renderer), for pools whose
 // provider creates objects (a Kubernetes Job, Secret and Lease; a Ray job
@@ -42,7 +46,7 @@ type LaunchPreview struct {
 func LaunchRequestFor(p *wdchcl.Pool, lineage string, seq int) providers.LaunchRequest {
 	req := providers.LaunchRequest{
 		Pool: p.Name, Lineage: cmp.Or(lineage, "new-state"), ApplyID: PreviewApplyID, Seq: seq,
-		ServerURL: PreviewServerURL, Credential: "(sensitive)", Executable: "wdc",
+		ServerURL: PreviewServerURL, Credential: "(sensitive)", Executable: "wdc", WorkDir: PreviewWorkDir,
 		DrainTimeout: p.DrainTimeout, HeartbeatTTL: cmp.Or(p.Heartbeat.TTL, DefaultTTL),
 		LogPath: filepath.Join("(work folder)", "workers", "(apply start)", fmt.Sprintf("%s-%d.log", p.Name, seq)),
 	}

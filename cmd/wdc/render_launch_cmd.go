@@ -65,7 +65,7 @@ func (c *WorkersRenderLaunchCmd) Run(e *env) error {
 			_, err := fmt.Fprintf(e.stdout, "# pool %s (%s) creates no objects: each launch runs\n# %s\n", name, p.Provider, strings.Join(r.Argv, " "))
 			return err
 		}
-		fmt.Fprintf(e.stdout, "# Launch %d of pool %s (%s). Names and the wdc.dev/apply-id label carry the apply id, known after apply;\n# the agent's --server is the coordinator's URL, also known after apply.\n", c.Seq, name, p.Provider)
+		fmt.Fprintf(e.stdout, "# Launch %d of pool %s (%s). Names, labels and metadata that carry the apply id show %s, and the\n# agent's --server shows %s: apply makes both when it starts.\n", c.Seq, name, p.Provider, engine.PreviewApplyID, engine.PreviewServerURL)
 		for i, o := range r.Objects {
 			if i > 0 {
 				fmt.Fprintln(e.stdout, "---")
