@@ -380,16 +380,14 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 			return nil, err
 		}
 	}
+	// The plan's removals and its tasks, each kind in one transaction:
+	// the record phase costs two commits, not one per task.
 	var runtimes []TaskRuntime
+	var cancels []state.TaskFinish
+	var defs []state.TaskDef
 	for _, tc := range a.opts.Plan.Tasks {
 		if tc.Action == ActionCancel {
-			if _, err := st.FinishTasks(ctx, []state.TaskFinish{{Address: tc.Address, Status: state.TaskCancelled,
-				Reason: "no longer in the configuration"}}, now()); err != nil {
-				return nil, err
-			}
-			a.res.Cancelled++
-			a.res.Removed++
-			a.emit(Event{At: now(), Kind: EventCancelled, Task: tc.Address, Message: "no longer in the configuration"})
+			cancels = append(cancels, state.TaskFinish{Address: tc.Address, Status: state.TaskCancelled, Reason: "no longer in the configuration"})
 			continue
 		}
 		rt, ok := a.opts.Tasks[tc.Address]
@@ -401,11 +399,22 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 			status = state.TaskPending
 		}
 		name, index := splitAddress(tc.Address)
-		if err := st.UpsertTask(ctx, state.TaskDef{Address: tc.Address, Name: name, Index: index, DefHash: rt.DefHash,
-			Spec: rt.Definition.Canonical(), Status: status, MaxAttempts: rt.Retry.MaxAttempts, MaxLost: rt.Retry.MaxLost}, now()); err != nil {
+		defs = append(defs, state.TaskDef{Address: tc.Address, Name: name, Index: index, DefHash: rt.DefHash,
+			Spec: rt.Definition.Canonical(), Status: status, MaxAttempts: rt.Retry.MaxAttempts, MaxLost: rt.Retry.MaxLost})
+		runtimes = append(runtimes, rt)
+	}
+	if len(cancels) > 0 {
+		if _, err := st.FinishTasks(ctx, cancels, now()); err != nil {
 			return nil, err
 		}
-		runtimes = append(runtimes, rt)
+		for _, c := range cancels {
+			a.res.Cancelled++
+			a.res.Removed++
+			a.emit(Event{At: now(), Kind: EventCancelled, Task: c.Address, Message: c.Reason})
+		}
+	}
+	if err := st.UpsertTasks(ctx, defs, now()); err != nil {
+		return nil, err
 	}
 	return runtimes, nil
 }

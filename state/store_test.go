@@ -23,7 +23,7 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // setup returns a freshly migrated store in a temporary directory; it is
 // closed when the test ends.
-func setup(t *testing.T) *Store {
+func setup(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {

@@ -22,6 +22,69 @@ import (
 // running), MaxAttempts < 1, MaxLost < 0, or a spec that is not JSON;
 // ErrLeaseHeld when the task has an active lease (end it first).
 func (s *Store) UpsertTask(ctx context.Context, d TaskDef, now time.Time) error {
+	return s.UpsertTasks(ctx, []TaskDef{d}, now)
+}
+
+// UpsertTasks is UpsertTask for many tasks in one transaction: every
+// definition is checked first, then all are written, or none (the first
+// error, naming its task, rolls the whole batch back). Apply records a
+// plan's tasks with it, one commit for the whole record phase.
+func (s *Store) UpsertTasks(ctx context.Context, defs []TaskDef, now time.Time) error {
+	for _, d := range defs {
+		if err := checkTaskDef(d); err != nil {
+			return err
+		}
+	}
+	if len(defs) == 0 {
+		return nil
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		active, err := tx.PrepareContext(ctx, `SELECT token FROM leases WHERE task = ? AND status = 'active'`)
+		if err != nil {
+			return fmt.Errorf("upsert tasks: %w", err)
+		}
+		defer active.Close()
+		upsert, err := tx.PrepareContext(ctx, `INSERT INTO tasks (address, name, idx, def_hash, spec, status,
+				max_attempts, max_lost, created_at, updated_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (address) DO UPDATE SET name = excluded.name, idx = excluded.idx,
+				def_hash = excluded.def_hash, spec = excluded.spec, status = excluded.status,
+				max_attempts = excluded.max_attempts, max_lost = excluded.max_lost,
+				failures_used = 0, lost_used = 0, last_error = '',
+				updated_at = excluded.updated_at, finished_at = excluded.finished_at`)
+		if err != nil {
+			return fmt.Errorf("upsert tasks: %w", err)
+		}
+		defer upsert.Close()
+		for _, d := range defs {
+			finished := sql.NullInt64{}
+			if d.Status.Finished() {
+				finished = nullMS(now)
+			}
+			var token int64
+			err := active.QueryRowContext(ctx, d.Address).Scan(&token)
+			if err == nil {
+				return fmt.Errorf("upsert task %s: lease %d is active: %w", d.Address, token, ErrLeaseHeld)
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("upsert task %s: %w", d.Address, err)
+			}
+			_, err = upsert.ExecContext(ctx, d.Address, d.Name, d.Index, d.DefHash, string(d.Spec), string(d.Status),
+				d.MaxAttempts, d.MaxLost, ms(now), ms(now), finished)
+			if err != nil {
+				if sqliteCode(err)&0xff == sqliteConstraint {
+					return fmt.Errorf("upsert task %s: %w: %v", d.Address, ErrInvalid, err)
+				}
+				return fmt.Errorf("upsert task %s: %w", d.Address, err)
+			}
+		}
+		return nil
+	})
+}
+
+// checkTaskDef returns an ErrInvalid error for a definition UpsertTask
+// refuses before it writes.
+func checkTaskDef(d TaskDef) error {
 	switch {
 	case d.Address == "" || d.Name == "":
 		return invalidf("task address and name must be set, have %q and %q", d.Address, d.Name)
@@ -40,37 +103,7 @@ func (s *Store) UpsertTask(ctx context.Context, d TaskDef, now time.Time) error 
 	case len(d.Spec) > 0 && !json.Valid(d.Spec):
 		return invalidf("task %s: spec is not valid JSON", d.Address)
 	}
-	finished := sql.NullInt64{}
-	if d.Status.Finished() {
-		finished = nullMS(now)
-	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		var token int64
-		err := tx.QueryRowContext(ctx, `SELECT token FROM leases WHERE task = ? AND status = 'active'`, d.Address).Scan(&token)
-		if err == nil {
-			return fmt.Errorf("upsert task %s: lease %d is active: %w", d.Address, token, ErrLeaseHeld)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("upsert task %s: %w", d.Address, err)
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tasks (address, name, idx, def_hash, spec, status,
-				max_attempts, max_lost, created_at, updated_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (address) DO UPDATE SET name = excluded.name, idx = excluded.idx,
-				def_hash = excluded.def_hash, spec = excluded.spec, status = excluded.status,
-				max_attempts = excluded.max_attempts, max_lost = excluded.max_lost,
-				failures_used = 0, lost_used = 0, last_error = '',
-				updated_at = excluded.updated_at, finished_at = excluded.finished_at`,
-			d.Address, d.Name, d.Index, d.DefHash, string(d.Spec), string(d.Status),
-			d.MaxAttempts, d.MaxLost, ms(now), ms(now), finished)
-		if err != nil {
-			if sqliteCode(err)&0xff == sqliteConstraint {
-				return fmt.Errorf("upsert task %s: %w: %v", d.Address, ErrInvalid, err)
-			}
-			return fmt.Errorf("upsert task %s: %w", d.Address, err)
-		}
-		return nil
-	})
+	return nil
 }
 
 const taskColumns = `address, name, idx, def_hash, spec, status, attempts, failures_used, lost_used,
