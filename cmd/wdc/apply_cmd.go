@@ -228,7 +228,7 @@ func (c *ApplyCmd) Run(e *env) error {
 		fmt.Fprintf(e.stderr, "Warning: %v\n", err)
 	} else if rec.Stopped+rec.Orphans > 0 {
 		fmt.Fprintf(e.stderr, "Stopped %s and %s left running by an earlier apply.\n",
-			count(rec.Stopped, "worker", "workers"), count(rec.Orphans, "attempt process group", "attempt process groups"))
+			count(rec.Stopped, "worker", "workers"), count(rec.Orphans, "orphaned attempt or worker", "orphaned attempts or workers"))
 	}
 	revoked, err := engine.RecoverState(ctx, store, "the apply that granted the lease is gone", now)
 	if err != nil {

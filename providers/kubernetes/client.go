@@ -1,7 +1,9 @@
 package kubernetes
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
@@ -52,6 +54,9 @@ func Connect(s *wdchcl.KubernetesPool) (*Clients, error) {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
 	cfg, err := cc.ClientConfig()
 	if err != nil {
+		if clientcmd.IsEmptyConfig(err) || errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("%w: %v", errNoConfiguration, err)
+		}
 		return nil, fmt.Errorf("kubernetes: loading the client configuration%s: %w", where(s), err)
 	}
 	ns, _, err := cc.Namespace()
@@ -90,6 +95,12 @@ func where(s *wdchcl.KubernetesPool) string {
 	}
 	return out
 }
+
+// errNoConfiguration means there is no client configuration at all (no
+// kubeconfig, not in a cluster): a plan without cluster credentials, whose
+// cluster check is skipped with a warning. A configuration that names a
+// context or file that is not right is another error.
+var errNoConfiguration = errors.New("no Kubernetes client configuration")
 
 // requestTimeout bounds one API call (a create, a get, a delete).
 const requestTimeout = 30 * time.Second

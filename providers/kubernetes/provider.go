@@ -670,8 +670,8 @@ func (p *Provider) Reclaim(ctx context.Context, req providers.ReclaimRequest) (p
 				errs = append(errs, err)
 			}
 		}
-		if f.kind != "Job" && f.record == nil {
-			resp.Orphans++
+		if f.kind == "Job" && f.record == nil {
+			resp.Orphans++ // a worker whose launch the state no longer had open
 		}
 	}
 	for _, f := range found {
@@ -738,6 +738,12 @@ func (p *Provider) find(ctx context.Context, req providers.ReclaimRequest) ([]fo
 	}
 	if len(dead) == 0 {
 		return nil, nil
+	}
+	if len(req.Settings) == 0 && len(req.Launches) > 0 {
+		// The state recorded launches of a pool the configuration no
+		// longer has: look where kubectl would, in the recorded
+		// namespaces, rather than take them for gone.
+		req.Settings = []any{&wdchcl.KubernetesPool{}}
 	}
 	type place struct {
 		cl *cluster
@@ -866,8 +872,11 @@ func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest
 		return providers.DryRunResponse{}, err
 	}
 	cl, err := p.clusterFor(s)
-	if err != nil {
+	if errors.Is(err, errNoConfiguration) {
 		return providers.DryRunResponse{}, fmt.Errorf("%w: %v", providers.ErrUnreachable, err)
+	}
+	if err != nil {
+		return providers.DryRunResponse{}, err // a context or file the block names that is not right
 	}
 	ns := namespace(s, cl)
 	if req.Credential == "" {

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -579,5 +580,68 @@ func TestBadIDs(t *testing.T) {
 	}
 	if _, err := p.Launch(context.Background(), providers.LaunchRequest{Pool: "x"}); err == nil || !strings.Contains(err.Error(), "no kubernetes block") {
 		t.Errorf("Launch without settings = %v", err)
+	}
+}
+
+// Launches the state recorded for a pool the configuration no longer has
+// are still looked for (where kubectl would look), not taken for gone.
+func TestReclaimWithoutSettingsUsesTheRecords(t *testing.T) {
+	ctx := context.Background()
+	req := request(t, 1)
+	req.ApplyID = "dead-1"
+	o, err := Render(req, block(), "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cs := fakeProvider(t, o.Job, o.Secret, o.Lease)
+	record := providers.LaunchRecord{ApplyID: "dead-1", Pool: "builders", Seq: 1, ID: "job:jobs/" + o.Job.Name}
+	resp, err := p.Reclaim(ctx, providers.ReclaimRequest{Lineage: req.Lineage, Launches: []providers.LaunchRecord{record}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Stopped) != 1 || len(resp.Gone) != 0 || resp.Orphans != 0 {
+		t.Errorf("Reclaim = %+v, want the recorded launch stopped", resp)
+	}
+	if jobs, _ := cs.BatchV1().Jobs("jobs").List(ctx, metav1.ListOptions{}); len(jobs.Items) != 0 {
+		t.Errorf("%d Jobs left", len(jobs.Items))
+	}
+}
+
+// No client configuration at all is "unreachable" (plan warns); a
+// context the block names that the kubeconfig lacks is an error.
+func TestConnectErrors(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: a, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: a
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		block       wdchcl.KubernetesPool
+		noConfig    bool
+		wantErrText string
+	}{
+		{"a kubeconfig that does not exist", wdchcl.KubernetesPool{Kubeconfig: filepath.Join(dir, "missing")}, true, "missing"},
+		{"an unknown context", wdchcl.KubernetesPool{Kubeconfig: kubeconfig, Context: "nosuch"}, false, "nosuch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Connect(&tt.block)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErrText) {
+				t.Fatalf("Connect = %v, want an error naming %q", err, tt.wantErrText)
+			}
+			if got := errors.Is(err, errNoConfiguration); got != tt.noConfig {
+				t.Errorf("errors.Is(err, errNoConfiguration) = %v, want %v (%v)", got, tt.noConfig, err)
+			}
+		})
+	}
+	if _, err := Connect(&wdchcl.KubernetesPool{Kubeconfig: kubeconfig}); err != nil {
+		t.Errorf("Connect with a good kubeconfig: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fakeRay reproduces the answers of a Ray head's Jobs REST API as
@@ -33,6 +34,10 @@ type fakeRay struct {
 	requests    []string // "METHOD PATH" of every request
 	// onStop is what a stop does to a running job (default: STOPPED).
 	onStop func(j *JobDetails)
+	// resurrect writes a deleted job back after this long, FAILED and
+	// without its metadata, once, as Ray's job manager does when the
+	// job's supervisor actor dies after the delete (0: never).
+	resurrect time.Duration
 }
 
 func newFakeRay(t *testing.T) *fakeRay {
@@ -152,6 +157,11 @@ func (f *fakeRay) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			delete(f.jobs, id)
+			if f.resurrect > 0 {
+				after, ghost := f.resurrect, JobDetails{SubmissionID: id, Type: "SUBMISSION", Status: "FAILED", Entrypoint: "Entrypoint not found.", Message: "Job supervisor actor died"}
+				f.resurrect = 0
+				time.AfterFunc(after, func() { f.add(ghost) })
+			}
 			writeJSON(w, map[string]bool{"deleted": true})
 		case r.Method == http.MethodGet && verb == "logs":
 			writeJSON(w, map[string]string{"logs": f.logs[id]})

@@ -19,6 +19,7 @@ import (
 func testProvider(t *testing.T) *Provider {
 	p := New()
 	p.PollInterval, p.LogInterval, p.StopWait = 5*time.Millisecond, 5*time.Millisecond, 2*time.Second
+	p.RedeleteAfter = []time.Duration{30 * time.Millisecond, 60 * time.Millisecond}
 	t.Cleanup(func() { p.Close() })
 	return p
 }
@@ -524,5 +525,34 @@ func TestAtLeast(t *testing.T) {
 		if got := atLeast(tt.v, MinVersion); got != tt.want {
 			t.Errorf("atLeast(%q) = %v", tt.v, got)
 		}
+	}
+}
+
+// A job Ray writes back after its delete (its supervisor actor died after
+// it) is deleted again: nothing of the apply stays on the head.
+func TestCleanupDeletesAJobRayWritesBack(t *testing.T) {
+	f := newFakeRay(t)
+	f.resurrect = 10 * time.Millisecond
+	p := testProvider(t)
+	req := request(t, block(f))
+	resp, err := p.Launch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimPrefix(resp.ID, "ray:")
+	zero := 0
+	f.set(id, "SUCCEEDED", &zero, "done")
+	if _, err := p.Wait(context.Background(), providers.WaitRequest{ID: resp.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cleanup(context.Background(), providers.CleanupRequest{ID: resp.ID}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close() // waits for the second look
+	if j, ok := f.job(id); ok {
+		t.Errorf("job %s is back on the head after Cleanup: %+v", id, j)
+	}
+	if n := f.count("DELETE /api/jobs/" + id); n != 2 {
+		t.Errorf("%d deletes of the job, want 2 (the first, and the one after Ray wrote it back)", n)
 	}
 }
