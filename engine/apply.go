@@ -47,6 +47,10 @@ const (
 	// EventAwaitingWorkers: an external pool waits for workers to join
 	// (Pool; Message: the join command and the wait).
 	EventAwaitingWorkers = "awaiting_workers"
+	// EventLeftBehind: what an ended worker left on its launch target
+	// could not be removed (Pool, Launch; Message: the provider's words,
+	// e.g. a Ray job still PENDING that a stop does not end).
+	EventLeftBehind = "left_behind"
 )
 
 // ProviderExternal is the provider of a pool apply launches nothing for:
@@ -1087,6 +1091,8 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 func (a *applier) cleanup(ctx context.Context, prov providers.Provider, w *launched) {
 	if err := prov.Cleanup(ctx, providers.CleanupRequest{ID: w.id, WorkDir: a.opts.WorkDir}); err != nil {
 		a.opts.logger().Warn("cleaning up after a worker", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
+		a.emit(Event{At: a.opts.Now(), Kind: EventLeftBehind, Pool: w.pool.Runtime.Name, Launch: w.seq,
+			Message: fmt.Sprintf("%s could not be cleaned up after: %v", w.describe(), err)})
 	}
 }
 

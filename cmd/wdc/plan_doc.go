@@ -23,7 +23,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const planFormatVersion = "1.3"
+const planFormatVersion = "1.4"
 
 // sensitiveText stands in for a sensitive variable's value in every output
 // and in plan files.
