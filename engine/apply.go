@@ -217,13 +217,9 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		if pool.Local != nil {
 			ap.Env = pool.Local.Env
 		}
-		if pool.Kubernetes != nil {
-			ap.Settings = pool.Kubernetes
-			ap.Runtime.SharesNoDisk = true
-		}
-		if pool.Ray != nil {
-			// A Ray job may run on any node of the cluster.
-			ap.Settings = pool.Ray
+		if b := pool.ClusterBlock(); b != nil {
+			// A pod or a Ray job may run on any node of the cluster.
+			ap.Settings = b
 			ap.Runtime.SharesNoDisk = true
 		}
 		if pool.SensitiveLabels || len(pool.SensitiveLabelKeys) > 0 {
@@ -1150,27 +1146,17 @@ func (a *applier) matchRegistrations(workers []*launched, failedInRow map[string
 // up the loop. A failed call is logged and tried again at the next
 // sighting.
 func (a *applier) mirrorLiveness(workers []*launched, provs map[string]providers.Provider) {
-	seen := map[string]map[string]time.Time{} // pool → worker id → last seen
 	for _, w := range workers {
-		if w.exited || w.workerID == "" || w.mirroring.Load() {
+		if w.exited || w.workerID == "" || w.mirroring.Load() ||
+			time.Since(w.mirroredAt) < cmp.Or(w.pool.Runtime.HeartbeatInterval, DefaultHeartbeatInterval) {
 			continue
 		}
 		m, ok := provs[w.pool.Provider].(providers.LivenessMirror)
 		if !ok {
 			continue
 		}
-		name := w.pool.Runtime.Name
-		if seen[name] == nil {
-			seen[name] = map[string]time.Time{}
-			if v, ok := a.coord.PoolView(name); ok {
-				for _, wv := range v.Workers {
-					seen[name][wv.ID] = wv.LastSeen
-				}
-			}
-		}
-		last := seen[name][w.workerID]
-		interval := cmp.Or(w.pool.Runtime.HeartbeatInterval, DefaultHeartbeatInterval)
-		if last.IsZero() || !last.After(w.mirrored) || time.Since(w.mirroredAt) < interval {
+		last, ok := a.coord.WorkerLastSeen(w.workerID)
+		if !ok || !last.After(w.mirrored) {
 			continue
 		}
 		w.mirroring.Store(true)

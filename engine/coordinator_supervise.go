@@ -36,9 +36,19 @@ type WorkerView struct {
 	// IdleSince is when it last held no lease (its registration, or its
 	// last lease's end); meaningful only when Held is 0.
 	IdleSince time.Time
-	// LastSeen is its registration or its last heartbeat, whichever came
-	// last.
-	LastSeen time.Time
+}
+
+// WorkerLastSeen returns when the coordinator last heard from the worker
+// (its registration or last heartbeat); false for a worker it does not
+// know.
+func (c *Coordinator) WorkerLastSeen(id string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.workers[id]
+	if w == nil {
+		return time.Time{}, false
+	}
+	return w.lastSeen, true
 }
 
 // PoolView returns the supervisor's view of the pool named pool; false
@@ -64,7 +74,7 @@ func (c *Coordinator) PoolView(pool string) (PoolView, bool) {
 	}
 	for _, w := range c.workers {
 		if w.pool == ps {
-			v.Workers = append(v.Workers, WorkerView{ID: w.id, Seq: w.seq, Status: w.status, Held: w.held, Claiming: w.picking > 0, IdleSince: w.idleSince, LastSeen: w.lastSeen})
+			v.Workers = append(v.Workers, WorkerView{ID: w.id, Seq: w.seq, Status: w.status, Held: w.held, Claiming: w.picking > 0, IdleSince: w.idleSince})
 		}
 	}
 	sort.Slice(v.Workers, func(i, j int) bool {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -68,5 +69,24 @@ func TestWorkerLostRequeuesAtOnce(t *testing.T) {
 	if _, err := lost.cl.PostResult(ctx, a.FencingToken, protocol.ResultRequest{WorkerID: lost.id, Task: a.Task, Attempt: a.Attempt,
 		IdempotencyKey: "late", ExitCode: &zero, DefHash: a.DefHash}); protocol.StatusOf(err) != 401 {
 		t.Errorf("late result of the lost worker: %v; want 401 (its session is revoked)", err)
+	}
+}
+
+// WorkerLastSeen is the registration, then each heartbeat: what apply hands
+// a provider's liveness mirror (a Kubernetes Lease's renewTime).
+func TestWorkerLastSeen(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{rtTask("a")}, harnessOpts{})
+	w := h.register("p")
+	if got, ok := h.c.WorkerLastSeen(w.id); !ok || !got.Equal(ct0) {
+		t.Errorf("after registering: %v, %v; want %v", got, ok, ct0)
+	}
+	later := h.clock.Advance(3 * time.Second)
+	w.heartbeat()
+	if got, ok := h.c.WorkerLastSeen(w.id); !ok || !got.Equal(later) {
+		t.Errorf("after a heartbeat: %v, %v; want %v", got, ok, later)
+	}
+	if _, ok := h.c.WorkerLastSeen("w-nobody"); ok {
+		t.Error("a worker the coordinator does not know was seen")
 	}
 }

@@ -53,11 +53,8 @@ func LaunchRequestFor(p *wdchcl.Pool, lineage string, seq int) providers.LaunchR
 	if p.Local != nil {
 		req.Env = p.Local.Env
 	}
-	if p.Kubernetes != nil {
-		req.Settings = p.Kubernetes
-	}
-	if p.Ray != nil {
-		req.Settings = p.Ray
+	if b := p.ClusterBlock(); b != nil {
+		req.Settings = b
 	}
 	return req
 }
@@ -137,14 +134,9 @@ func PreviewLaunches(ctx context.Context, cfg *wdchcl.Config, plan *Plan, opts P
 // poolSubject is where a diagnostic about a pool's launches points: its
 // provider block, else the pool.
 func poolSubject(p *wdchcl.Pool) *hcl.Range {
-	if p.Kubernetes != nil {
-		r := p.Kubernetes.Range
-		return &r
-	}
-	if p.Ray != nil {
-		r := p.Ray.Range
-		return &r
-	}
 	r := p.DeclRange
+	if b := p.ClusterBlock(); b != nil {
+		r = b.BlockRange()
+	}
 	return &r
 }

@@ -69,7 +69,8 @@ func ListProviders(entries []providers.Entry, cfg *wdchcl.Config) []ProviderEntr
 // AllowsClusterWrites reports whether pool p lets apply write to its
 // cluster: allow_writes = true in its kubernetes or ray block.
 func AllowsClusterWrites(p *wdchcl.Pool) bool {
-	return (p.Kubernetes != nil && p.Kubernetes.AllowWrites) || (p.Ray != nil && p.Ray.AllowWrites)
+	b := p.ClusterBlock()
+	return b != nil && b.WritesAllowed()
 }
 
 // ClusterWriteDiags returns an error diagnostic, on the pool's provider
@@ -91,17 +92,9 @@ func ClusterWriteDiags(cfg *wdchcl.Config) hcl.Diagnostics {
 		if p.Provider == "ray" {
 			what = "Ray jobs on a Ray cluster"
 		}
-		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cluster writes not allowed",
-			Detail: fmt.Sprintf("Pool %q would create %s, and apply writes to a cluster only when the pool allows it: add allow_writes = true to its %s block (wdc plan shows what it would create).", p.Name, what, p.Provider)}
-		switch {
-		case p.Kubernetes != nil:
-			r := p.Kubernetes.Range
-			d.Subject = &r
-		case p.Ray != nil:
-			r := p.Ray.Range
-			d.Subject = &r
-		}
-		diags = append(diags, d)
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cluster writes not allowed",
+			Detail:  fmt.Sprintf("Pool %q would create %s, and apply writes to a cluster only when the pool allows it: add allow_writes = true to its %s block (wdc plan shows what it would create).", p.Name, what, p.Provider),
+			Subject: poolSubject(p)})
 	}
 	return diags
 }

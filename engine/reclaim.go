@@ -159,11 +159,8 @@ func ProviderSettings(cfg *wdchcl.Config) map[string][]any {
 	}
 	out := map[string][]any{}
 	for _, p := range cfg.Pools {
-		if p.Kubernetes != nil {
-			out[p.Provider] = append(out[p.Provider], p.Kubernetes)
-		}
-		if p.Ray != nil {
-			out[p.Provider] = append(out[p.Provider], p.Ray)
+		if b := p.ClusterBlock(); b != nil {
+			out[p.Provider] = append(out[p.Provider], b)
 		}
 	}
 	return out

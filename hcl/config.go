@@ -218,3 +218,37 @@ func (t *Task) Address() string {
 	}
 	return fmt.Sprintf("task.%s[%d]", t.Name, t.Index)
 }
+
+// ClusterBlock is a pool's block that says where its workers run on a
+// shared cluster (kubernetes { }, ray { }): the provider gets it with
+// every launch, and apply writes to the cluster only when it allows it.
+type ClusterBlock interface {
+	// WritesAllowed reports the block's allow_writes.
+	WritesAllowed() bool
+	// BlockRange is the block's range, for diagnostics about the cluster.
+	BlockRange() hcl.Range
+}
+
+// ClusterBlock returns the pool's kubernetes or ray block, or nil for a
+// pool that has none (local, external).
+func (p *Pool) ClusterBlock() ClusterBlock {
+	switch {
+	case p.Kubernetes != nil:
+		return p.Kubernetes
+	case p.Ray != nil:
+		return p.Ray
+	}
+	return nil
+}
+
+// WritesAllowed reports allow_writes.
+func (k *KubernetesPool) WritesAllowed() bool { return k.AllowWrites }
+
+// BlockRange is the kubernetes block's range.
+func (k *KubernetesPool) BlockRange() hcl.Range { return k.Range }
+
+// WritesAllowed reports allow_writes.
+func (r *RayPool) WritesAllowed() bool { return r.AllowWrites }
+
+// BlockRange is the ray block's range.
+func (r *RayPool) BlockRange() hcl.Range { return r.Range }

@@ -120,19 +120,14 @@ func (l *loader) kubernetes(p *Pool, pb *hcl.Block, sc scope) {
 		return
 	}
 	k := &KubernetesPool{ActiveDeadline: DefaultKubernetesActiveDeadline, TTLAfterFinished: DefaultKubernetesTTLAfterFinished, Range: pb.DefRange}
-	str := func(attr *hcl.Attribute) string {
-		s, _, d := l.ev.str(attr, sc)
-		l.add(d...)
-		return s
-	}
-	k.Kubeconfig, k.Context = str(body.Kubeconfig), str(body.Context)
+	k.Kubeconfig, k.Context = l.str(body.Kubeconfig, sc), l.str(body.Context, sc)
 	if k.Kubeconfig != "" {
 		k.Kubeconfig = resolvePath(l.cfg.Dir, k.Kubeconfig)
 	}
-	if k.Namespace = str(body.Namespace); k.Namespace != "" {
+	if k.Namespace = l.str(body.Namespace, sc); k.Namespace != "" {
 		l.checkNames(body.Namespace, "namespace", k.Namespace, validation.IsDNS1123Label)
 	}
-	k.Image = str(body.Image)
+	k.Image = l.str(body.Image, sc)
 	if body.Image == nil {
 		l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing required argument",
 			Detail:  fmt.Sprintf("The argument \"image\" is required: pool %q's kubernetes block must name the container image that holds the wdc binary.", p.Name),
@@ -142,16 +137,16 @@ func (l *loader) kubernetes(p *Pool, pb *hcl.Block, sc scope) {
 	} else if strings.ContainsAny(k.Image, " \t\n") {
 		l.add(attrErr(body.Image, "Invalid image", fmt.Sprintf("Pool %q: image %q contains white space.", p.Name, k.Image)))
 	}
-	switch k.ImagePullPolicy = str(body.ImagePullPolicy); k.ImagePullPolicy {
+	switch k.ImagePullPolicy = l.str(body.ImagePullPolicy, sc); k.ImagePullPolicy {
 	case "", "Always", "IfNotPresent", "Never":
 	default:
 		l.add(attrErr(body.ImagePullPolicy, "Invalid image_pull_policy",
 			fmt.Sprintf("image_pull_policy must be \"Always\", \"IfNotPresent\" or \"Never\", not %q.", k.ImagePullPolicy)))
 	}
-	if k.Command = str(body.Command); body.Command != nil && k.Command == "" {
+	if k.Command = l.str(body.Command, sc); body.Command != nil && k.Command == "" {
 		l.add(attrErr(body.Command, "Empty command", "command is the wdc binary's path in the image, e.g. \"/wdc\"; leave it out for \"wdc\" in the image's PATH."))
 	}
-	if k.ServiceAccount = str(body.ServiceAccount); k.ServiceAccount != "" {
+	if k.ServiceAccount = l.str(body.ServiceAccount, sc); k.ServiceAccount != "" {
 		l.checkNames(body.ServiceAccount, "service_account", k.ServiceAccount, validation.IsDNS1123Subdomain)
 	}
 	var md hcl.Diagnostics
@@ -245,12 +240,7 @@ func (l *loader) resources(b *resourcesBody, name string, sc scope) (Resources, 
 
 // toleration decodes a toleration block.
 func (l *loader) toleration(b toleratedBody, sc scope) Toleration {
-	str := func(attr *hcl.Attribute) string {
-		s, _, d := l.ev.str(attr, sc)
-		l.add(d...)
-		return s
-	}
-	t := Toleration{Key: str(b.Key), Operator: str(b.Operator), Value: str(b.Value), Effect: str(b.Effect)}
+	t := Toleration{Key: l.str(b.Key, sc), Operator: l.str(b.Operator, sc), Value: l.str(b.Value, sc), Effect: l.str(b.Effect, sc)}
 	rng := b.Body.MissingItemRange()
 	bad := func(attr *hcl.Attribute, summary, detail string) {
 		if attr != nil {
@@ -298,6 +288,14 @@ func (l *loader) toleration(b toleratedBody, sc scope) Toleration {
 		}
 	}
 	return t
+}
+
+// str evaluates an optional string attribute (nil → ""), reporting its
+// diagnostics.
+func (l *loader) str(attr *hcl.Attribute, sc scope) string {
+	s, _, d := l.ev.str(attr, sc)
+	l.add(d...)
+	return s
 }
 
 // checkNames reports value (of attr, named what) when check refuses it.

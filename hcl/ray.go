@@ -81,30 +81,25 @@ func (l *loader) ray(p *Pool, pb *hcl.Block, sc scope) {
 		return
 	}
 	r := &RayPool{Range: pb.DefRange}
-	str := func(attr *hcl.Attribute) string {
-		s, _, d := l.ev.str(attr, sc)
-		l.add(d...)
-		return s
-	}
 	missing := func(name, what string) {
 		l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing required argument",
 			Detail:  fmt.Sprintf("The argument %q is required: pool %q's ray block must name %s.", name, p.Name, what),
 			Subject: pb.Body.MissingItemRange().Ptr()})
 	}
-	r.Address = strings.TrimRight(str(body.Address), "/")
+	r.Address = strings.TrimRight(l.str(body.Address, sc), "/")
 	if body.Address == nil {
 		missing("address", "the Ray dashboard's URL, e.g. \"http://127.0.0.1:8265\"")
 	} else if msg := rayAddressProblem(r.Address); msg != "" {
 		l.add(attrErr(body.Address, "Invalid address", fmt.Sprintf("Pool %q: %s", p.Name, msg)))
 	}
-	if r.TokenFile = str(body.TokenFile); body.TokenFile != nil {
+	if r.TokenFile = l.str(body.TokenFile, sc); body.TokenFile != nil {
 		if strings.TrimSpace(r.TokenFile) == "" {
 			l.add(attrErr(body.TokenFile, "Empty token_file", "token_file names the file holding Ray's auth token; leave it out to use the RAY_AUTH_TOKEN environment variable."))
 		} else {
 			r.TokenFile = resolvePath(l.cfg.Dir, r.TokenFile)
 		}
 	}
-	r.WdcPath = str(body.WdcPath)
+	r.WdcPath = l.str(body.WdcPath, sc)
 	switch {
 	case body.WdcPath == nil:
 		missing("wdc_path", "the wdc binary on the Ray nodes, e.g. \"/usr/local/bin/wdc\"")

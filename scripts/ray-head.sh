@@ -57,8 +57,9 @@ temp=$dir/temp
 token_file=$dir/token
 address=http://127.0.0.1:$port
 
-log() { printf '[ray-head] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+log_prefix=ray-head
+# shellcheck source=lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 # elapsed T0: seconds since T0 (date +%s.%N), one decimal.
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }'; }

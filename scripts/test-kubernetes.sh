@@ -33,7 +33,7 @@ GO=${GO:-go}
 # find_testbed prints the first shared/tools/k8s-testbed.sh beside the
 # root or a parent of it, then beside the local checkout origin names.
 find_testbed() {
-	local d origin
+	local d
 	for d in "$root" "$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)"; do
 		[ -n "$d" ] && [ -d "$d" ] || continue
 		d=$(cd "$d" && pwd)
@@ -47,19 +47,9 @@ find_testbed() {
 testbed=${WDC_K8S_TESTBED:-$(find_testbed)}
 export WDC_K8S_NODE=kubelet
 
-log() { printf '[test-kubernetes] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# step NAME CMD...: runs CMD and prints how long it took.
-step() {
-	local name=$1 t0 rc=0
-	shift
-	log "$name ..."
-	t0=$(date +%s.%N)
-	"$@" || rc=$?
-	log "$name: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }')$([ "$rc" = 0 ] || echo ", FAILED (exit $rc)")"
-	return "$rc"
-}
+log_prefix=test-kubernetes
+# shellcheck source=lib.sh
+. "$root/scripts/lib.sh"
 
 [ -f "$testbed" ] || die "no testbed script at $testbed: set WDC_K8S_TESTBED to the path of k8s-testbed.sh"
 testbed=$(cd "$(dirname "$testbed")" && pwd)/$(basename "$testbed")

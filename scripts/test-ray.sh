@@ -32,19 +32,9 @@ cd "$root"
 GO=${GO:-go}
 head=$root/scripts/ray-head.sh
 
-log() { printf '[test-ray] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# step NAME CMD...: runs CMD and prints how long it took.
-step() {
-	local name=$1 t0 rc=0
-	shift
-	log "$name ..."
-	t0=$(date +%s.%N)
-	"$@" || rc=$?
-	log "$name: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }')$([ "$rc" = 0 ] || echo ", FAILED (exit $rc)")"
-	return "$rc"
-}
+log_prefix=test-ray
+# shellcheck source=lib.sh
+. "$root/scripts/lib.sh"
 
 install_missing() {
 	local pkgs=()

@@ -97,10 +97,9 @@ type worker struct {
 	cl                  *cluster
 	logPath             string
 
+	end *providers.WorkerEnd
+
 	// Guarded by Provider.mu.
-	ended   bool
-	end     providers.WaitResponse
-	done    chan struct{}
 	logging bool
 	pod     string // the pod's name, once seen
 	killing bool   // Stop(Kill) deleted the pod: its end is a kill
@@ -178,7 +177,7 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 		return providers.LaunchResponse{}, err
 	}
 	id := "job:" + ns + "/" + objs.Job.Name
-	w := &worker{id: id, namespace: ns, name: objs.Job.Name, cl: cl, logPath: req.LogPath, done: make(chan struct{})}
+	w := &worker{id: id, namespace: ns, name: objs.Job.Name, cl: cl, logPath: req.LogPath, end: providers.NewWorkerEnd()}
 	// Watch before creating, so no event of the Job is missed.
 	if err := p.watch(cl, ns, req.Lineage, req.ApplyID); err != nil {
 		return providers.LaunchResponse{}, err
@@ -351,7 +350,7 @@ func (p *Provider) Stop(ctx context.Context, req providers.StopRequest) error {
 		return err
 	}
 	p.mu.Lock()
-	ended, pod := w.ended, w.pod
+	ended, pod := w.end.Ended(), w.pod
 	if req.Kill && !ended {
 		w.killing = true
 	}
@@ -382,10 +381,8 @@ func (p *Provider) Stop(ctx context.Context, req providers.StopRequest) error {
 	if err := deleteJob(cctx, jobs, w.name, &zero); err != nil {
 		return fmt.Errorf("kubernetes: deleting Job %s/%s: %w", w.namespace, w.name, err)
 	}
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		return ctx.Err()
+	if _, err := w.end.Wait(ctx); err != nil {
+		return err
 	}
 	return nil
 }
@@ -397,12 +394,7 @@ func (p *Provider) Status(ctx context.Context, req providers.StatusRequest) (pro
 	if err != nil {
 		return providers.StatusResponse{}, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !w.ended {
-		return providers.StatusResponse{Running: true}, nil
-	}
-	return providers.StatusResponse{ExitCode: w.end.ExitCode, Signal: w.end.Signal}, nil
+	return w.end.Status(), nil
 }
 
 // Wait returns when the watch saw the worker end: its container
@@ -416,14 +408,7 @@ func (p *Provider) Wait(ctx context.Context, req providers.WaitRequest) (provide
 	if err != nil {
 		return providers.WaitResponse{}, err
 	}
-	select {
-	case <-w.done:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return w.end, nil
-	case <-ctx.Done():
-		return providers.WaitResponse{}, ctx.Err()
-	}
+	return w.end.Wait(ctx)
 }
 
 // Cleanup deletes the worker's Job (foreground), Secret and Lease and
@@ -513,14 +498,10 @@ func (p *Provider) MirrorLiveness(ctx context.Context, req providers.LivenessReq
 
 // finish records a worker's end, once.
 func (p *Provider) finishLocked(w *worker, end providers.WaitResponse) {
-	if w.ended {
-		return
-	}
 	if w.killing && end.ExitCode == nil && end.Signal == "" {
 		end.Signal = "SIGKILL"
 	}
-	w.ended, w.end = true, end
-	close(w.done)
+	w.end.Finish(end)
 }
 
 // observePod updates the worker of a pod from the pod's state (deleted
@@ -533,7 +514,7 @@ func (p *Provider) observePod(pod *corev1.Pod, deleted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.workers["job:"+pod.Namespace+"/"+job]
-	if w == nil || w.ended {
+	if w == nil || w.end.Ended() {
 		return
 	}
 	w.pod = pod.Name
@@ -585,7 +566,7 @@ func (p *Provider) observeJob(job *batchv1.Job, deleted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.workers["job:"+job.Namespace+"/"+job.Name]
-	if w == nil || w.ended {
+	if w == nil || w.end.Ended() {
 		return
 	}
 	for _, c := range job.Status.Conditions {

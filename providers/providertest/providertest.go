@@ -155,11 +155,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 	t.Run("launch, status, graceful stop", func(t *testing.T) {
 		p, req := factory(t)
 		ctx := context.Background()
-		resp, err := p.Launch(ctx, req)
-		if err != nil {
-			t.Fatalf("Launch: %v", err)
-		}
-		cleanupAfter(t, p, resp.ID, req.WorkDir)
+		resp := launch(t, p, req)
 		if resp.ID == "" {
 			t.Error("Launch returned an empty ID")
 		}
@@ -191,11 +187,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 	t.Run("kill", func(t *testing.T) {
 		p, req := factory(t)
 		ctx := context.Background()
-		resp, err := p.Launch(ctx, req)
-		if err != nil {
-			t.Fatalf("Launch: %v", err)
-		}
-		cleanupAfter(t, p, resp.ID, req.WorkDir)
+		resp := launch(t, p, req)
 		waitReport(t, req.LogPath)
 		stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -209,11 +201,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 	})
 	t.Run("the launch credential is in the environment only", func(t *testing.T) {
 		p, req := factory(t)
-		resp, err := p.Launch(context.Background(), req)
-		if err != nil {
-			t.Fatalf("Launch: %v", err)
-		}
-		cleanupAfter(t, p, resp.ID, req.WorkDir)
+		launch(t, p, req)
 		r := waitReport(t, req.LogPath)
 		if !r.HasCredential || r.CredentialOnArgv {
 			t.Errorf("credential in env %v, on argv %v; want only in the environment", r.HasCredential, r.CredentialOnArgv)
@@ -225,11 +213,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 	t.Run("wait reports the end: drained, killed, or ctx done", func(t *testing.T) {
 		p, req := factory(t)
 		ctx := context.Background()
-		resp, err := p.Launch(ctx, req)
-		if err != nil {
-			t.Fatalf("Launch: %v", err)
-		}
-		cleanupAfter(t, p, resp.ID, req.WorkDir)
+		resp := launch(t, p, req)
 		waitReport(t, req.LogPath)
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		if _, err := p.Wait(short, providers.WaitRequest{ID: resp.ID}); err == nil {
@@ -261,11 +245,7 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 		}
 
 		p, req = factory(t)
-		resp, err = p.Launch(ctx, req)
-		if err != nil {
-			t.Fatalf("Launch: %v", err)
-		}
-		cleanupAfter(t, p, resp.ID, req.WorkDir)
+		resp = launch(t, p, req)
 		waitReport(t, req.LogPath)
 		if err := p.Stop(ctx, providers.StopRequest{ID: resp.ID, Kill: true}); err != nil {
 			t.Fatalf("Stop(Kill): %v", err)
@@ -301,9 +281,16 @@ func RunWith(t *testing.T, factory Factory, opts Options) {
 	})
 }
 
-// cleanupAfter makes the test kill the worker it launched, and clean up
-// after it as apply does with every worker that ended, when it ends.
-func cleanupAfter(t *testing.T, p providers.Provider, id, workDir string) {
+// launch launches req through p, failing the test if it cannot, and
+// makes the test kill the worker and clean up after it, as apply does
+// with every worker that ended, when the test ends.
+func launch(t *testing.T, p providers.Provider, req providers.LaunchRequest) providers.LaunchResponse {
+	t.Helper()
+	resp, err := p.Launch(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	id, workDir := resp.ID, req.WorkDir
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -312,6 +299,7 @@ func cleanupAfter(t *testing.T, p providers.Provider, id, workDir string) {
 			t.Errorf("Cleanup of %s: %v", id, err)
 		}
 	})
+	return resp
 }
 
 // registered returns the Info the provider name is registered with.

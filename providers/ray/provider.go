@@ -116,10 +116,9 @@ type worker struct {
 	logMu  sync.Mutex // serializes copying the log
 	logOff int        // how much of the job's log the file has
 
+	end *providers.WorkerEnd
+
 	// Guarded by Provider.mu.
-	ended  bool
-	end    providers.WaitResponse
-	done   chan struct{}
 	status string // as the poller last read it
 }
 
@@ -209,7 +208,7 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 		return providers.LaunchResponse{}, fmt.Errorf("ray: submitting job %s to %s: %w", sub.SubmissionID, s.Address, err)
 	}
 	id := "ray:" + sub.SubmissionID
-	w := &worker{id: id, sub: sub.SubmissionID, c: c, logPath: req.LogPath, done: make(chan struct{}), status: StatusPending}
+	w := &worker{id: id, sub: sub.SubmissionID, c: c, logPath: req.LogPath, end: providers.NewWorkerEnd(), status: StatusPending}
 	p.mu.Lock()
 	p.workers[id] = w
 	p.mu.Unlock()
@@ -241,7 +240,7 @@ func (p *Provider) poll(w *worker) {
 		switch {
 		case errors.Is(err, ErrNotFound):
 			p.syncLog(w)
-			p.finish(w, providers.WaitResponse{Reason: fmt.Sprintf("Ray job %s is gone from %s (deleted)", w.sub, w.c.Address)})
+			w.end.Finish(providers.WaitResponse{Reason: fmt.Sprintf("Ray job %s is gone from %s (deleted)", w.sub, w.c.Address)})
 			return
 		case err == nil:
 			p.mu.Lock()
@@ -249,7 +248,7 @@ func (p *Provider) poll(w *worker) {
 			p.mu.Unlock()
 			if Terminal(j.Status) {
 				p.syncLog(w)
-				p.finish(w, endOf(j))
+				w.end.Finish(endOf(j))
 				return
 			}
 			if j.Status != StatusPending && time.Since(logged) >= p.logInterval() {
@@ -326,17 +325,6 @@ func signalName(n int) string {
 	return "signal " + strconv.Itoa(n)
 }
 
-// finish records a worker's end, once.
-func (p *Provider) finish(w *worker, end providers.WaitResponse) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if w.ended {
-		return
-	}
-	w.ended, w.end = true, end
-	close(w.done)
-}
-
 // syncLog appends what the job's log gained since the last copy to the
 // launch's log file. Failures are left for the next copy: the log is for
 // people.
@@ -392,10 +380,7 @@ func (p *Provider) Stop(ctx context.Context, req providers.StopRequest) error {
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	ended := w.ended
-	p.mu.Unlock()
-	if ended {
+	if w.end.Ended() {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -419,16 +404,16 @@ func (p *Provider) waitEnd(ctx context.Context, w *worker, d time.Duration) erro
 	defer check.Stop()
 	for {
 		p.mu.Lock()
-		ended, status := w.ended, w.status
+		status := w.status
 		p.mu.Unlock()
 		switch {
-		case ended:
+		case w.end.Ended():
 			return nil
 		case status == StatusPending:
 			return nil // it ends when it starts; its credential is revoked
 		}
 		select {
-		case <-w.done:
+		case <-w.end.Done():
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -446,12 +431,7 @@ func (p *Provider) Status(ctx context.Context, req providers.StatusRequest) (pro
 	if err != nil {
 		return providers.StatusResponse{}, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !w.ended {
-		return providers.StatusResponse{Running: true}, nil
-	}
-	return providers.StatusResponse{ExitCode: w.end.ExitCode, Signal: w.end.Signal}, nil
+	return w.end.Status(), nil
 }
 
 // Wait returns when the poller saw the worker's job end: SUCCEEDED,
@@ -463,14 +443,7 @@ func (p *Provider) Wait(ctx context.Context, req providers.WaitRequest) (provide
 	if err != nil {
 		return providers.WaitResponse{}, err
 	}
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		return providers.WaitResponse{}, ctx.Err()
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return w.end, nil
+	return w.end.Wait(ctx)
 }
 
 // Cleanup copies the rest of an ended worker's job log into its log file
@@ -484,17 +457,14 @@ func (p *Provider) Cleanup(ctx context.Context, req providers.CleanupRequest) er
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	ended := w.ended
-	p.mu.Unlock()
-	if !ended {
+	if !w.end.Ended() {
 		if err := p.Stop(ctx, providers.StopRequest{ID: req.ID, Kill: true}); err != nil {
 			return fmt.Errorf("ray: cleaning up: %w", err)
 		}
 		p.mu.Lock()
-		ended, status := w.ended, w.status
+		status := w.status
 		p.mu.Unlock()
-		if !ended {
+		if !w.end.Ended() {
 			return fmt.Errorf("ray: job %s is %s: it was asked to stop and is left on %s (Ray deletes only jobs that ended)", w.sub, status, w.c.Address)
 		}
 	}
