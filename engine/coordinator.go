@@ -236,9 +236,13 @@ type Coordinator struct {
 	operator     string   // the operator credential
 	operatorHash [32]byte // its SHA-256
 
-	// wmu serializes every state write together with the memory update
-	// that follows it, so memory follows the state's order of writes.
-	wmu sync.Mutex
+	// Memory follows the state's order of writes. The hot path (claims,
+	// results, heartbeats, sweeps) writes through the state's group commit
+	// and updates memory in its after functions, which run in commit
+	// order; it holds wmu for reading. Every other write holds wmu for
+	// writing, so its write and the memory update after it happen with no
+	// hot-path write in between.
+	wmu sync.RWMutex
 
 	mu          sync.Mutex               // guards the fields below
 	creds       map[[32]byte]*credential // launch, join and session credentials by the SHA-256 of their secret
@@ -693,10 +697,51 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 // sweepNow is Sweep, answering what it did (the operator route behind `wdc
 // workers sweep`).
 func (c *Coordinator) sweepNow(ctx context.Context) (protocol.SweepResponse, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	now := c.now()
-	res, err := c.store.Sweep(ctx, now, c.policy)
+	c.wmu.RLock()
+	defer c.wmu.RUnlock()
+	var now time.Time
+	var res state.SweepResult
+	due, err := c.store.SweepDue(ctx, c.now())
+	if err != nil {
+		return protocol.SweepResponse{}, err
+	}
+	if !due {
+		c.wakeDueRetries()
+		return protocol.SweepResponse{Expired: []protocol.LeaseInfo{}, Stale: []string{}}, nil
+	}
+	err = c.store.Write(ctx, func(tx *state.Tx) error {
+		now = c.now()
+		var err error
+		res, err = tx.Sweep(now, c.policy)
+		return err
+	}, func(err error) {
+		if err != nil {
+			return
+		}
+		var evs []Event
+		c.mu.Lock()
+		wake := false
+		for _, out := range res.Expired {
+			pool := c.poolOfWorker(out.WorkerID)
+			c.poolMetrics(pool).leasesExpired.Inc()
+			evs = append(evs, Event{At: now, Kind: EventExpired, Task: out.Task, WorkerID: out.WorkerID, Pool: pool,
+				Attempt: out.Attempt, Token: out.Token, Message: "attempt lost: lease expired"})
+			evs = c.applyOutcomeLocked(out, now, evs)
+			wake = true
+		}
+		for _, w := range res.Stale {
+			if ws := c.workers[w.ID]; ws != nil {
+				ws.status = state.WorkerStale
+			}
+			evs = append(evs, Event{At: now, Kind: EventStale, WorkerID: w.ID, Pool: w.Pool,
+				Message: fmt.Sprintf("no heartbeat for %s (ttl)", w.TTL)})
+		}
+		if c.dueRetriesLocked(now) || wake {
+			c.broadcastLocked()
+		}
+		c.mu.Unlock()
+		c.emit(evs)
+	})
 	if err != nil {
 		return protocol.SweepResponse{}, err
 	}
@@ -708,37 +753,30 @@ func (c *Coordinator) sweepNow(ctx context.Context) (protocol.SweepResponse, err
 	for _, w := range res.Stale {
 		resp.Stale = append(resp.Stale, w.ID)
 	}
-	var evs []Event
+	return resp, nil
+}
+
+// wakeDueRetries wakes waiting claims when a delayed retry became due.
+func (c *Coordinator) wakeDueRetries() {
 	c.mu.Lock()
-	wake := false
-	for _, out := range res.Expired {
-		pool := c.poolOfWorker(out.WorkerID)
-		c.poolMetrics(pool).leasesExpired.Inc()
-		evs = append(evs, Event{At: now, Kind: EventExpired, Task: out.Task, WorkerID: out.WorkerID, Pool: pool,
-			Attempt: out.Attempt, Token: out.Token, Message: "attempt lost: lease expired"})
-		evs = c.applyOutcomeLocked(out, now, evs)
-		wake = true
+	defer c.mu.Unlock()
+	if c.dueRetriesLocked(c.now()) {
+		c.broadcastLocked()
 	}
-	for _, w := range res.Stale {
-		if ws := c.workers[w.ID]; ws != nil {
-			ws.status = state.WorkerStale
-		}
-		evs = append(evs, Event{At: now, Kind: EventStale, WorkerID: w.ID, Pool: w.Pool,
-			Message: fmt.Sprintf("no heartbeat for %s (ttl)", w.TTL)})
-	}
+}
+
+// dueRetriesLocked forgets the delay of every retry due at now and
+// reports whether there was one. mu must be held.
+func (c *Coordinator) dueRetriesLocked(now time.Time) bool {
+	due := false
 	for ts := range c.delayed {
 		if !ts.notBefore.After(now) {
 			delete(c.delayed, ts)
 			ts.notBefore = time.Time{}
-			wake = true
+			due = true
 		}
 	}
-	if wake {
-		c.broadcastLocked()
-	}
-	c.mu.Unlock()
-	c.emit(evs)
-	return resp, nil
+	return due
 }
 
 // StopGranting makes the coordinator grant no new lease from now on (for
@@ -790,14 +828,9 @@ func (c *Coordinator) ReleaseLeases(ctx context.Context, reason string) int {
 	}
 	c.mu.Unlock()
 	slices.Sort(tokens)
-	n := 0
-	for _, t := range tokens {
-		l, err := c.store.Lease(ctx, t)
-		if err != nil || l.Status != state.LeaseActive {
-			continue
-		}
-		c.releaseLocked(ctx, l, reason, c.now())
-		n++
+	n, err := c.release(ctx, tokens, reason)
+	if err != nil {
+		c.log.Warn("releasing leases", "err", err)
 	}
 	return n
 }
@@ -963,8 +996,9 @@ func (c *Coordinator) RevokeLeases(ctx context.Context, reason string) (int, err
 	return len(res.Revoked), nil
 }
 
-// emit passes events to OnEvent and the logger. Called with wmu held (so
-// events keep the state's order) and mu not held.
+// emit passes events to OnEvent and the logger. Called from a write's
+// after function, or with wmu held for writing (so events keep the
+// state's order), and with mu not held.
 func (c *Coordinator) emit(evs []Event) {
 	for _, e := range evs {
 		c.log.Info(e.Kind, "task", e.Task, "worker", e.WorkerID, "pool", e.Pool, "attempt", e.Attempt, "token", e.Token, "msg", e.Message)

@@ -15,73 +15,105 @@ import (
 // The protocol operations, independent of HTTP: the handlers decode and
 // authenticate, then call these.
 
-// heartbeat records a heartbeat: it renews the worker's active leases
-// (state.Heartbeat), makes a stale worker active again (or draining after
-// Drain), releases leases the worker does not report holding although they
-// were granted more than two heartbeat intervals ago (the claim answer
-// never reached it), and answers drain and the reported tokens that are no
-// longer active.
+// heartbeat records a heartbeat in one write: it renews the worker's
+// active leases (state.Heartbeat), makes a stale worker active again (or
+// draining after Drain), releases leases the worker does not report
+// holding although they were granted more than two heartbeat intervals
+// ago (the claim answer never reached it), and answers drain and the
+// reported tokens that are no longer active.
 func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protocol.HeartbeatRequest) (protocol.HeartbeatResponse, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	now := c.now()
-	renewed, err := c.store.Heartbeat(ctx, w.id, now)
-	if err != nil {
-		return protocol.HeartbeatResponse{}, err
-	}
-	c.mu.Lock()
-	w.lastSeen = now
-	cur, draining := w.status, c.draining || w.drainRequested
-	if cur == state.WorkerStale && !draining && w.joinID != "" && w.pool.rt.Max > 0 && c.liveWorkersLocked(w.pool) >= w.pool.rt.Max {
-		// Its slot was taken while it was silent: coming back would take
-		// the pool past max.
-		w.drainRequested, draining = true, true
-	}
-	c.mu.Unlock()
-	want := cur
-	if cur == state.WorkerStale {
-		want = state.WorkerActive
-	}
-	if draining && want == state.WorkerActive {
-		want = state.WorkerDraining
-	}
-	if want != cur {
-		if err := c.store.SetWorkerStatus(ctx, w.id, want, now); err != nil {
-			return protocol.HeartbeatResponse{}, err
-		}
-		c.mu.Lock()
-		w.status = want
-		c.broadcastLocked()
-		c.mu.Unlock()
-	}
-	active, err := c.store.ActiveLeases(ctx, w.id)
-	if err != nil {
-		return protocol.HeartbeatResponse{}, err
-	}
+	c.wmu.RLock()
+	defer c.wmu.RUnlock()
 	reported := make(map[int64]bool, len(req.Leases))
 	for _, t := range req.Leases {
 		reported[t] = true
 	}
-	live := map[int64]bool{}
-	var unreported []state.Lease
 	grace := 2 * w.pool.rt.HeartbeatInterval
-	for _, l := range active {
-		if l.ExpiresAt.After(now) {
-			live[l.Token] = true
+	var (
+		now         time.Time
+		renewed     int
+		cur, want   state.WorkerStatus
+		draining    bool
+		live        map[int64]bool
+		released    []state.Lease
+		releasedWhy = "the worker does not report holding it"
+	)
+	err := c.store.Write(ctx, func(tx *state.Tx) error {
+		now = c.now()
+		released, live = nil, map[int64]bool{}
+		var err error
+		if renewed, err = tx.Heartbeat(w.id, now); err != nil {
+			return err
 		}
-		if !reported[l.Token] && now.Sub(l.GrantedAt) > grace {
-			unreported = append(unreported, l)
+		wr, err := tx.Worker(w.id)
+		if err != nil {
+			return err
 		}
+		cur = wr.Status
+		c.mu.Lock()
+		draining = c.draining || w.drainRequested
+		if cur == state.WorkerStale && !draining && w.joinID != "" && w.pool.rt.Max > 0 && c.liveWorkersLocked(w.pool) >= w.pool.rt.Max {
+			// Its slot was taken while it was silent: coming back would
+			// take the pool past max.
+			w.drainRequested, draining = true, true
+		}
+		c.mu.Unlock()
+		want = cur
+		if cur == state.WorkerStale {
+			want = state.WorkerActive
+		}
+		if draining && want == state.WorkerActive {
+			want = state.WorkerDraining
+		}
+		if want != cur {
+			if err := tx.SetWorkerStatus(w.id, want, now); err != nil {
+				return err
+			}
+		}
+		active, err := tx.ActiveLeases(w.id)
+		if err != nil {
+			return err
+		}
+		for _, l := range active {
+			if l.ExpiresAt.After(now) {
+				live[l.Token] = true
+			}
+			if !reported[l.Token] && now.Sub(l.GrantedAt) > grace {
+				ok, err := tx.ReleaseLease(l.Token, releasedWhy, now)
+				if err != nil {
+					return err
+				}
+				if ok {
+					released = append(released, l)
+					delete(live, l.Token)
+				}
+			}
+		}
+		return nil
+	}, func(err error) {
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		w.lastSeen = now
+		if want != cur || w.status != want {
+			w.status = want
+			c.broadcastLocked()
+		}
+		evs := c.releasedLocked(released, releasedWhy, now)
+		c.mu.Unlock()
+		c.emit(evs)
+	})
+	if err != nil {
+		return protocol.HeartbeatResponse{}, err
 	}
 	resp := protocol.HeartbeatResponse{Drain: draining || want == state.WorkerDraining || cur == state.WorkerGone,
 		CancelLeases: []int64{}, Renewed: renewed}
-	if resp.Drain {
-		c.mu.Lock()
-		w.toldDrain = true
-		c.mu.Unlock()
-	}
 	seen := map[int64]bool{}
 	c.mu.Lock()
+	if resp.Drain {
+		w.toldDrain = true
+	}
 	for _, t := range req.Leases {
 		switch {
 		case seen[t]:
@@ -93,34 +125,66 @@ func (c *Coordinator) heartbeat(ctx context.Context, w *workerState, req protoco
 		seen[t] = true
 	}
 	c.mu.Unlock()
-	for _, l := range unreported {
-		c.releaseLocked(ctx, l, "the worker does not report holding it", now)
-	}
 	return resp, nil
 }
 
-// releaseLocked hands a lease back (state.ReleaseLease) and updates memory.
-// wmu must be held.
-func (c *Coordinator) releaseLocked(ctx context.Context, l state.Lease, why string, now time.Time) {
-	ok, err := c.store.ReleaseLease(ctx, l.Token, why, now)
+// releasedLocked brings memory in line with leases the state handed back
+// (state.ReleaseLease answered true) and returns their events. mu must be
+// held.
+func (c *Coordinator) releasedLocked(ls []state.Lease, why string, now time.Time) []Event {
+	var evs []Event
+	for _, l := range ls {
+		pool := c.poolOfWorker(l.WorkerID)
+		c.poolMetrics(pool).leasesReleased.Inc()
+		c.endLeaseLocked(l.Token)
+		if ts := c.tasks[l.Task]; ts != nil && ts.status == state.TaskRunning {
+			c.setStatus(ts, state.TaskQueued)
+		}
+		evs = append(evs, Event{At: now, Kind: EventReleased, Task: l.Task, WorkerID: l.WorkerID, Pool: pool,
+			Attempt: l.Attempt, Token: l.Token, Message: why})
+	}
+	if len(ls) > 0 {
+		c.broadcastLocked()
+	}
+	return evs
+}
+
+// release hands leases back (state.ReleaseLease), in one write, and
+// updates memory; a lease that has ended meanwhile is left alone. It
+// returns how many it released.
+func (c *Coordinator) release(ctx context.Context, tokens []int64, why string) (int, error) {
+	var now time.Time
+	var released []state.Lease
+	err := c.store.Write(ctx, func(tx *state.Tx) error {
+		now = c.now()
+		released = nil
+		for _, t := range tokens {
+			l, err := tx.Lease(t)
+			if err != nil || l.Status != state.LeaseActive {
+				continue
+			}
+			ok, err := tx.ReleaseLease(t, why, now)
+			if err != nil {
+				return err
+			}
+			if ok {
+				released = append(released, l)
+			}
+		}
+		return nil
+	}, func(err error) {
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		evs := c.releasedLocked(released, why, now)
+		c.mu.Unlock()
+		c.emit(evs)
+	})
 	if err != nil {
-		c.log.Warn("releasing a lease", "token", l.Token, "task", l.Task, "err", err)
-		return
+		return 0, err
 	}
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	pool := c.poolOfWorker(l.WorkerID)
-	c.poolMetrics(pool).leasesReleased.Inc()
-	c.endLeaseLocked(l.Token)
-	if ts := c.tasks[l.Task]; ts != nil && ts.status == state.TaskRunning {
-		c.setStatus(ts, state.TaskQueued)
-	}
-	c.broadcastLocked()
-	c.mu.Unlock()
-	c.emit([]Event{{At: now, Kind: EventReleased, Task: l.Task, WorkerID: l.WorkerID, Pool: pool,
-		Attempt: l.Attempt, Token: l.Token, Message: why}})
+	return len(released), nil
 }
 
 // claim grants up to max leases (capped by the worker's free capacity) of
@@ -207,117 +271,155 @@ func (c *Coordinator) pickLocked(w *workerState, n int, now time.Time, tried map
 	return out
 }
 
-// grant leases picks to w, one state transaction each. A pick that another
-// writer took first (ErrLeaseHeld, ErrNotClaimable, ErrTaskFinished) is
-// refreshed from the state and skipped. If ctx ends before the answer can
-// be sent, the leases granted are released again.
+// grantTry is one pick of a grant: the lease it got, or why not.
+type grantTry struct {
+	ts     *taskState
+	lease  state.Lease
+	err    error
+	fresh  *state.Task   // the task as the state has it, after a lost race
+	worker *state.Worker // the worker as the state has it, when it was not active
+}
+
+// grant leases picks to w, in one write of the group commit (each pick in
+// its own part of it). A pick that another writer took first
+// (ErrLeaseHeld, ErrNotClaimable, ErrTaskFinished) is refreshed from the
+// state and skipped. If ctx ends before the answer can be sent, the leases
+// granted are released again.
 func (c *Coordinator) grant(ctx context.Context, w *workerState, picks []*taskState) ([]protocol.Assignment, error) {
+	c.wmu.RLock()
+	defer c.wmu.RUnlock()
+	var tries []grantTry
+	var now time.Time
+	err := c.store.Write(ctx, func(tx *state.Tx) error {
+		now = c.now()
+		tries = tries[:0]
+		return c.grantTx(tx, w, picks, now, &tries)
+	}, func(err error) {
+		c.mu.Lock()
+		evs := c.grantedLocked(w, picks, tries, err, now)
+		c.mu.Unlock()
+		c.emit(evs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var granted []int64
 	asg := []protocol.Assignment{}
-	var granted []state.Lease
 	var ferr error
-	for i, ts := range picks {
-		if ferr != nil || ctx.Err() != nil {
-			c.mu.Lock()
-			for _, rest := range picks[i:] {
-				rest.claiming = false
-			}
-			c.mu.Unlock()
-			break
-		}
-		l, err := c.grantOne(ctx, w, ts)
+	for _, g := range tries {
 		switch {
-		case err == nil:
-			granted = append(granted, l)
-			inputs, ierr := c.assignmentInputs(ctx, ts)
-			if ierr != nil {
-				c.log.Warn("resolving a task's inputs", "task", ts.rt.Address, "err", ierr)
-			}
-			c.mu.Lock()
-			c.readableLocked(w, inputs)
-			c.mu.Unlock()
-			workDir := ts.rt.WorkDir
-			if w.pool.rt.SharesNoDisk && ts.rt.DefaultDir {
-				workDir = "" // the configuration directory is not there
-			}
-			asg = append(asg, protocol.Assignment{
-				Task: l.Task, Attempt: l.Attempt, FencingToken: l.Token, DefHash: l.DefHash,
-				Definition: ts.rt.Definition, WorkDir: workDir, DepHashes: ts.rt.DepHashes, Inputs: inputs,
-				TimeoutMS: ts.rt.Timeout.Milliseconds(), ExpiresAt: l.ExpiresAt,
-			})
-		case errors.Is(err, state.ErrLeaseHeld), errors.Is(err, state.ErrNotClaimable), errors.Is(err, state.ErrTaskFinished):
-			c.log.Debug("claim lost a race", "task", ts.rt.Address, "err", err)
-		case errors.Is(err, state.ErrWorkerNotActive):
-			ferr = errStopClaim
+		case g.err == nil:
+			granted = append(granted, g.lease.Token)
+			asg = append(asg, c.assignment(ctx, w, g.ts, g.lease))
+		case errors.Is(g.err, state.ErrLeaseHeld), errors.Is(g.err, state.ErrNotClaimable), errors.Is(g.err, state.ErrTaskFinished):
+			c.log.Debug("claim lost a race", "task", g.ts.rt.Address, "err", g.err)
+		case errors.Is(g.err, state.ErrWorkerNotActive):
 		default:
-			ferr = err
+			ferr = g.err
 		}
 	}
 	if ctx.Err() != nil && len(granted) > 0 {
-		c.wmu.Lock()
-		for _, l := range granted {
-			c.releaseLocked(context.WithoutCancel(ctx), l, "the claim was abandoned before its answer was sent", c.now())
+		if _, err := c.release(context.WithoutCancel(ctx), granted, "the claim was abandoned before its answer was sent"); err != nil {
+			c.log.Warn("releasing abandoned leases", "worker", w.id, "err", err)
 		}
-		c.wmu.Unlock()
 		return nil, ctx.Err()
 	}
-	if errors.Is(ferr, errStopClaim) || (ferr != nil && len(asg) > 0) {
-		if ferr != nil && !errors.Is(ferr, errStopClaim) {
-			c.log.Warn("granting a lease failed", "worker", w.id, "err", ferr)
+	if ferr != nil {
+		if len(asg) == 0 {
+			return asg, ferr
 		}
-		ferr = nil
+		c.log.Warn("granting a lease failed", "worker", w.id, "err", ferr)
 	}
-	return asg, ferr
+	return asg, nil
 }
 
-var errStopClaim = errors.New("stop claiming")
+// grantTx tries to lease each pick to w inside tx, appending what became
+// of it to tries; it stops at the first pick that fails for a reason other
+// than a lost race. It returns an error only for a broken transaction.
+func (c *Coordinator) grantTx(tx *state.Tx, w *workerState, picks []*taskState, now time.Time, tries *[]grantTry) error {
+	for _, ts := range picks {
+		g := grantTry{ts: ts}
+		g.err = tx.Part(func() error {
+			var err error
+			g.lease, err = tx.ClaimLease(state.GrantRequest{Task: ts.rt.Address, WorkerID: w.id,
+				Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace}, now)
+			return err
+		})
+		switch {
+		case g.err == nil:
+		case errors.Is(g.err, state.ErrLeaseHeld), errors.Is(g.err, state.ErrNotClaimable), errors.Is(g.err, state.ErrTaskFinished):
+			if t, err := tx.Task(ts.rt.Address); err == nil {
+				g.fresh = &t
+			}
+		case errors.Is(g.err, state.ErrWorkerNotActive):
+			if wr, err := tx.Worker(w.id); err == nil {
+				g.worker = &wr
+			}
+		}
+		*tries = append(*tries, g)
+		if g.err != nil && g.fresh == nil {
+			break // the worker is not active, or the state failed
+		}
+	}
+	return nil
+}
 
-// grantOne grants one lease (state.ClaimLease) and updates memory. On a
-// lost race it refreshes the task's status from the state.
-func (c *Coordinator) grantOne(ctx context.Context, w *workerState, ts *taskState) (state.Lease, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	now := c.now()
-	l, err := c.store.ClaimLease(ctx, state.GrantRequest{Task: ts.rt.Address, WorkerID: w.id,
-		Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace}, now)
-	var fresh *state.Task
-	var fworker *state.Worker
-	switch {
-	case err == nil:
-	case errors.Is(err, state.ErrLeaseHeld), errors.Is(err, state.ErrNotClaimable), errors.Is(err, state.ErrTaskFinished):
-		if t, terr := c.store.Task(ctx, ts.rt.Address); terr == nil {
-			fresh = &t
+// grantedLocked brings memory in line with a grant's tries (err: the
+// write's error, when the whole write failed) and returns the leased
+// events. Every pick stops claiming. mu must be held.
+func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, tries []grantTry, err error, now time.Time) []Event {
+	for _, ts := range picks {
+		ts.claiming = false
+	}
+	if err != nil {
+		return nil
+	}
+	var evs []Event
+	for _, g := range tries {
+		switch {
+		case g.err == nil:
+			l := g.lease
+			c.setStatus(g.ts, state.TaskRunning)
+			c.leases[l.Token] = &leaseState{task: l.Task, worker: w.id, attempt: l.Attempt}
+			w.held++
+			c.granted++
+			w.pool.metrics.leasesGranted.Inc()
+			evs = append(evs, Event{At: now, Kind: EventLeased, Task: l.Task, WorkerID: w.id, Pool: w.pool.rt.Name,
+				Attempt: l.Attempt, Token: l.Token, Message: fmt.Sprintf("attempt %d, expires %s", l.Attempt, l.ExpiresAt.Format(time.RFC3339))})
+		case g.fresh != nil:
+			c.setStatus(g.ts, g.fresh.Status)
+		case g.worker != nil:
+			w.status = g.worker.Status
 		}
-	case errors.Is(err, state.ErrWorkerNotActive):
-		if wr, werr := c.store.Worker(ctx, w.id); werr == nil {
-			fworker = &wr
-		}
+	}
+	return evs
+}
+
+// assignment is the answer for lease l of task ts granted to w: the
+// definition, the directory to run in and the inputs, which w may then
+// download.
+func (c *Coordinator) assignment(ctx context.Context, w *workerState, ts *taskState, l state.Lease) protocol.Assignment {
+	inputs, err := c.assignmentInputs(ctx, ts)
+	if err != nil {
+		c.log.Warn("resolving a task's inputs", "task", ts.rt.Address, "err", err)
 	}
 	c.mu.Lock()
-	ts.claiming = false
-	if err == nil {
-		c.setStatus(ts, state.TaskRunning)
-		c.leases[l.Token] = &leaseState{task: l.Task, worker: w.id, attempt: l.Attempt}
-		w.held++
-		c.granted++
-	}
-	if fresh != nil {
-		c.setStatus(ts, fresh.Status)
-	}
-	if fworker != nil {
-		w.status = fworker.Status
-	}
+	c.readableLocked(w, inputs)
 	c.mu.Unlock()
-	if err != nil {
-		return state.Lease{}, err
+	workDir := ts.rt.WorkDir
+	if w.pool.rt.SharesNoDisk && ts.rt.DefaultDir {
+		workDir = "" // the configuration directory is not there
 	}
-	w.pool.metrics.leasesGranted.Inc()
-	c.emit([]Event{{At: now, Kind: EventLeased, Task: l.Task, WorkerID: w.id, Pool: w.pool.rt.Name,
-		Attempt: l.Attempt, Token: l.Token, Message: fmt.Sprintf("attempt %d, expires %s", l.Attempt, l.ExpiresAt.Format(time.RFC3339))}})
-	return l, nil
+	return protocol.Assignment{
+		Task: l.Task, Attempt: l.Attempt, FencingToken: l.Token, DefHash: l.DefHash,
+		Definition: ts.rt.Definition, WorkDir: workDir, DepHashes: ts.rt.DepHashes, Inputs: inputs,
+		TimeoutMS: ts.rt.Timeout.Milliseconds(), ExpiresAt: l.ExpiresAt,
+	}
 }
 
-// result decides a posted result (state.AcceptResult) and updates memory.
-// Its answer is counted for the poster's pool (countResult).
+// result decides a posted result (state.AcceptResult), in one write, and
+// updates memory. Its answer is counted for the poster's pool
+// (countResult).
 func (c *Coordinator) result(ctx context.Context, poster *workerState, token int64, req protocol.ResultRequest, body []byte) (resp protocol.ResultResponse, err error) {
 	start := time.Now()
 	defer func() { c.countResult(poster.pool.metrics, start, resp, err) }()
@@ -348,49 +450,77 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	if err := checkOutputs(outputs, req); err != nil {
 		return protocol.ResultResponse{}, badRequest("%v", err)
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	now := c.now()
-	if in.Class == state.FailureClassLost && c.isInterrupted() {
-		// The operator stopped the apply: an attempt its worker gave up
-		// while draining is handed back, not charged to retry.max_lost.
-		if l, err := c.store.Lease(ctx, token); err == nil && l.Status == state.LeaseActive &&
-			l.WorkerID == poster.id && (req.Task == "" || l.Task == req.Task) && (req.Attempt == 0 || l.Attempt == req.Attempt) {
-			c.releaseLocked(ctx, l, "apply interrupted; "+req.Error, now)
-			return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
-		}
+	c.wmu.RLock()
+	defer c.wmu.RUnlock()
+	tail := ""
+	if in.Class == state.FailureClassFailure {
+		tail = c.stderrTail(in.Artifacts) // read before the write: the committer does no file reads
 	}
-	dec, err := c.store.AcceptResult(ctx, in, c.policy, now)
+	interrupted := in.Class == state.FailureClassLost && c.isInterrupted()
+	interruptWhy := "apply interrupted; " + req.Error
+	var (
+		now      time.Time
+		dec      state.ResultDecision
+		released []state.Lease
+	)
+	err = c.store.Write(ctx, func(tx *state.Tx) error {
+		now = c.now()
+		dec, released = state.ResultDecision{}, nil
+		if interrupted {
+			// The operator stopped the apply: an attempt its worker gave
+			// up while draining is handed back, not charged to
+			// retry.max_lost.
+			if l, err := tx.Lease(token); err == nil && l.Status == state.LeaseActive &&
+				l.WorkerID == poster.id && (req.Task == "" || l.Task == req.Task) && (req.Attempt == 0 || l.Attempt == req.Attempt) {
+				ok, err := tx.ReleaseLease(token, interruptWhy, now)
+				if ok {
+					released = append(released, l)
+				}
+				return err
+			}
+		}
+		var err error
+		dec, err = tx.AcceptResult(in, c.policy, now)
+		return err
+	}, func(err error) {
+		var miss *state.MissingArtifactsError
+		if errors.As(err, &miss) {
+			c.mu.Lock()
+			c.expectLocked(poster, miss.Missing)
+			c.mu.Unlock()
+			return
+		}
+		if err != nil {
+			return
+		}
+		var evs []Event
+		c.mu.Lock()
+		evs = c.releasedLocked(released, interruptWhy, now)
+		switch {
+		case len(released) > 0:
+		case dec.Outcome != nil:
+			poster.expected = nil
+			evs = c.applyOutcomeLocked(*dec.Outcome, now, evs)
+		case dec.Decision == state.DecisionRejected && !dec.Duplicate:
+			evs = append(evs, Event{At: now, Kind: EventRejected, Task: dec.Task, WorkerID: poster.id, Pool: poster.pool.rt.Name,
+				Attempt: req.Attempt, Token: token, Message: dec.Reason + ": " + dec.Detail})
+		}
+		c.mu.Unlock()
+		if dec.Outcome != nil && dec.Outcome.Class == state.FailureClassFailure && len(evs) > 0 {
+			evs[0].StderrTail = tail // the task's retried or failed event
+		}
+		c.emit(evs)
+	})
 	var miss *state.MissingArtifactsError
 	if errors.As(err, &miss) {
-		c.mu.Lock()
-		c.expectLocked(poster, miss.Missing)
-		c.mu.Unlock()
 		return protocol.ResultResponse{}, missingAnswer(miss.Missing)
 	}
 	if err != nil {
 		return protocol.ResultResponse{}, err
 	}
-	tail := ""
-	if dec.Outcome != nil && dec.Outcome.Class == state.FailureClassFailure {
-		tail = c.stderrTail(in.Artifacts)
+	if len(released) > 0 {
+		return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
 	}
-	var evs []Event
-	c.mu.Lock()
-	switch {
-	case dec.Outcome != nil:
-		poster.expected = nil
-		n := len(evs)
-		evs = c.applyOutcomeLocked(*dec.Outcome, now, evs)
-		if tail != "" && len(evs) > n {
-			evs[n].StderrTail = tail // the task's retried or failed event
-		}
-	case dec.Decision == state.DecisionRejected && !dec.Duplicate:
-		evs = append(evs, Event{At: now, Kind: EventRejected, Task: dec.Task, WorkerID: poster.id, Pool: poster.pool.rt.Name,
-			Attempt: req.Attempt, Token: token, Message: dec.Reason + ": " + dec.Detail})
-	}
-	c.mu.Unlock()
-	c.emit(evs)
 	return protocol.ResultResponse{Decision: dec.Decision, Reason: dec.Reason, Duplicate: dec.Duplicate}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,7 +152,8 @@ func TestHelperCoordinatorProcess(t *testing.T) {
 				}
 			}
 		}
-		fmt.Fprintln(os.Stderr, "HELPER TIMED OUT")
+		fmt.Fprintln(os.Stderr, "HELPER TIMED OUT; goroutines:")
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2) // where it is stuck
 		os.Exit(4)
 	}
 	fmt.Printf("STATS granted=%d accepted=%d lost_races=%d\n", granted.Load(), accepted.Load(), races.n.Load())

@@ -14,19 +14,27 @@ import (
 // bump the fencing counter (UPDATE … RETURNING); insert the lease; COMMIT.
 // It writes no attempt row, no event and no serial bump, and does not check
 // the worker: it exists only so benchmarks can compare the coordinator with
-// the raw loop in the same run. It must not run concurrently with other
-// writes through the same Store. ok is false when no task is queued.
+// the raw loop in the same run. Its statements are prepared once (the
+// Store's statement cache), so the comparison shows what one transaction
+// per claim costs, not SQL parsing. Concurrent calls are serialized in Go
+// (one transaction at a time, as SQLite allows); it must not run
+// concurrently with other writes through the same Store. ok is false when
+// no task is queued.
 func (s *Store) RawClaimForBenchmark(ctx context.Context, workerID string, ttl time.Duration, now time.Time) (token int64, ok bool, err error) {
 	if s.readOnly {
 		return 0, false, ErrReadOnly
 	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE
+	s.rawMu.Lock()
+	defer s.rawMu.Unlock()
+	s.stmts.prepareNoted(ctx)
+	sqlTx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE
 	if err != nil {
 		return 0, false, err
 	}
+	tx := &Tx{tx: sqlTx, ctx: ctx, cache: s.stmts}
 	defer func() {
 		if err != nil || !ok {
-			_ = tx.Rollback()
+			_ = sqlTx.Rollback()
 		}
 	}()
 	var task, defHash string
@@ -50,7 +58,7 @@ func (s *Store) RawClaimForBenchmark(ctx context.Context, workerID string, ttl t
 		VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`, token, task, defHash, workerID, attempt, ms(now), ms(now), exp, exp); err != nil {
 		return 0, false, fmt.Errorf("raw claim of %s: %w", task, err)
 	}
-	if err = tx.Commit(); err != nil {
+	if err = sqlTx.Commit(); err != nil {
 		return 0, false, err
 	}
 	return token, true, nil

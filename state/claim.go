@@ -59,7 +59,7 @@ func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time)
 		return Lease{}, invalidf("claim lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
 	}
 	var l Lease
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		var status string
 		err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE address = ?`, req.Task).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -104,7 +104,7 @@ func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time)
 //
 // Errors: ErrNotFound for an unknown token.
 func (s *Store) ReleaseLease(ctx context.Context, token int64, reason string, now time.Time) (released bool, err error) {
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *Tx) error {
 		l, err := scanLease(tx.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, token))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("release lease %d: %w", token, ErrNotFound)
@@ -131,7 +131,7 @@ func (s *Store) ReleaseLease(ctx context.Context, token int64, reason string, no
 
 // endLeaseTx ends an active lease with status and ends its attempt at now
 // with the failure class (NULL for "") and error message.
-func endLeaseTx(ctx context.Context, tx *sql.Tx, l Lease, status LeaseStatus, class FailureClass, msg string, now time.Time) error {
+func endLeaseTx(ctx context.Context, tx *Tx, l Lease, status LeaseStatus, class FailureClass, msg string, now time.Time) error {
 	res, err := tx.ExecContext(ctx, `UPDATE leases SET status = ?, ended_at = ? WHERE token = ? AND status = 'active'`,
 		string(status), ms(now), l.Token)
 	if err != nil {
@@ -157,7 +157,7 @@ func endLeaseTx(ctx context.Context, tx *sql.Tx, l Lease, status LeaseStatus, cl
 // now to tell.
 func (s *Store) ActiveLeases(ctx context.Context, workerID string) ([]Lease, error) {
 	var out []Lease
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		if workerID == "" {
 			out, err = queryLeases(ctx, tx, `WHERE status = 'active'`)
@@ -186,7 +186,7 @@ func scanDirective(r scanner) (RetryDirective, error) {
 	return d, nil
 }
 
-func queryDirectives(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]RetryDirective, error) {
+func queryDirectives(ctx context.Context, tx *Tx, where string, args ...any) ([]RetryDirective, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+directiveColumns+` FROM retry_directives `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read retry directives: %w", err)
@@ -207,7 +207,7 @@ func queryDirectives(ctx context.Context, tx *sql.Tx, where string, args ...any)
 // every task), open and consumed, in the order they were written.
 func (s *Store) RetryDirectives(ctx context.Context, task string) ([]RetryDirective, error) {
 	var out []RetryDirective
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		if task == "" {
 			out, err = queryDirectives(ctx, tx, ``)
@@ -223,7 +223,7 @@ func (s *Store) RetryDirectives(ctx context.Context, task string) ([]RetryDirect
 // per task), keyed by task address.
 func (s *Store) OpenRetryDirectives(ctx context.Context) (map[string]RetryDirective, error) {
 	out := map[string]RetryDirective{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		ds, err := queryDirectives(ctx, tx, `WHERE consumed_at IS NULL`)
 		for _, d := range ds {
 			out[d.Task] = d
@@ -235,7 +235,7 @@ func (s *Store) OpenRetryDirectives(ctx context.Context) (map[string]RetryDirect
 
 // writeDirectiveTx consumes the task's open directive, if any (a newer one
 // supersedes it), and writes a new one.
-func writeDirectiveTx(ctx context.Context, tx *sql.Tx, d RetryDirective, now time.Time) (RetryDirective, error) {
+func writeDirectiveTx(ctx context.Context, tx *Tx, d RetryDirective, now time.Time) (RetryDirective, error) {
 	if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE task = ? AND consumed_at IS NULL`,
 		ms(now), d.Task); err != nil {
 		return RetryDirective{}, fmt.Errorf("supersede retry directive of %s: %w", d.Task, err)

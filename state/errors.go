@@ -38,6 +38,9 @@ var (
 	// ErrReadOnly: a write was attempted on a store opened with OpenReadOnly.
 	ErrReadOnly = errors.New("state opened read-only")
 
+	// ErrClosed: a write was submitted after Close.
+	ErrClosed = errors.New("state store closed")
+
 	// ErrInvalid: an argument failed validation before reaching the database.
 	ErrInvalid = errors.New("invalid argument")
 

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -14,10 +13,10 @@ func (s *Store) AppendEvent(ctx context.Context, e Event, now time.Time) error {
 	if e.Kind == "" {
 		return invalidf("event kind is empty")
 	}
-	return s.write(ctx, func(tx *sql.Tx) error { return appendEvent(ctx, tx, e, now) })
+	return s.write(ctx, func(tx *Tx) error { return appendEvent(ctx, tx, e, now) })
 }
 
-func appendEvent(ctx context.Context, tx *sql.Tx, e Event, now time.Time) error {
+func appendEvent(ctx context.Context, tx *Tx, e Event, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (at, kind, task, worker_id, token, message)
 		VALUES (?, ?, ?, ?, ?, ?)`, ms(now), e.Kind, e.Task, e.WorkerID, e.Token, e.Message)
 	if err != nil {
@@ -30,7 +29,7 @@ func appendEvent(ctx context.Context, tx *sql.Tx, e Event, now time.Time) error 
 // seq order.
 func (s *Store) Events(ctx context.Context, task string) ([]Event, error) {
 	out := []Event{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		q := `SELECT seq, at, kind, task, worker_id, token, message FROM events`
 		var args []any
 		if task != "" {

@@ -17,7 +17,7 @@ import (
 // tasks no longer in the state are not in it.
 func (s *Store) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
 	var out map[string]bool
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		out, err = referencedBlobs(ctx, tx)
 		return err
@@ -35,7 +35,7 @@ func (s *Store) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
 // collection beside a running apply goes through its coordinator.
 // remove's error is returned as it is.
 func (s *Store) CollectGarbage(ctx context.Context, remove func(referenced map[string]bool) error) error {
-	return s.writeTx(ctx, false, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, false, func(tx *Tx) error {
 		cur, err := queryLock(ctx, tx)
 		if err != nil {
 			return err
@@ -54,7 +54,7 @@ func (s *Store) CollectGarbage(ctx context.Context, remove func(referenced map[s
 	})
 }
 
-func referencedBlobs(ctx context.Context, tx *sql.Tx) (map[string]bool, error) {
+func referencedBlobs(ctx context.Context, tx *Tx) (map[string]bool, error) {
 	out := map[string]bool{}
 	rows, err := tx.QueryContext(ctx, `SELECT a.sha256 FROM attempt_artifacts a
 			JOIN leases l ON l.token = a.fencing_token

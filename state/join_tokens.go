@@ -64,7 +64,7 @@ func (s *Store) CreateJoinToken(ctx context.Context, j JoinToken, secretHash str
 	if j.Labels != nil {
 		labels = sql.NullString{String: encodeLabels(j.Labels), Valid: true}
 	}
-	err := s.writeOutsideApply(ctx, func(tx *sql.Tx) error {
+	err := s.writeOutsideApply(ctx, func(tx *Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO join_tokens (id, pool, labels, secret_hash, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?)`, j.ID, j.Pool, labels, secretHash, ms(j.CreatedAt), ms(j.ExpiresAt)); err != nil {
 			return fmt.Errorf("create join token: %w", err)
@@ -82,7 +82,7 @@ func (s *Store) CreateJoinToken(ctx context.Context, j JoinToken, secretHash str
 // CreateJoinToken does. Errors: ErrNotFound for an unknown id; *LockedError.
 func (s *Store) RevokeJoinToken(ctx context.Context, id string, now time.Time) (JoinToken, error) {
 	var j JoinToken
-	err := s.writeOutsideApply(ctx, func(tx *sql.Tx) error {
+	err := s.writeOutsideApply(ctx, func(tx *Tx) error {
 		var err error
 		if j, err = scanJoinToken(tx.QueryRowContext(ctx, `SELECT `+joinTokenColumns+` FROM join_tokens WHERE id = ?`, id)); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("join token %q: %w", id, ErrNotFound)
@@ -104,7 +104,7 @@ func (s *Store) RevokeJoinToken(ctx context.Context, id string, now time.Time) (
 // JoinTokens returns every join token, oldest first.
 func (s *Store) JoinTokens(ctx context.Context) ([]JoinToken, error) {
 	out := []JoinToken{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+joinTokenColumns+` FROM join_tokens ORDER BY created_at, rowid`)
 		if err != nil {
 			return fmt.Errorf("read join tokens: %w", err)
@@ -126,7 +126,7 @@ func (s *Store) JoinTokens(ctx context.Context) ([]JoinToken, error) {
 // SHA-256. Errors: ErrNotFound.
 func (s *Store) JoinTokenBySecretHash(ctx context.Context, secretHash string) (JoinToken, error) {
 	var j JoinToken
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		j, err = scanJoinToken(tx.QueryRowContext(ctx, `SELECT `+joinTokenColumns+` FROM join_tokens WHERE secret_hash = ?`, secretHash))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -165,7 +165,7 @@ func scanJoinToken(r scanner) (JoinToken, error) {
 // by token id, so a coordinator can recognize them without the secrets.
 func (s *Store) JoinTokenSecretHashes(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, secret_hash FROM join_tokens`)
 		if err != nil {
 			return fmt.Errorf("read join tokens: %w", err)

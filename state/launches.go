@@ -82,7 +82,7 @@ func (s *Store) RecordLaunch(ctx context.Context, l Launch, credentialHash strin
 	case len(credentialHash) != 64:
 		return invalidf("launch: the credential hash must be 64 hex digits")
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM pools WHERE name = ?`, l.Pool).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -107,7 +107,7 @@ func (s *Store) SetLaunchProcess(ctx context.Context, applyID, pool string, seq 
 		argv = []string{}
 	}
 	js, _ := json.Marshal(argv) // []string always marshals
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE launches SET handle = ?, host = ?, pid = ?, process_start = ?, argv = ?, work_dir = ?
 			WHERE apply_id = ? AND pool = ? AND seq = ?`, p.Handle, p.Host, p.PID, p.Start, string(js), p.WorkDir, applyID, pool, seq)
 		if err != nil {
@@ -129,7 +129,7 @@ func (s *Store) CloseLaunch(ctx context.Context, applyID, pool string, seq int, 
 		return false, invalidf("launch %d of pool %s: a launch is closed as expired or failed, not %q", seq, pool, status)
 	}
 	changed := false
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE launches SET status = ? WHERE apply_id = ? AND pool = ? AND seq = ? AND status = 'launched'`,
 			string(status), applyID, pool, seq)
 		if err != nil {
@@ -150,7 +150,7 @@ func (s *Store) EndLaunches(ctx context.Context, applyID, pool string, seqs []in
 		return nil
 	}
 	js, _ := json.Marshal(seqs) // []int always marshals
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE launches SET ended_at = ?
 			WHERE apply_id = ? AND pool = ? AND ended_at IS NULL AND seq IN (SELECT value FROM json_each(?))`,
 			ms(now), applyID, pool, string(js)); err != nil {
@@ -177,7 +177,7 @@ func (s *Store) Launches(ctx context.Context, applyID string) ([]Launch, error) 
 
 func (s *Store) queryLaunches(ctx context.Context, where string, args ...any) ([]Launch, error) {
 	out := []Launch{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT apply_id, pool, seq, provider, status, handle, host, pid, process_start, argv, work_dir,
 			coalesce(worker_id, ''), launched_at, registered_at, ended_at FROM launches `+where+` ORDER BY launched_at, rowid`, args...)
 		if err != nil {

@@ -38,7 +38,7 @@ func (s *Store) GrantLease(ctx context.Context, req GrantRequest, now time.Time)
 		return Lease{}, invalidf("grant lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
 	}
 	var l Lease
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		var err error
 		l, err = grantTx(ctx, tx, req, now)
 		return err
@@ -52,7 +52,7 @@ func (s *Store) GrantLease(ctx context.Context, req GrantRequest, now time.Time)
 // grantTx is GrantLease's transaction body (also used by ClaimLease): it
 // checks the task and worker, counts the attempt, takes the next fencing
 // token and inserts the lease, the attempt row and the "leased" event.
-func grantTx(ctx context.Context, tx *sql.Tx, req GrantRequest, now time.Time) (Lease, error) {
+func grantTx(ctx context.Context, tx *Tx, req GrantRequest, now time.Time) (Lease, error) {
 	var status, defHash string
 	err := tx.QueryRowContext(ctx, `SELECT status, def_hash FROM tasks WHERE address = ?`, req.Task).Scan(&status, &defHash)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -136,7 +136,7 @@ func scanLease(r scanner) (Lease, error) {
 	return l, nil
 }
 
-func queryLeases(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]Lease, error) {
+func queryLeases(ctx context.Context, tx *Tx, where string, args ...any) ([]Lease, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+leaseColumns+` FROM leases `+where+` ORDER BY token`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read leases: %w", err)
@@ -157,7 +157,7 @@ func queryLeases(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]
 // tasks), in ascending token order, whatever its status.
 func (s *Store) Leases(ctx context.Context, task string) ([]Lease, error) {
 	var out []Lease
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		if task == "" {
 			out, err = queryLeases(ctx, tx, ``)
@@ -172,7 +172,7 @@ func (s *Store) Leases(ctx context.Context, task string) ([]Lease, error) {
 // Lease returns the lease with the given fencing token. Errors: ErrNotFound.
 func (s *Store) Lease(ctx context.Context, token int64) (Lease, error) {
 	var l Lease
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		l, err = scanLease(tx.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, token))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -186,7 +186,7 @@ func (s *Store) Lease(ctx context.Context, token int64) (Lease, error) {
 // LastToken returns the last fencing token granted (0 before the first).
 func (s *Store) LastToken(ctx context.Context) (int64, error) {
 	var t int64
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT last_token FROM fencing_counter WHERE id = 1`).Scan(&t)
 	})
 	return t, err
@@ -197,7 +197,7 @@ func (s *Store) LastToken(ctx context.Context) (int64, error) {
 // an unknown task).
 func (s *Store) Attempts(ctx context.Context, task string) ([]Attempt, error) {
 	out := []Attempt{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT task, number, worker_id, fencing_token, started_at, ended_at,
 				exit_code, signal, failure_class, error, stdout_path, stderr_path
 			FROM attempts WHERE task = ? ORDER BY number`, task)

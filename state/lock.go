@@ -74,7 +74,7 @@ func (s *Store) AcquireLock(ctx context.Context, req LockRequest, now time.Time)
 		ID: randomHex(16), Holder: req.Holder, Host: req.Host, PID: req.PID,
 		StartedAt: fromMS(ms(now)), ExpiresAt: fromMS(ms(now) + durMS(req.TTL)),
 	}
-	err = s.writeLock(ctx, func(tx *sql.Tx) error {
+	err = s.writeLock(ctx, func(tx *Tx) error {
 		cur, err := queryLock(ctx, tx)
 		if err != nil {
 			return err
@@ -120,7 +120,7 @@ func (s *Store) RenewLock(ctx context.Context, lockID string, ttl time.Duration,
 		return Lock{}, invalidf("lock ttl must be positive, have %s", ttl)
 	}
 	var l *Lock
-	err := s.writeLock(ctx, func(tx *sql.Tx) error {
+	err := s.writeLock(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE apply_lock SET expires_at = max(started_at, ?) WHERE id = 1 AND lock_id = ?`,
 			ms(now)+durMS(ttl), lockID)
 		if err != nil {
@@ -141,7 +141,7 @@ func (s *Store) RenewLock(ctx context.Context, lockID string, ttl time.Duration,
 // ReleaseLock removes the lock with the given ID. Errors: ErrLockLost when
 // the lock is no longer held under that ID.
 func (s *Store) ReleaseLock(ctx context.Context, lockID string, now time.Time) error {
-	return s.writeLock(ctx, func(tx *sql.Tx) error {
+	return s.writeLock(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID)
 		if err != nil {
 			return fmt.Errorf("release lock: %w", err)
@@ -168,7 +168,7 @@ func (s *Store) ForceUnlock(ctx context.Context, lockID string, now time.Time) (
 // from check is returned and nothing is removed.
 func (s *Store) ForceUnlockIf(ctx context.Context, lockID string, now time.Time, check func(Lock) error) (Lock, error) {
 	var l *Lock
-	err := s.writeLock(ctx, func(tx *sql.Tx) error {
+	err := s.writeLock(ctx, func(tx *Tx) error {
 		var err error
 		if l, err = queryLock(ctx, tx); err != nil {
 			return err
@@ -203,7 +203,7 @@ func (s *Store) ForceUnlockIf(ctx context.Context, lockID string, now time.Time,
 // apply runs"). Errors: ErrLockLost when the lock is no longer held under
 // that ID.
 func (s *Store) SetLockCoordinator(ctx context.Context, lockID, url, caSHA256 string) error {
-	return s.writeLock(ctx, func(tx *sql.Tx) error {
+	return s.writeLock(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE apply_lock SET coordinator_url = ?, ca_sha256 = ? WHERE id = 1 AND lock_id = ?`,
 			url, caSHA256, lockID)
 		if err != nil {
@@ -217,7 +217,7 @@ func (s *Store) SetLockCoordinator(ctx context.Context, lockID, url, caSHA256 st
 }
 
 // endApplyTx records the end of the apply with the given id, once.
-func endApplyTx(ctx context.Context, tx *sql.Tx, id, reason string, now time.Time) error {
+func endApplyTx(ctx context.Context, tx *Tx, id, reason string, now time.Time) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE applies SET ended_at = max(started_at, ?), end_reason = ? WHERE id = ? AND ended_at IS NULL`,
 		ms(now), reason, id); err != nil {
 		return fmt.Errorf("record the end of apply %s: %w", id, err)
@@ -241,7 +241,7 @@ type Apply struct {
 // Applies returns every apply recorded, oldest first.
 func (s *Store) Applies(ctx context.Context) ([]Apply, error) {
 	out := []Apply{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, holder, host, pid, started_at, ended_at, coalesce(end_reason, '')
 			FROM applies ORDER BY started_at, rowid`)
 		if err != nil {

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -22,7 +21,7 @@ func (s *Store) UpsertPool(ctx context.Context, p Pool, now time.Time) error {
 	case p.Capacity < 1:
 		return invalidf("pool %q: capacity must be at least 1, have %d", p.Name, p.Capacity)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO pools (name, provider, min, max, capacity, labels, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET provider = excluded.provider, min = excluded.min,
@@ -36,7 +35,7 @@ func (s *Store) UpsertPool(ctx context.Context, p Pool, now time.Time) error {
 	})
 }
 
-func queryPools(ctx context.Context, tx *sql.Tx) ([]Pool, error) {
+func queryPools(ctx context.Context, tx *Tx) ([]Pool, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT name, provider, min, max, capacity, labels FROM pools ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("read pools: %w", err)

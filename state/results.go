@@ -112,7 +112,7 @@ func Backoff(base, max time.Duration, k int) time.Duration {
 // last_error; a retry directive; dependents queued or cancelled; and the
 // task's event (succeeded, retried or failed). The lease and the attempt
 // row must already be ended by the caller.
-func settleTx(ctx context.Context, tx *sql.Tx, l Lease, class FailureClass, errMsg string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
+func settleTx(ctx context.Context, tx *Tx, l Lease, class FailureClass, errMsg string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
 	out := AttemptOutcome{Task: l.Task, Attempt: l.Attempt, Token: l.Token, WorkerID: l.WorkerID, Class: class}
 	var attempts, failuresUsed, lostUsed, maxAttempts, maxLost int
 	err := tx.QueryRowContext(ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
@@ -224,7 +224,7 @@ func verb(kind FailureClass) string {
 
 // cancelDownstreamTx cancels every task of downstream that is pending or
 // queued and has no active lease, with reason "dependency <failed> failed".
-func cancelDownstreamTx(ctx context.Context, tx *sql.Tx, failed string, downstream []string, now time.Time) ([]string, error) {
+func cancelDownstreamTx(ctx context.Context, tx *Tx, failed string, downstream []string, now time.Time) ([]string, error) {
 	reason := "dependency " + failed + " failed"
 	var out []string
 	for _, addr := range downstream {
@@ -253,7 +253,7 @@ func cancelDownstreamTx(ctx context.Context, tx *sql.Tx, failed string, downstre
 
 // promoteTx makes each pending dependent whose dependencies have all
 // succeeded queued, and returns those it changed.
-func promoteTx(ctx context.Context, tx *sql.Tx, deps []Dependent, now time.Time) ([]string, error) {
+func promoteTx(ctx context.Context, tx *Tx, deps []Dependent, now time.Time) ([]string, error) {
 	var out []string
 	for _, d := range deps {
 		uniq := map[string]bool{}
@@ -291,7 +291,7 @@ func promoteTx(ctx context.Context, tx *sql.Tx, deps []Dependent, now time.Time)
 // later promotions happen inside AcceptResult.
 func (s *Store) PromoteReady(ctx context.Context, deps []Dependent, now time.Time) ([]string, error) {
 	var out []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		var err error
 		out, err = promoteTx(ctx, tx, deps, now)
 		return err
@@ -444,7 +444,7 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 		return d, err
 	}
 	var dec ResultDecision
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		dec = ResultDecision{}
 		var decision string
 		var reason sql.NullString
@@ -565,7 +565,7 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 func (s *Store) resultByKey(ctx context.Context, key string, token int64, worker string) (ResultDecision, bool, error) {
 	var decision string
 	var reason sql.NullString
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ? AND token = ? AND worker_id = ?`,
 			key, token, worker).Scan(&decision, &reason)
 	})
@@ -606,7 +606,7 @@ func describe(in ResultInput) string {
 // order they were received (then by key).
 func (s *Store) Results(ctx context.Context, task string) ([]Result, error) {
 	out := []Result{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		q := `SELECT idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at FROM results`
 		var args []any
 		if task != "" {
@@ -649,7 +649,7 @@ func shortHash(h string) string {
 // kind then name (empty when none, or for an unknown attempt).
 func (s *Store) ArtifactsOf(ctx context.Context, task string, attempt int) ([]Artifact, error) {
 	var out []Artifact
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		out, err = queryArtifacts(ctx, tx, `WHERE task = ? AND attempt = ?`, task, attempt)
 		return err
@@ -657,7 +657,7 @@ func (s *Store) ArtifactsOf(ctx context.Context, task string, attempt int) ([]Ar
 	return out, err
 }
 
-func queryArtifacts(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]Artifact, error) {
+func queryArtifacts(ctx context.Context, tx *Tx, where string, args ...any) ([]Artifact, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT kind, name, sha256, size, media_type FROM attempt_artifacts `+where+` ORDER BY kind, name`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read artifacts: %w", err)
@@ -679,7 +679,7 @@ func queryArtifacts(ctx context.Context, tx *sql.Tx, where string, args ...any) 
 // is the task's), by name; none when the task has not succeeded so.
 func (s *Store) AcceptedOutputs(ctx context.Context, task string) ([]Artifact, error) {
 	var out []Artifact
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var token int64
 		err := tx.QueryRowContext(ctx, `SELECT a.fencing_token FROM attempts a
 			JOIN leases l ON l.token = a.fencing_token

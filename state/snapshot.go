@@ -13,7 +13,7 @@ import (
 // apply lock.
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	snap := &Snapshot{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		if err := tx.QueryRowContext(ctx, `SELECT lineage, serial FROM state_info WHERE id = 1`).
 			Scan(&snap.Lineage, &snap.Serial); err != nil {
 			return fmt.Errorf("read state_info: %w", err)
@@ -45,13 +45,13 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // Info returns the lineage and serial of the state.
 func (s *Store) Info(ctx context.Context) (lineage string, serial int64, err error) {
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT lineage, serial FROM state_info WHERE id = 1`).Scan(&lineage, &serial)
 	})
 	return lineage, serial, err
 }
 
-func queryLock(ctx context.Context, tx *sql.Tx) (*Lock, error) {
+func queryLock(ctx context.Context, tx *Tx) (*Lock, error) {
 	var l Lock
 	var started, expires int64
 	err := tx.QueryRowContext(ctx, `SELECT lock_id, holder, host, pid, started_at, expires_at, coordinator_url, ca_sha256

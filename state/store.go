@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,14 +27,27 @@ import (
 // create the same new file at once (docs/sqlite.md: the switch to WAL can fail).
 const openRetryBudget = 10 * time.Second
 
-// Store is an open state file. Its methods are safe for concurrent use; write
-// transactions of one Store are serialized in Go before BEGIN IMMEDIATE, and
+// Store is an open state file. Its methods are safe for concurrent use.
+// Its writes go through one committer goroutine that commits the writes
+// submitted at the same time in one transaction (Write: group commit);
 // writers in other processes wait on SQLite's busy timeout (5 s).
 type Store struct {
 	path     string
 	db       *sql.DB
 	readOnly bool
-	wmu      chan struct{} // one writer at a time within this Store
+	stmts    *stmtCache
+	// The group commit (Write): writes queue here for commitLoop.
+	qmu     sync.Mutex
+	qcond   *sync.Cond
+	queue   []*writeReq
+	closed  bool
+	stopped chan struct{} // closed when commitLoop has returned
+	// rawMu serializes RawClaimForBenchmark.
+	rawMu sync.Mutex
+	turns *writerTurns // taking turns with other writers (turns.go)
+	// in, when set, makes this Store a view of one transaction (Tx.view):
+	// its reads and writes run in that transaction instead of their own.
+	in *Tx
 	// guard, when set, is the apply lock ID every content write must still
 	// hold (GuardWrites).
 	guard atomic.Pointer[string]
@@ -105,7 +119,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			db.Close()
 			return err
 		}
-		s = newStore(path, db, false)
+		s = newStore(path, abs, db, false)
 		return nil
 	})
 	if err != nil {
@@ -254,7 +268,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 			db.Close()
 			return err
 		}
-		s = newStore(path, db, true)
+		s = newStore(path, abs, db, true)
 		return nil
 	})
 	if err != nil {
@@ -263,15 +277,36 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-func newStore(path string, db *sql.DB, readOnly bool) *Store {
-	return &Store{path: path, db: db, readOnly: readOnly, wmu: make(chan struct{}, 1)}
+// newStore makes the Store of the open database db of the state file abs
+// (given as path); a writable one starts its committer.
+func newStore(path, abs string, db *sql.DB, readOnly bool) *Store {
+	s := &Store{path: path, db: db, readOnly: readOnly, stmts: newStmtCache(db), stopped: make(chan struct{})}
+	s.qcond = sync.NewCond(&s.qmu)
+	if readOnly {
+		close(s.stopped)
+	} else {
+		s.turns = openTurns(abs)
+		go s.commitLoop()
+	}
+	return s
 }
 
 // Path returns the path the store was opened with.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database. The Store must not be used afterwards.
-func (s *Store) Close() error { return s.db.Close() }
+// Close commits the writes already submitted, then closes the database.
+// Writes submitted afterwards fail with ErrClosed; the Store must not be
+// used otherwise.
+func (s *Store) Close() error {
+	s.qmu.Lock()
+	s.closed = true
+	s.qcond.Broadcast()
+	s.qmu.Unlock()
+	<-s.stopped
+	s.stmts.close()
+	s.turns.close()
+	return s.db.Close()
+}
 
 // dsnFor builds the connection string for the glebarez driver. The path is
 // given as an SQLite URI (file:...) so that mode=ro reaches SQLite and odd
@@ -369,7 +404,7 @@ func isUniqueViolation(err error, target string) bool {
 // write runs fn in one BEGIN IMMEDIATE transaction and bumps the serial in
 // the same transaction. Every write method goes through it. fn's error (or a
 // failed commit) rolls everything back, including the serial bump.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.writeTx(ctx, true, fn)
 }
 
@@ -377,7 +412,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // guard nor the serial applies, because the lock is coordination beside the
 // state's content (as Terraform's lock is), and taking or releasing it must
 // not make a saved plan stale.
-func (s *Store) writeLock(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) writeLock(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.writeTx(ctx, false, fn)
 }
 
@@ -387,11 +422,11 @@ func (s *Store) writeLock(ctx context.Context, fn func(tx *sql.Tx) error) error 
 // a *LockedError when an apply holds the lock, so such a command never
 // writes beside a running coordinator. Taking the write transaction is what
 // holds the lock for it: no apply can take the lock until it commits.
-func (s *Store) writeOutsideApply(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) writeOutsideApply(ctx context.Context, fn func(tx *Tx) error) error {
 	if s.guard.Load() != nil {
 		return s.write(ctx, fn)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *Tx) error {
 		cur, err := queryLock(ctx, tx)
 		if err != nil {
 			return err
@@ -403,51 +438,313 @@ func (s *Store) writeOutsideApply(ctx context.Context, fn func(tx *sql.Tx) error
 	})
 }
 
-// writeTx runs fn in one write transaction (see write and writeLock). An
+// writeTx runs fn in the group commit (see write and writeLock). An
 // error that says the disk is full becomes a *DiskFullError naming the
 // file, whichever step failed.
-func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *sql.Tx) error) error {
-	return fullError(s.path, corruptError(s.path, s.runWriteTx(ctx, content, fn)))
+func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *Tx) error) error {
+	if s.in != nil { // a view of a transaction (Tx.view)
+		return fn(s.in)
+	}
+	return s.submit(ctx, content, fn, nil)
 }
 
-func (s *Store) runWriteTx(ctx context.Context, content bool, fn func(tx *sql.Tx) error) error {
+// Write runs fn as one write of the state, in the group commit: fn runs
+// inside a BEGIN IMMEDIATE transaction that it may share with other
+// writes submitted at the same time, each in its own savepoint, so an
+// error of fn rolls back fn's statements only, and the commit (one fsync,
+// synchronous=FULL) covers the whole group. Write returns after the
+// commit, never before its changes are on disk. Writes are run in the
+// order they were submitted; fn sees the changes of the writes before it.
+//
+// after, when not nil, is called with fn's outcome (nil, fn's error, or
+// the error of the commit that should have carried it) by the committer,
+// before Write returns, in the order the writes were run: so a caller that
+// keeps a copy of the state in memory updates it in the state's order of
+// writes. after must be quick and must not write to this Store (that
+// would wait for itself).
+//
+// fn must touch nothing but tx: it may run a second time, in a new
+// transaction, when the transaction it ran in ended by an error of
+// another write of its group (SQLite rolls a transaction back on disk
+// full and I/O errors); its changes are then made once, by that second
+// run. A write whose ctx ends before its turn is not run (its error is
+// ctx's); once running, it runs to completion.
+//
+// Writes are checked against GuardWrites' lock and bump the serial, like
+// every write method of the Store. Errors: fn's, ErrLockLost, ErrReadOnly,
+// ErrClosed after Close, *DiskFullError and *CorruptError, SQLite errors.
+func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error, after func(error)) error {
+	return s.submit(ctx, true, fn, after)
+}
+
+// Barrier returns once every write submitted before it has been
+// committed and its after function has returned.
+func (s *Store) Barrier(ctx context.Context) error {
+	return s.submit(ctx, false, nil, nil)
+}
+
+// maxGroup bounds how many writes one commit carries.
+const maxGroup = 256
+
+// writeReq is one write waiting for the committer.
+type writeReq struct {
+	ctx     context.Context
+	content bool
+	fn      func(tx *Tx) error // nil for a Barrier
+	after   func(error)
+	err     error
+	reran   bool // it ran once in a transaction that a Part of it ended
+	done    chan struct{}
+}
+
+// submit queues a write for the committer and waits for its outcome.
+func (s *Store) submit(ctx context.Context, content bool, fn func(tx *Tx) error, after func(error)) error {
 	if s.readOnly {
 		return fmt.Errorf("state file %s: %w", s.path, ErrReadOnly)
 	}
-	select {
-	case s.wmu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-s.wmu }()
-
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
-	if err != nil {
-		return fmt.Errorf("begin write: %w", err)
-	}
-	if guard := s.guard.Load(); content && guard != nil {
-		var held string
-		err := tx.QueryRowContext(ctx, `SELECT lock_id FROM apply_lock WHERE id = 1`).Scan(&held)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && held != *guard) {
-			_ = tx.Rollback()
-			return fmt.Errorf("state file %s: write refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
-		}
-		if err != nil {
-			_ = tx.Rollback()
-			return fmt.Errorf("check the apply lock: %w", err)
-		}
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !content {
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("commit: %w", err)
+	r := &writeReq{ctx: ctx, content: content, fn: fn, after: after, done: make(chan struct{})}
+	s.qmu.Lock()
+	if s.closed {
+		s.qmu.Unlock()
+		return fmt.Errorf("state file %s: %w", s.path, ErrClosed)
+	}
+	s.queue = append(s.queue, r)
+	s.qcond.Signal()
+	s.qmu.Unlock()
+	<-r.done
+	return fullError(s.path, corruptError(s.path, r.err))
+}
+
+// commitLoop is the committer: the single writer of the Store. It takes
+// every write queued (up to maxGroup) and commits them together; writes
+// that arrive meanwhile wait for the next group, so the group grows with
+// the load and a lone write waits for nothing (group commit without a
+// delay, as in PostgreSQL with commit_delay = 0).
+func (s *Store) commitLoop() {
+	defer close(s.stopped)
+	for {
+		s.qmu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.qcond.Wait()
 		}
+		if len(s.queue) == 0 {
+			s.qmu.Unlock()
+			return
+		}
+		n := min(len(s.queue), maxGroup)
+		batch := make([]*writeReq, n)
+		copy(batch, s.queue)
+		s.queue = append(s.queue[:0], s.queue[n:]...)
+		s.qmu.Unlock()
+		s.runBatch(batch)
+		s.qmu.Lock()
+		more := len(s.queue) > 0
+		s.qmu.Unlock()
+		if more {
+			s.turns.stepAside() // let a writer of another process begin first
+		}
+	}
+}
+
+// runBatch commits batch in order: runs of content writes share a
+// transaction; a lock write (content false) or barrier is its own.
+func (s *Store) runBatch(batch []*writeReq) {
+	for len(batch) > 0 {
+		if !batch[0].content {
+			s.commitGroup(batch[:1])
+			batch = batch[1:]
+			continue
+		}
+		n := 1
+		for n < len(batch) && batch[n].content {
+			n++
+		}
+		again := s.commitGroup(batch[:n])
+		batch = append(again, batch[n:]...)
+	}
+}
+
+// finish hands each write of group its outcome, in order.
+func finish(group []*writeReq) {
+	for _, r := range group {
+		if r.after != nil {
+			r.after(r.err)
+		}
+		close(r.done)
+	}
+}
+
+// commitGroup runs group in one transaction and commits it. It returns
+// the writes to run again: those of a transaction that ended by the error
+// of one of its writes (which alone keeps its error).
+func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
+	if len(group) == 1 && group[0].fn == nil { // Barrier
+		finish(group)
 		return nil
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE state_info SET serial = serial + 1 WHERE id = 1`)
+	s.stmts.prepareNoted(context.Background())
+	content := group[0].content
+	begun := s.turns.waiting()
+	tx, err := s.db.BeginTx(context.Background(), nil) // BEGIN IMMEDIATE (_txlock=immediate)
+	begun()
+	if err != nil {
+		for _, r := range group {
+			r.err = fmt.Errorf("begin write: %w", err)
+		}
+		finish(group)
+		return nil
+	}
+	t := &Tx{tx: tx, ctx: context.Background(), cache: s.stmts, s: s}
+	if err := s.checkGuard(t, content); err != nil {
+		_ = tx.Rollback()
+		for _, r := range group {
+			r.err = err
+		}
+		finish(group)
+		return nil
+	}
+	// A group whose writes changed no row (e.g. replays of a result)
+	// leaves the serial alone, as a write that changes nothing should.
+	changesBefore, err := totalChanges(t)
+	if err != nil {
+		_ = tx.Rollback()
+		for _, r := range group {
+			r.err = fmt.Errorf("begin write: %w", err)
+		}
+		finish(group)
+		return nil
+	}
+	savepoints := len(group) > 1
+	var ran []*writeReq // run without error, so far
+	for i, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			continue
+		}
+		t.ctx = context.WithoutCancel(r.ctx)
+		if savepoints {
+			if _, err := t.ExecContext(t.ctx, `SAVEPOINT write`); err != nil {
+				r.err = fmt.Errorf("begin write: %w", err)
+				continue
+			}
+		}
+		r.err = r.fn(t)
+		if t.broken != nil {
+			// A Part could not roll back: the transaction has ended. This
+			// write runs again once; a second time it fails.
+			broken := t.broken
+			t.broken = nil
+			if r.reran {
+				r.err = broken
+				return s.abandon(tx, group, i, ran, true)
+			}
+			r.reran, r.err = true, nil
+			return s.abandon(tx, group, i, append(ran, r), false)
+		}
+		if r.err == nil {
+			if savepoints {
+				if _, err := t.ExecContext(t.ctx, `RELEASE write`); err != nil {
+					r.err = fmt.Errorf("write: %w", err)
+					return s.abandon(tx, group, i, ran, true)
+				}
+			}
+			ran = append(ran, r)
+			continue
+		}
+		if !savepoints {
+			_ = tx.Rollback()
+			finish(group)
+			return nil
+		}
+		if _, err := t.ExecContext(t.ctx, `ROLLBACK TO write`); err != nil {
+			return s.abandon(tx, group, i, ran, true)
+		}
+		if _, err := t.ExecContext(t.ctx, `RELEASE write`); err != nil {
+			return s.abandon(tx, group, i, ran, true)
+		}
+	}
+	t.ctx = context.Background()
+	if len(ran) == 0 {
+		_ = tx.Rollback()
+		finish(group)
+		return nil
+	}
+	changed, err := totalChanges(t)
+	if err == nil && content && changed != changesBefore {
+		err = bumpSerial(t)
+	}
+	if err == nil {
+		if err = tx.Commit(); err != nil {
+			err = fmt.Errorf("commit: %w", err)
+		}
+	} else {
+		_ = tx.Rollback()
+	}
+	if err != nil {
+		for _, r := range ran {
+			r.err = err
+		}
+	}
+	finish(group)
+	return nil
+}
+
+// abandon ends a transaction that the write group[i] left unusable. With
+// failed, group[i] keeps its error and ends; otherwise it runs again. The
+// writes before it that were not refused (ran) run again, in a new
+// transaction, with those after it.
+func (s *Store) abandon(tx *sql.Tx, group []*writeReq, i int, ran []*writeReq, failed bool) []*writeReq {
+	_ = tx.Rollback()
+	isRan := map[*writeReq]bool{}
+	for _, r := range ran {
+		isRan[r] = true
+	}
+	var done, again []*writeReq
+	for _, r := range group[:i+1] {
+		if isRan[r] && (r != group[i] || !failed) {
+			r.err = nil
+			again = append(again, r)
+		} else {
+			done = append(done, r)
+		}
+	}
+	finish(done)
+	return append(again, group[i+1:]...)
+}
+
+// checkGuard checks, for a content write, that the apply lock is still
+// held under GuardWrites' lock id.
+func (s *Store) checkGuard(t *Tx, content bool) error {
+	guard := s.guard.Load()
+	if !content || guard == nil {
+		return nil
+	}
+	var held string
+	err := t.QueryRowContext(t.ctx, `SELECT lock_id FROM apply_lock WHERE id = 1`).Scan(&held)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && held != *guard) {
+		return fmt.Errorf("state file %s: write refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
+	}
+	if err != nil {
+		return fmt.Errorf("check the apply lock: %w", err)
+	}
+	return nil
+}
+
+// totalChanges is SQLite's count of the rows the connection of t has
+// inserted, updated or deleted since it was opened.
+func totalChanges(t *Tx) (int64, error) {
+	var n int64
+	err := t.QueryRowContext(t.ctx, `SELECT total_changes()`).Scan(&n)
+	return n, err
+}
+
+// bumpSerial increments the state's serial: once per committed group of
+// content writes.
+func bumpSerial(t *Tx) error {
+	res, err := t.ExecContext(t.ctx, `UPDATE state_info SET serial = serial + 1 WHERE id = 1`)
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n != 1 {
@@ -455,23 +752,23 @@ func (s *Store) runWriteTx(ctx context.Context, content bool, fn func(tx *sql.Tx
 		}
 	}
 	if err != nil {
-		_ = tx.Rollback()
 		return fmt.Errorf("bump serial: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
 
 // read runs fn in one read transaction (a consistent WAL snapshot).
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) read(ctx context.Context, fn func(tx *Tx) error) error {
+	if s.in != nil { // a view of a transaction (Tx.view)
+		return fn(s.in)
+	}
+	s.stmts.prepareNoted(ctx)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // deferred BEGIN
 	if err != nil {
 		return corruptError(s.path, fmt.Errorf("begin read: %w", err))
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only; nothing to lose
-	return corruptError(s.path, fn(tx))
+	return corruptError(s.path, fn(&Tx{tx: tx, ctx: ctx, cache: s.stmts, s: s}))
 }
 
 // QuickCheck runs SQLite's PRAGMA quick_check on the state file (every
@@ -481,7 +778,7 @@ func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // writes anything.
 func (s *Store) QuickCheck(ctx context.Context) error {
 	var lines []string
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		rows, err := tx.QueryContext(ctx, `PRAGMA quick_check(5)`)
 		if err != nil {
 			return err

@@ -34,21 +34,15 @@ type SweepResult struct {
 //
 // Sweep never marks a task succeeded (docs/design.md §3 invariant 5).
 func (s *Store) Sweep(ctx context.Context, now time.Time, pol PolicyFunc) (SweepResult, error) {
-	var due bool
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT
-			EXISTS (SELECT 1 FROM leases WHERE status = 'active' AND expires_at <= ?1)
-			OR EXISTS (SELECT 1 FROM workers WHERE status IN ('active', 'draining') AND last_heartbeat_at + ttl_ms <= ?1)`,
-			ms(now)).Scan(&due)
-	})
+	due, err := s.SweepDue(ctx, now)
 	if err != nil {
-		return SweepResult{}, fmt.Errorf("sweep: %w", err)
+		return SweepResult{}, err
 	}
 	if !due {
 		return SweepResult{}, nil
 	}
 	var res SweepResult
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *Tx) error {
 		res = SweepResult{}
 		leases, err := queryLeases(ctx, tx, `WHERE status = 'active' AND expires_at <= ?`, ms(now))
 		if err != nil {
@@ -104,9 +98,26 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, pol PolicyFunc) (Sweep
 	return res, nil
 }
 
+// SweepDue reports, from a read, whether Sweep at now would change
+// anything: a lease past its expiry or a worker past its ttl. A sweep
+// that finds nothing to do thus never takes the write lock.
+func (s *Store) SweepDue(ctx context.Context, now time.Time) (bool, error) {
+	var due bool
+	err := s.read(ctx, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT
+			EXISTS (SELECT 1 FROM leases WHERE status = 'active' AND expires_at <= ?1)
+			OR EXISTS (SELECT 1 FROM workers WHERE status IN ('active', 'draining') AND last_heartbeat_at + ttl_ms <= ?1)`,
+			ms(now)).Scan(&due)
+	})
+	if err != nil {
+		return false, fmt.Errorf("sweep: %w", err)
+	}
+	return due, nil
+}
+
 // loseTx ends an active lease with status (expired or revoked), its attempt
 // with class lost, appends the lease's event and settles the task.
-func loseTx(ctx context.Context, tx *sql.Tx, l Lease, status LeaseStatus, kind, why string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
+func loseTx(ctx context.Context, tx *Tx, l Lease, status LeaseStatus, kind, why string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
 	if err := endLeaseTx(ctx, tx, l, status, FailureClassLost, why, now); err != nil {
 		return AttemptOutcome{}, err
 	}
@@ -137,7 +148,7 @@ func (s *Store) RevokeAllLeases(ctx context.Context, reason string, now time.Tim
 	// nothing to write, and the serial must not move (a saved plan stays
 	// fresh across an apply that had nothing to recover).
 	var due bool
-	if err := s.read(ctx, func(tx *sql.Tx) error {
+	if err := s.read(ctx, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM leases WHERE status = 'active')
 			OR EXISTS (SELECT 1 FROM workers WHERE status <> 'gone')`).Scan(&due)
 	}); err != nil {
@@ -146,7 +157,7 @@ func (s *Store) RevokeAllLeases(ctx context.Context, reason string, now time.Tim
 	if !due {
 		return res, nil
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		res = RevokeResult{}
 		leases, err := queryLeases(ctx, tx, `WHERE status = 'active'`)
 		if err != nil {
@@ -187,7 +198,7 @@ func (s *Store) RevokeAllLeases(ctx context.Context, reason string, now time.Tim
 // Errors: ErrNotFound for an unknown worker.
 func (s *Store) LoseWorker(ctx context.Context, id, reason string, pol PolicyFunc, now time.Time) ([]AttemptOutcome, error) {
 	var out []AttemptOutcome
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		out = nil
 		var cur string
 		err := tx.QueryRowContext(ctx, `SELECT status FROM workers WHERE id = ?`, id).Scan(&cur)
@@ -231,7 +242,7 @@ func (s *Store) SetWorkerStatus(ctx context.Context, id string, status WorkerSta
 		return invalidf("worker %q: unknown status %q", id, status)
 	}
 	var cur string
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT status FROM workers WHERE id = ?`, id).Scan(&cur)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -243,7 +254,7 @@ func (s *Store) SetWorkerStatus(ctx context.Context, id string, status WorkerSta
 	if cur == string(status) {
 		return nil
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE workers SET status = ? WHERE id = ?`, string(status), id)
 		if err != nil {
 			return fmt.Errorf("set worker status of %q: %w", id, err)
@@ -277,7 +288,7 @@ func (s *Store) FinishTasks(ctx context.Context, tasks []TaskFinish, now time.Ti
 		}
 	}
 	var out []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		out = nil
 		for _, f := range tasks {
 			var got string

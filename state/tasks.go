@@ -38,7 +38,7 @@ func (s *Store) UpsertTasks(ctx context.Context, defs []TaskDef, now time.Time) 
 	if len(defs) == 0 {
 		return nil
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *Tx) error {
 		active, err := tx.PrepareContext(ctx, `SELECT token FROM leases WHERE task = ? AND status = 'active'`)
 		if err != nil {
 			return fmt.Errorf("upsert tasks: %w", err)
@@ -129,7 +129,7 @@ func scanTask(r scanner) (Task, error) {
 	return t, nil
 }
 
-func queryTasks(ctx context.Context, tx *sql.Tx) ([]Task, error) {
+func queryTasks(ctx context.Context, tx *Tx) ([]Task, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks ORDER BY address`)
 	if err != nil {
 		return nil, fmt.Errorf("read tasks: %w", err)
@@ -149,7 +149,7 @@ func queryTasks(ctx context.Context, tx *sql.Tx) ([]Task, error) {
 // Task returns one task. Errors: ErrNotFound.
 func (s *Store) Task(ctx context.Context, address string) (Task, error) {
 	var t Task
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		t, err = scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE address = ?`, address))
 		if errors.Is(err, sql.ErrNoRows) {

@@ -45,7 +45,7 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker, now time.Time) (Wo
 	if len(w.Labels) == 0 {
 		w.Labels = nil
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM pools WHERE name = ?`, w.Pool).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -90,7 +90,7 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker, now time.Time) (Wo
 // Heartbeat does not change the worker's status. It returns the number of
 // leases renewed. Errors: ErrNotFound for an unknown worker.
 func (s *Store) Heartbeat(ctx context.Context, workerID string, now time.Time) (renewed int, err error) {
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *Tx) error {
 		var ttlMS int64
 		err := tx.QueryRowContext(ctx, `UPDATE workers SET last_heartbeat_at = ? WHERE id = ? RETURNING ttl_ms`,
 			ms(now), workerID).Scan(&ttlMS)
@@ -147,7 +147,7 @@ func scanWorker(r scanner) (Worker, error) {
 	return w, nil
 }
 
-func queryWorkers(ctx context.Context, tx *sql.Tx) ([]Worker, error) {
+func queryWorkers(ctx context.Context, tx *Tx) ([]Worker, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT `+workerColumns+` FROM workers ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read workers: %w", err)
@@ -167,7 +167,7 @@ func queryWorkers(ctx context.Context, tx *sql.Tx) ([]Worker, error) {
 // Worker returns one worker. Errors: ErrNotFound.
 func (s *Store) Worker(ctx context.Context, id string) (Worker, error) {
 	var w Worker
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *Tx) error {
 		var err error
 		w, err = scanWorker(tx.QueryRowContext(ctx, `SELECT `+workerColumns+` FROM workers WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {

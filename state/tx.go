@@ -1,0 +1,251 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Tx is one transaction on the state file, handed to the functions given
+// to Store.Write (a write inside a group commit) and used by the Store's
+// own read and write methods. Its methods run the statements of the
+// exported operations (ClaimLease, AcceptResult, Heartbeat, …) inside the
+// transaction, so several operations can share one commit.
+//
+// Every statement goes through the Store's cache of prepared statements:
+// SQLite parses a statement once per connection, not once per call
+// (docs/sqlite.md measures what that saves).
+//
+// A Tx is valid only during the function it was passed to, and must not
+// be used by several goroutines at once.
+type Tx struct {
+	tx *sql.Tx
+	// ctx is the context the statements run with. In a group commit it
+	// is the request's context without its cancellation: a statement
+	// interrupted half-way makes SQLite roll back the whole transaction,
+	// and with it the other requests of the group. A request whose
+	// context ends before its turn is not run at all.
+	ctx   context.Context
+	cache *stmtCache
+	s     *Store // the Store it belongs to
+	v     *Store // its view (view), made on first use
+	// broken is set when a Part could not roll its changes back: the
+	// transaction has ended, and the group commit runs its writes again.
+	broken error
+}
+
+// Part runs fn in a savepoint nested in t: when fn fails, its changes are
+// rolled back and its error returned, and t goes on, so one write can try
+// several operations and keep those that succeed (a claim granting
+// several leases, some of which lost a race). If the rollback itself
+// fails (SQLite ended the transaction), Part returns an error and the
+// whole write is run again in a new transaction (see Store.Write).
+func (t *Tx) Part(fn func() error) error {
+	if t.broken != nil {
+		return t.broken
+	}
+	if _, err := t.ExecContext(t.ctx, `SAVEPOINT part`); err != nil {
+		t.broken = fmt.Errorf("begin part of a write: %w", err)
+		return t.broken
+	}
+	err := fn()
+	if err == nil {
+		if _, rerr := t.ExecContext(t.ctx, `RELEASE part`); rerr != nil {
+			t.broken = fmt.Errorf("end part of a write: %w", rerr)
+			return t.broken
+		}
+		return nil
+	}
+	if _, rerr := t.ExecContext(t.ctx, `ROLLBACK TO part`); rerr != nil {
+		t.broken = fmt.Errorf("roll back part of a write (%v): %w", err, rerr)
+		return t.broken
+	}
+	if _, rerr := t.ExecContext(t.ctx, `RELEASE part`); rerr != nil {
+		t.broken = fmt.Errorf("roll back part of a write (%v): %w", err, rerr)
+		return t.broken
+	}
+	return err
+}
+
+// view returns a Store whose methods run inside t instead of in their own
+// transactions: the Tx methods below are the Store's, sharing t.
+func (t *Tx) view() *Store {
+	if t.v == nil {
+		t.v = &Store{path: t.s.path, db: t.s.db, stmts: t.s.stmts, in: t}
+		t.v.guard.Store(t.s.guard.Load())
+	}
+	return t.v
+}
+
+// ClaimLease is Store.ClaimLease inside t.
+func (t *Tx) ClaimLease(req GrantRequest, now time.Time) (Lease, error) {
+	return t.view().ClaimLease(t.ctx, req, now)
+}
+
+// ReleaseLease is Store.ReleaseLease inside t.
+func (t *Tx) ReleaseLease(token int64, reason string, now time.Time) (bool, error) {
+	return t.view().ReleaseLease(t.ctx, token, reason, now)
+}
+
+// AcceptResult is Store.AcceptResult inside t.
+func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (ResultDecision, error) {
+	return t.view().AcceptResult(t.ctx, in, pol, now)
+}
+
+// Heartbeat is Store.Heartbeat inside t.
+func (t *Tx) Heartbeat(workerID string, now time.Time) (renewed int, err error) {
+	return t.view().Heartbeat(t.ctx, workerID, now)
+}
+
+// SetWorkerStatus is Store.SetWorkerStatus inside t.
+func (t *Tx) SetWorkerStatus(id string, status WorkerStatus, now time.Time) error {
+	return t.view().SetWorkerStatus(t.ctx, id, status, now)
+}
+
+// Sweep is Store.Sweep inside t.
+func (t *Tx) Sweep(now time.Time, pol PolicyFunc) (SweepResult, error) {
+	return t.view().Sweep(t.ctx, now, pol)
+}
+
+// Task is Store.Task inside t (it sees t's own changes).
+func (t *Tx) Task(address string) (Task, error) {
+	return t.view().Task(t.ctx, address)
+}
+
+// Worker is Store.Worker inside t.
+func (t *Tx) Worker(id string) (Worker, error) {
+	return t.view().Worker(t.ctx, id)
+}
+
+// Lease is Store.Lease inside t.
+func (t *Tx) Lease(token int64) (Lease, error) {
+	return t.view().Lease(t.ctx, token)
+}
+
+// ActiveLeases is Store.ActiveLeases inside t.
+func (t *Tx) ActiveLeases(workerID string) ([]Lease, error) {
+	return t.view().ActiveLeases(t.ctx, workerID)
+}
+
+// ExecContext is sql.Tx.ExecContext with a cached prepared statement. The
+// ctx argument is ignored for tx.ctx (see Tx.ctx).
+func (t *Tx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.cache.stmt(query); st != nil {
+		return t.tx.StmtContext(t.ctx, st).ExecContext(t.ctx, args...)
+	}
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+// QueryContext is sql.Tx.QueryContext with a cached prepared statement.
+// The rows must be closed before the transaction ends.
+func (t *Tx) QueryContext(_ context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.cache.stmt(query); st != nil {
+		return t.tx.StmtContext(t.ctx, st).QueryContext(t.ctx, args...)
+	}
+	return t.tx.QueryContext(t.ctx, query, args...)
+}
+
+// QueryRowContext is sql.Tx.QueryRowContext with a cached prepared
+// statement.
+func (t *Tx) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
+	if st := t.cache.stmt(query); st != nil {
+		return t.tx.StmtContext(t.ctx, st).QueryRowContext(t.ctx, args...)
+	}
+	return t.tx.QueryRowContext(t.ctx, query, args...)
+}
+
+// PrepareContext prepares a statement of this transaction (for a loop of
+// many rows); it bypasses the cache.
+func (t *Tx) PrepareContext(_ context.Context, query string) (*sql.Stmt, error) {
+	return t.tx.PrepareContext(t.ctx, query)
+}
+
+// maxCachedStatements bounds the statement cache: statements built with a
+// varying number of placeholders (IN lists) would otherwise grow it
+// without end. Past the bound, statements are parsed per call again.
+const maxCachedStatements = 512
+
+// stmtCache holds the Store's prepared statements by their SQL text.
+// database/sql prepares a cached *sql.Stmt once on each connection it is
+// used on, and Tx.StmtContext reuses that preparation.
+//
+// A statement is never prepared from inside a transaction: preparing on
+// the pool needs a free connection, and transactions that each wait for
+// one while holding their own could wait for ever. A statement not yet
+// cached runs unprepared and is noted; prepareNoted prepares the noted
+// ones before the next transaction begins, holding no connection.
+type stmtCache struct {
+	db    *sql.DB
+	mu    sync.RWMutex
+	m     map[string]*sql.Stmt
+	noted map[string]bool
+	any   atomic.Bool // noted is not empty
+}
+
+func newStmtCache(db *sql.DB) *stmtCache {
+	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, noted: map[string]bool{}}
+}
+
+// stmt returns the cached statement for query, or nil (then the caller
+// runs query unprepared) after noting it to be prepared.
+func (c *stmtCache) stmt(query string) *sql.Stmt {
+	if c == nil {
+		return nil
+	}
+	c.mu.RLock()
+	st, ok := c.m[query]
+	c.mu.RUnlock()
+	if ok {
+		return st
+	}
+	c.mu.Lock()
+	if len(c.m)+len(c.noted) < maxCachedStatements {
+		c.noted[query] = true
+		c.any.Store(true)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// prepareNoted prepares the statements noted since the last call. It must
+// be called with no transaction of the caller open. A statement that
+// fails to prepare is left out; running it unprepared reports the error.
+func (c *stmtCache) prepareNoted(ctx context.Context) {
+	if c == nil || !c.any.Load() {
+		return
+	}
+	c.mu.Lock()
+	noted := c.noted
+	c.noted = map[string]bool{}
+	c.any.Store(false)
+	c.mu.Unlock()
+	for q := range noted {
+		st, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if _, ok := c.m[q]; ok {
+			st.Close()
+		} else {
+			c.m[q] = st
+		}
+		c.mu.Unlock()
+	}
+}
+
+// close closes every cached statement.
+func (c *stmtCache) close() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		st.Close()
+	}
+	c.m = map[string]*sql.Stmt{}
+}
