@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
@@ -248,4 +249,180 @@ func TestClaimSkipsTaskTakenByAnotherWriter(t *testing.T) {
 		t.Errorf("coordinator did not learn task.a is running: %+v", p.Tasks)
 	}
 	checkLeaseHistory(t, h.store)
+}
+
+const crashHelperEnv = "WDC_COORD_TEST_CRASH_PATH"
+
+// TestHelperCoordinatorCrash is not a test: TestKillDuringLoadKeepsTokens
+// runs it and kills it with SIGKILL. It serves the tasks of procSetup to
+// eight concurrent claimers through the coordinator's Go API and prints,
+// for every claim answered, "GRANTED <claimer> <token>", and for every
+// result answered accepted, "ACCEPTED <token>", the moment the answer is
+// back (an unbuffered write each), until it is killed.
+func TestHelperCoordinatorCrash(t *testing.T) {
+	path := os.Getenv(crashHelperEnv)
+	if path == "" {
+		t.Skip("helper process only")
+	}
+	ctx := context.Background()
+	s, err := state.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, tasks := procSetup()
+	c, err := NewCoordinator(CoordinatorOptions{Store: s, Pools: pools, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	var wg sync.WaitGroup
+	for i := range 8 {
+		_, reg := registerOn(t, c, srv.URL, "p", protocol.RegisterRequest{Host: "crash"})
+		w := c.workers[reg.WorkerID]
+		wg.Go(func() {
+			for {
+				resp, err := c.claim(ctx, w, 1, time.Second)
+				if err != nil || len(resp.Assignments) == 0 {
+					continue
+				}
+				a := resp.Assignments[0]
+				fmt.Fprintf(os.Stdout, "GRANTED %d %d\n", i, a.FencingToken)
+				r, err := c.result(ctx, w, a.FencingToken, protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt,
+					IdempotencyKey: fmt.Sprintf("k%d", a.FencingToken)}, nil)
+				if err == nil && r.Decision == state.DecisionAccepted {
+					fmt.Fprintf(os.Stdout, "ACCEPTED %d\n", a.FencingToken)
+				}
+			}
+		})
+	}
+	wg.Wait() // never: the parent kills this process
+}
+
+// TestKillDuringLoadKeepsTokens: a coordinator killed with SIGKILL in the
+// middle of a load of concurrent claims and results (group commit,
+// synchronous=FULL) lost nothing it answered. Every fencing token it
+// handed out is a lease in the state, each claimer's tokens increase,
+// every result it answered accepted is a completed lease, the fencing
+// counter is at least the highest token answered, and the next
+// coordinator's first token is greater than all of them.
+func TestKillDuringLoadKeepsTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a process")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := state.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools, tasks := procSetup()
+	upsertAll(t, s, pools, tasks, time.Now())
+	s.Close()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCoordinatorCrash$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashHelperEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	granted := map[int64]bool{}
+	accepted := map[int64]bool{}
+	last := map[string]int64{} // claimer → its last token
+	var highest int64
+	killed := false
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		f := strings.Fields(lines.Text())
+		switch {
+		case len(f) == 3 && f[0] == "GRANTED":
+			tok, _ := strconv.ParseInt(f[2], 10, 64)
+			if granted[tok] {
+				t.Errorf("token %d answered twice", tok)
+			}
+			if tok <= last[f[1]] {
+				t.Errorf("claimer %s got token %d after %d", f[1], tok, last[f[1]])
+			}
+			granted[tok], last[f[1]] = true, tok
+			highest = max(highest, tok)
+		case len(f) == 2 && f[0] == "ACCEPTED":
+			tok, _ := strconv.ParseInt(f[1], 10, 64)
+			accepted[tok] = true
+		}
+		if !killed && len(granted) >= 120 { // in the middle of the load (procSetup has 200 tasks, 250 attempts)
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("the helper ended before it was killed, after %d claims:\n%s", len(granted), stderr.String())
+	}
+
+	s, err = state.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for tok := range granted {
+		l, err := s.Lease(ctx, tok)
+		if err != nil {
+			t.Errorf("answered token %d: %v", tok, err)
+			continue
+		}
+		if accepted[tok] && l.Status != state.LeaseCompleted {
+			t.Errorf("lease %d was answered accepted but is %s", tok, l.Status)
+		}
+	}
+	lastToken, err := s.LastToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lastToken < highest {
+		t.Errorf("fencing counter %d after the crash; %d was answered", lastToken, highest)
+	}
+	// The next coordinator (after the crashed one's leases are revoked, as
+	// apply's takeover does) grants above every answered token.
+	c, err := NewCoordinator(CoordinatorOptions{Store: s, Pools: pools, Tasks: unfinished(t, s, tasks)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RevokeLeases(ctx, "the coordinator was killed"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	_, reg := registerOn(t, c, srv.URL, "p", protocol.RegisterRequest{Host: "next"})
+	resp, err := c.claim(ctx, c.workers[reg.WorkerID], 1, 0)
+	if err != nil || len(resp.Assignments) != 1 {
+		t.Fatalf("claim after the crash: %+v, %v", resp, err)
+	}
+	if tok := resp.Assignments[0].FencingToken; tok <= highest {
+		t.Errorf("first token after the crash %d; want > %d", tok, highest)
+	}
+	t.Logf("killed after %d answered claims (%d results accepted); highest token %d, counter %d", len(granted), len(accepted), highest, lastToken)
+	checkLeaseHistory(t, s)
+}
+
+// unfinished returns the tasks of rts that the state has not finished.
+func unfinished(t *testing.T, s *state.Store, rts []TaskRuntime) []TaskRuntime {
+	t.Helper()
+	var out []TaskRuntime
+	for _, rt := range rts {
+		tk, err := s.Task(context.Background(), rt.Address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tk.Status.Finished() {
+			out = append(out, rt)
+		}
+	}
+	return out
 }

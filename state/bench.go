@@ -14,9 +14,7 @@ import (
 // bump the fencing counter (UPDATE … RETURNING); insert the lease; COMMIT.
 // It writes no attempt row, no event and no serial bump, and does not check
 // the worker: it exists only so benchmarks can compare the coordinator with
-// the raw loop in the same run. Its statements are prepared once (the
-// Store's statement cache), so the comparison shows what one transaction
-// per claim costs, not SQL parsing. Concurrent calls are serialized in Go
+// the raw loop in the same run. Concurrent calls are serialized in Go
 // (one transaction at a time, as SQLite allows); it must not run
 // concurrently with other writes through the same Store. ok is false when
 // no task is queued.
@@ -26,12 +24,11 @@ func (s *Store) RawClaimForBenchmark(ctx context.Context, workerID string, ttl t
 	}
 	s.rawMu.Lock()
 	defer s.rawMu.Unlock()
-	s.stmts.prepareNoted(ctx)
 	sqlTx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE
 	if err != nil {
 		return 0, false, err
 	}
-	tx := &Tx{tx: sqlTx, ctx: ctx, cache: s.stmts}
+	tx := &Tx{tx: sqlTx, ctx: ctx}
 	defer func() {
 		if err != nil || !ok {
 			_ = sqlTx.Rollback()

@@ -35,7 +35,6 @@ type Store struct {
 	path     string
 	db       *sql.DB
 	readOnly bool
-	stmts    *stmtCache
 	// The group commit (Write): writes queue here for commitLoop.
 	qmu     sync.Mutex
 	qcond   *sync.Cond
@@ -280,7 +279,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 // newStore makes the Store of the open database db of the state file abs
 // (given as path); a writable one starts its committer.
 func newStore(path, abs string, db *sql.DB, readOnly bool) *Store {
-	s := &Store{path: path, db: db, readOnly: readOnly, stmts: newStmtCache(db), stopped: make(chan struct{})}
+	s := &Store{path: path, db: db, readOnly: readOnly, stopped: make(chan struct{})}
 	s.qcond = sync.NewCond(&s.qmu)
 	if readOnly {
 		close(s.stopped)
@@ -303,7 +302,6 @@ func (s *Store) Close() error {
 	s.qcond.Broadcast()
 	s.qmu.Unlock()
 	<-s.stopped
-	s.stmts.close()
 	s.turns.close()
 	return s.db.Close()
 }
@@ -585,7 +583,6 @@ func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 		finish(group)
 		return nil
 	}
-	s.stmts.prepareNoted(context.Background())
 	content := group[0].content
 	begun := s.turns.waiting()
 	tx, err := s.db.BeginTx(context.Background(), nil) // BEGIN IMMEDIATE (_txlock=immediate)
@@ -597,7 +594,7 @@ func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 		finish(group)
 		return nil
 	}
-	t := &Tx{tx: tx, ctx: context.Background(), cache: s.stmts, s: s}
+	t := &Tx{tx: tx, ctx: context.Background(), s: s}
 	if err := s.checkGuard(t, content); err != nil {
 		_ = tx.Rollback()
 		for _, r := range group {
@@ -762,13 +759,12 @@ func (s *Store) read(ctx context.Context, fn func(tx *Tx) error) error {
 	if s.in != nil { // a view of a transaction (Tx.view)
 		return fn(s.in)
 	}
-	s.stmts.prepareNoted(ctx)
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // deferred BEGIN
 	if err != nil {
 		return corruptError(s.path, fmt.Errorf("begin read: %w", err))
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only; nothing to lose
-	return corruptError(s.path, fn(&Tx{tx: tx, ctx: ctx, cache: s.stmts, s: s}))
+	return corruptError(s.path, fn(&Tx{tx: tx, ctx: ctx, s: s}))
 }
 
 // QuickCheck runs SQLite's PRAGMA quick_check on the state file (every

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -15,9 +13,9 @@ import (
 // exported operations (ClaimLease, AcceptResult, Heartbeat, …) inside the
 // transaction, so several operations can share one commit.
 //
-// Every statement goes through the Store's cache of prepared statements:
-// SQLite parses a statement once per connection, not once per call
-// (docs/sqlite.md measures what that saves).
+// Its statements are not prepared ahead: the driver (glebarez/go-sqlite
+// v1.23) parses a prepared statement again at every execution, so a cache
+// of *sql.Stmt saves nothing (docs/sqlite.md).
 //
 // A Tx is valid only during the function it was passed to, and must not
 // be used by several goroutines at once.
@@ -28,9 +26,8 @@ type Tx struct {
 	// interrupted half-way makes SQLite roll back the whole transaction,
 	// and with it the other requests of the group. A request whose
 	// context ends before its turn is not run at all.
-	ctx   context.Context
-	cache *stmtCache
-	s     *Store // the Store it belongs to
+	ctx context.Context
+	s   *Store // the Store it belongs to
 	v     *Store // its view (view), made on first use
 	// broken is set when a Part could not roll its changes back: the
 	// transaction has ended, and the group commit runs its writes again.
@@ -74,7 +71,7 @@ func (t *Tx) Part(fn func() error) error {
 // transactions: the Tx methods below are the Store's, sharing t.
 func (t *Tx) view() *Store {
 	if t.v == nil {
-		t.v = &Store{path: t.s.path, db: t.s.db, stmts: t.s.stmts, in: t}
+		t.v = &Store{path: t.s.path, db: t.s.db, in: t}
 		t.v.guard.Store(t.s.guard.Load())
 	}
 	return t.v
@@ -130,122 +127,25 @@ func (t *Tx) ActiveLeases(workerID string) ([]Lease, error) {
 	return t.view().ActiveLeases(t.ctx, workerID)
 }
 
-// ExecContext is sql.Tx.ExecContext with a cached prepared statement. The
-// ctx argument is ignored for tx.ctx (see Tx.ctx).
+// ExecContext is sql.Tx.ExecContext. Its ctx argument is ignored for
+// t's own (see Tx.ctx); so are those of the methods below.
 func (t *Tx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
-	if st := t.cache.stmt(query); st != nil {
-		return t.tx.StmtContext(t.ctx, st).ExecContext(t.ctx, args...)
-	}
 	return t.tx.ExecContext(t.ctx, query, args...)
 }
 
-// QueryContext is sql.Tx.QueryContext with a cached prepared statement.
-// The rows must be closed before the transaction ends.
+// QueryContext is sql.Tx.QueryContext. The rows must be closed before the
+// transaction ends.
 func (t *Tx) QueryContext(_ context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := t.cache.stmt(query); st != nil {
-		return t.tx.StmtContext(t.ctx, st).QueryContext(t.ctx, args...)
-	}
 	return t.tx.QueryContext(t.ctx, query, args...)
 }
 
-// QueryRowContext is sql.Tx.QueryRowContext with a cached prepared
-// statement.
+// QueryRowContext is sql.Tx.QueryRowContext.
 func (t *Tx) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
-	if st := t.cache.stmt(query); st != nil {
-		return t.tx.StmtContext(t.ctx, st).QueryRowContext(t.ctx, args...)
-	}
 	return t.tx.QueryRowContext(t.ctx, query, args...)
 }
 
 // PrepareContext prepares a statement of this transaction (for a loop of
-// many rows); it bypasses the cache.
+// many rows).
 func (t *Tx) PrepareContext(_ context.Context, query string) (*sql.Stmt, error) {
 	return t.tx.PrepareContext(t.ctx, query)
-}
-
-// maxCachedStatements bounds the statement cache: statements built with a
-// varying number of placeholders (IN lists) would otherwise grow it
-// without end. Past the bound, statements are parsed per call again.
-const maxCachedStatements = 512
-
-// stmtCache holds the Store's prepared statements by their SQL text.
-// database/sql prepares a cached *sql.Stmt once on each connection it is
-// used on, and Tx.StmtContext reuses that preparation.
-//
-// A statement is never prepared from inside a transaction: preparing on
-// the pool needs a free connection, and transactions that each wait for
-// one while holding their own could wait for ever. A statement not yet
-// cached runs unprepared and is noted; prepareNoted prepares the noted
-// ones before the next transaction begins, holding no connection.
-type stmtCache struct {
-	db    *sql.DB
-	mu    sync.RWMutex
-	m     map[string]*sql.Stmt
-	noted map[string]bool
-	any   atomic.Bool // noted is not empty
-}
-
-func newStmtCache(db *sql.DB) *stmtCache {
-	return &stmtCache{db: db, m: map[string]*sql.Stmt{}, noted: map[string]bool{}}
-}
-
-// stmt returns the cached statement for query, or nil (then the caller
-// runs query unprepared) after noting it to be prepared.
-func (c *stmtCache) stmt(query string) *sql.Stmt {
-	if c == nil {
-		return nil
-	}
-	c.mu.RLock()
-	st, ok := c.m[query]
-	c.mu.RUnlock()
-	if ok {
-		return st
-	}
-	c.mu.Lock()
-	if len(c.m)+len(c.noted) < maxCachedStatements {
-		c.noted[query] = true
-		c.any.Store(true)
-	}
-	c.mu.Unlock()
-	return nil
-}
-
-// prepareNoted prepares the statements noted since the last call. It must
-// be called with no transaction of the caller open. A statement that
-// fails to prepare is left out; running it unprepared reports the error.
-func (c *stmtCache) prepareNoted(ctx context.Context) {
-	if c == nil || !c.any.Load() {
-		return
-	}
-	c.mu.Lock()
-	noted := c.noted
-	c.noted = map[string]bool{}
-	c.any.Store(false)
-	c.mu.Unlock()
-	for q := range noted {
-		st, err := c.db.PrepareContext(ctx, q)
-		if err != nil {
-			continue
-		}
-		c.mu.Lock()
-		if _, ok := c.m[q]; ok {
-			st.Close()
-		} else {
-			c.m[q] = st
-		}
-		c.mu.Unlock()
-	}
-}
-
-// close closes every cached statement.
-func (c *stmtCache) close() {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, st := range c.m {
-		st.Close()
-	}
-	c.m = map[string]*sql.Stmt{}
 }
