@@ -28,7 +28,7 @@ type Tx struct {
 	// context ends before its turn is not run at all.
 	ctx context.Context
 	s   *Store // the Store it belongs to
-	v     *Store // its view (view), made on first use
+	v   *Store // its view (view), made on first use
 	// broken is set when a Part could not roll its changes back: the
 	// transaction has ended, and the group commit runs its writes again.
 	broken error
