@@ -112,11 +112,18 @@ type Agent struct {
 	interval time.Duration
 	ttl      time.Duration
 
-	mu        sync.Mutex
-	attempts  map[int64]*attempt // leases held: from claim until the result is posted (or abandoned)
-	running   int                // attempts whose process has not ended
-	slotFreed chan struct{}      // signalled (buffer 1) when running decreases
-	abandoned []int64            // tokens whose result could not be delivered
+	mu       sync.Mutex
+	attempts map[int64]*attempt // leases held: from claim until the result is posted (or abandoned)
+	running  int                // attempts whose process has not ended
+	// reserved counts slots freed by ended attempts whose results are
+	// being posted with next = 1 (eager dispatch): the claim loop leaves
+	// them to the answer, which may carry the slot's next assignment.
+	reserved  int
+	slotFreed chan struct{} // signalled (buffer 1) when running or reserved decreases
+	// attemptWG counts the attempts' goroutines (Run waits for it);
+	// eager-dispatched assignments join it from the attempt that got them.
+	attemptWG sync.WaitGroup
+	abandoned []int64 // tokens whose result could not be delivered
 }
 
 // New checks opts, fills in defaults and returns an agent ready to Run.
@@ -271,8 +278,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.heartbeatLoop(hbCtx)
 	}()
 
-	var wg sync.WaitGroup
-	a.claimLoop(callCtx, &wg)
+	a.claimLoop(callCtx, &a.attemptWG)
 
 	// Drain (or fatal): no more claims. Let attempts finish, bounded.
 	select {
@@ -292,7 +298,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}
 	}
-	wg.Wait() // every attempt has ended and its result was posted or abandoned
+	a.attemptWG.Wait() // every attempt has ended and its result was posted or abandoned
 	stopHeartbeats()
 	<-hbDone
 
@@ -545,7 +551,7 @@ func (a *Agent) claimLoop(callCtx context.Context, wg *sync.WaitGroup) {
 		if a.done() {
 			return
 		}
-		free := a.reg.Capacity - a.runningCount()
+		free := a.reg.Capacity - a.busySlots()
 		if free <= 0 {
 			select {
 			case <-a.slotFreed:
@@ -617,6 +623,12 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	}()
 
 	var ex execution
+	reserved := false
+	defer func() {
+		if reserved { // the answer never came: give the slot to the claim loop
+			a.releaseReserved()
+		}
+	}()
 	if !fits {
 		now := time.Now().UTC()
 		ex = execution{started: now, ended: now, class: ClassLost,
@@ -642,6 +654,10 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		at.end()
 		a.mu.Lock()
 		a.running--
+		if !a.done() {
+			a.reserved++ // for the next assignment, asked for with the result
+			reserved = true
+		}
 		a.mu.Unlock()
 		select {
 		case a.slotFreed <- struct{}{}:
@@ -695,8 +711,16 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		}
 	}
 	fitArtifacts(&req, files, a.reg.MaxArtifactSize)
+	if reserved {
+		req.Next = 1
+	}
 	keeps := len(asg.Inputs) > 0 || len(asg.Definition.Outputs) > 0
-	if a.settle(callCtx, log, asg.FencingToken, req, files) && req.FailureClass == "" && ex.ran && keeps {
+	resp, accepted := a.settle(callCtx, log, asg.FencingToken, req, files)
+	if reserved {
+		a.startNext(callCtx, resp.Assignments)
+		reserved = false
+	}
+	if accepted && req.FailureClass == "" && ex.ran && keeps {
 		// Succeeded and delivered: its inputs and outputs are copies of
 		// what the coordinator keeps. A failed attempt's scratch folder
 		// stays, to look into, and so does that of a task without inputs
@@ -710,10 +734,12 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 // settle spools a result with its artifacts, posts it, and then removes the
 // entry (accepted) or moves it to quarantine (rejected). A result not
 // delivered stays in the spool, where a later agent finds it.
-func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest, files map[string]string) (accepted bool) {
+func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, req protocol.ResultRequest, files map[string]string) (resp protocol.ResultResponse, accepted bool) {
 	entry := ""
 	if a.spool != nil {
-		e, spooled, err := a.spool.put(token, req, files)
+		kept := req
+		kept.Next = 0 // a later agent that delivers it has no slot to fill
+		e, spooled, err := a.spool.put(token, kept, files)
 		if err != nil {
 			log.Warn("spooling the result failed; posting it from the attempt's files", "err", err)
 		} else {
@@ -731,7 +757,47 @@ func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, r
 			log.Warn("the rejected result is kept in the spool's quarantine", "path", q)
 		}
 	}
-	return accepted
+	return resp, accepted
+}
+
+// startNext runs the assignments a result's answer carried (eager
+// dispatch) in the slot the attempt reserved, then gives the reservation
+// back. The first fits the reserved slot; any more (a coordinator that
+// gave more than next) are not run, and their results say so.
+func (a *Agent) startNext(callCtx context.Context, asgs []protocol.Assignment) {
+	for i, asg := range asgs {
+		at := a.hold(asg, i == 0)
+		if at == nil {
+			a.log.Warn("the coordinator granted a lease the worker already holds: ignoring the duplicate",
+				"task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
+			continue
+		}
+		a.attemptWG.Add(1)
+		go func() {
+			defer a.attemptWG.Done()
+			a.runAssignment(callCtx, at, i == 0)
+		}()
+	}
+	a.releaseReserved()
+}
+
+// releaseReserved gives back a slot reserved for eager dispatch.
+func (a *Agent) releaseReserved() {
+	a.mu.Lock()
+	a.reserved--
+	a.mu.Unlock()
+	select {
+	case a.slotFreed <- struct{}{}:
+	default:
+	}
+}
+
+// busySlots counts the slots taken: running attempts and slots reserved
+// for eager dispatch.
+func (a *Agent) busySlots() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running + a.reserved
 }
 
 // deliverOrphans posts the results that agents which are gone left in the

@@ -350,10 +350,15 @@ func checkClaim(req protocol.ClaimRequest) error {
 	return nil
 }
 
+// MaxNext bounds ResultRequest.Next (assignments asked for with a result);
+// the worker's free capacity bounds what it gets.
+const MaxNext = 1024
+
 // DecodeResultRequest decodes and checks the body of
 // POST /v1/leases/{token}/result: idempotency_key (at most 256 bytes),
 // worker_id set, attempt >= 1 or omitted (0, like an omitted task: the
-// lease decides), failure_class "" or one of failure, lost, refused.
+// lease decides), failure_class "" or one of failure, lost, refused, next
+// between 0 and MaxNext.
 func DecodeResultRequest(body []byte) (protocol.ResultRequest, error) {
 	var req protocol.ResultRequest
 	if err := decodeObject(body, &req); err != nil {
@@ -378,6 +383,8 @@ func checkResult(req protocol.ResultRequest) error {
 		return fmt.Errorf("signal is longer than 32 bytes (%d)", len(req.Signal))
 	case req.FailureClass != "" && !state.FailureClass(req.FailureClass).Valid():
 		return fmt.Errorf("failure_class must be empty (success), failure, lost or refused, have %q", req.FailureClass)
+	case req.Next < 0 || req.Next > MaxNext:
+		return fmt.Errorf("next must be between 0 and %d, have %d", MaxNext, req.Next)
 	}
 	return nil
 }

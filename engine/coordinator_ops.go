@@ -452,6 +452,8 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	}
 	c.wmu.RLock()
 	defer c.wmu.RUnlock()
+	picks := c.pickNext(poster, token, req.Next)
+	var tries []grantTry
 	tail := ""
 	if in.Class == state.FailureClassFailure {
 		tail = c.stderrTail(in.Artifacts) // read before the write: the committer does no file reads
@@ -480,9 +482,25 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 			}
 		}
 		var err error
-		dec, err = tx.AcceptResult(in, c.policy, now)
-		return err
+		if dec, err = tx.AcceptResult(in, c.policy, now); err != nil {
+			return err
+		}
+		tries = tries[:0]
+		if len(picks) > 0 && dec.Decision == state.DecisionAccepted {
+			// Eager dispatch: the worker's next leases, in this write.
+			return c.grantTx(tx, poster, picks, now, &tries)
+		}
+		return nil
 	}, func(err error) {
+		defer func() {
+			if len(picks) > 0 {
+				c.mu.Lock()
+				poster.picking--
+				evs := c.grantedLocked(poster, picks, tries, err, now)
+				c.mu.Unlock()
+				c.emit(evs)
+			}
+		}()
 		var miss *state.MissingArtifactsError
 		if errors.As(err, &miss) {
 			c.mu.Lock()
@@ -521,7 +539,57 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	if len(released) > 0 {
 		return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
 	}
-	return protocol.ResultResponse{Decision: dec.Decision, Reason: dec.Reason, Duplicate: dec.Duplicate}, nil
+	resp = protocol.ResultResponse{Decision: dec.Decision, Reason: dec.Reason, Duplicate: dec.Duplicate}
+	resp.Assignments, err = c.assignments(ctx, poster, tries)
+	if err != nil {
+		return protocol.ResultResponse{}, err
+	}
+	return resp, nil
+}
+
+// pickNext picks up to next tasks for poster to lease with its result of
+// lease token (eager dispatch), capped by its free capacity once that
+// lease has ended; none while the coordinator stops granting or drains,
+// or while the worker is not active. The picks are marked claiming until
+// the result's write settles them (grantedLocked).
+func (c *Coordinator) pickNext(poster *workerState, token int64, next int) []*taskState {
+	if next <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped || c.draining || poster.status != state.WorkerActive {
+		return nil
+	}
+	free := poster.pool.rt.Capacity - poster.held
+	if l := c.leases[token]; l != nil && l.worker == poster.id {
+		free++ // the lease this result ends
+	}
+	picks := c.pickLocked(poster, min(next, free), c.now(), map[*taskState]bool{})
+	if len(picks) > 0 {
+		poster.picking++
+	}
+	return picks
+}
+
+// assignments answers the leases granted in tries, releasing them again
+// when ctx ended before the answer could be sent.
+func (c *Coordinator) assignments(ctx context.Context, w *workerState, tries []grantTry) ([]protocol.Assignment, error) {
+	var granted []int64
+	var asg []protocol.Assignment
+	for _, g := range tries {
+		if g.err == nil {
+			granted = append(granted, g.lease.Token)
+			asg = append(asg, c.assignment(ctx, w, g.ts, g.lease))
+		}
+	}
+	if ctx.Err() != nil && len(granted) > 0 {
+		if _, err := c.release(context.WithoutCancel(ctx), granted, "the answer that granted it was abandoned before it was sent"); err != nil {
+			c.log.Warn("releasing abandoned leases", "worker", w.id, "err", err)
+		}
+		return nil, ctx.Err()
+	}
+	return asg, nil
 }
 
 // leaseInfo is the wire form of a lease.

@@ -227,6 +227,14 @@ type ResultRequest struct {
 	// a decision yet): upload them with PUT /v1/artifacts/{sha256} and post
 	// again.
 	Artifacts []ArtifactRef `json:"artifacts,omitempty"`
+	// Next asks for up to Next assignments with the answer (eager
+	// dispatch): a worker whose slot this attempt frees gets its next
+	// lease in the same request and the same state write as the result,
+	// so a busy worker makes one request per task instead of two. They
+	// are granted only when the result is accepted, capped by the
+	// worker's free capacity once this lease has ended, and never while
+	// the coordinator drains or stops granting. 0 asks for none.
+	Next int `json:"next,omitempty"`
 }
 
 // Artifact kinds.
@@ -275,6 +283,10 @@ type ResultResponse struct {
 	// Duplicate is true when this is a replay of an earlier post with the
 	// same idempotency key; Decision and Reason are the first answer.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Assignments are the leases granted with this answer (at most the
+	// request's Next; see ResultRequest.Next). A worker that did not ask
+	// gets none.
+	Assignments []Assignment `json:"assignments,omitempty"`
 }
 
 // Error codes of protocol.Error beyond the generic ones.
