@@ -245,7 +245,10 @@ func (l *loader) load(dir string, in Inputs) {
 			})
 			continue
 		}
-		f, diags := l.parser.ParseHCL(src, path)
+		// In pieces when large (parseConfig); the parser keeps the file
+		// for var files and the diagnostics' snippets.
+		f, diags := parseConfig(src, path)
+		l.parser.AddFile(path, f)
 		l.add(diags...)
 		if f == nil || f.Body == nil {
 			continue
