@@ -2,6 +2,7 @@ package hcl
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"regexp"
@@ -123,6 +124,17 @@ type evaluator struct {
 	// cache holds the results of expressions of counted tasks that do not
 	// use count: they are the same for every instance.
 	cache map[hcl.Expression]cachedValue
+	// base is the context of the uncounted scope, built once by freeze
+	// when the variables and locals hold their final values; nil before.
+	base *hcl.EvalContext
+}
+
+// freeze is called once vars and locals hold their final values: from
+// then on every expression of the uncounted scope shares one context
+// instead of building the var and local objects again.
+func (e *evaluator) freeze() {
+	e.base = nil
+	e.base = e.ctx(scope{})
 }
 
 type cachedValue struct {
@@ -140,6 +152,14 @@ func usesCount(expr hcl.Expression) bool {
 }
 
 func (e *evaluator) ctx(sc scope) *hcl.EvalContext {
+	if e.base != nil {
+		if !sc.counted {
+			return e.base
+		}
+		vars := maps.Clone(e.base.Variables)
+		vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(sc.index))})
+		return &hcl.EvalContext{Variables: vars, Functions: e.funcs}
+	}
 	vars := map[string]cty.Value{
 		"var":   objectOf(e.vars),
 		"local": objectOf(e.locals),
