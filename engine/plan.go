@@ -204,7 +204,8 @@ type PlanOptions struct {
 // without errors. The diagnostics carry errors for --replace addresses that
 // name no configured task, and placement errors (a task no pool can run).
 func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanOptions) (*Plan, hcl.Diagnostics) {
-	diags := CheckPlacement(cfg)
+	pools := newPoolIndex(cfg.Pools)
+	diags := checkPlacement(cfg, pools)
 
 	replace, rdiags := resolveReplace(cfg, opts.Replace)
 	diags = append(diags, rdiags...)
@@ -238,7 +239,7 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 		configured[addr] = true
 		def := p.Definitions[addr]
 		tc := TaskChange{Address: addr, NewHash: def.Hash}
-		for _, pool := range CandidatePools(cfg, t) {
+		for _, pool := range pools.candidates(t.Placement) {
 			tc.Candidates = append(tc.Candidates, pool.Name)
 		}
 		if len(tc.Candidates) > 0 {
