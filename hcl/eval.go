@@ -279,7 +279,10 @@ func (e *evaluator) evalNow(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagn
 
 // typed evaluates attr and converts the result to ty. ok is false when
 // there were errors or the value is unknown. A null value is returned as is
-// (null means "not set" for optional arguments).
+// (null means "not set" for optional arguments). A tuple of strings, for
+// list(string), and an object of strings, for map(string), are returned
+// unconverted: they have the same elements, and stringList and stringMap
+// read them alike.
 func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value, bool, hcl.Diagnostics) {
 	v, diags := e.eval(attr.Expr, sc)
 	if diags.HasErrors() {
@@ -290,6 +293,9 @@ func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value
 	}
 	if v.IsNull() {
 		return cty.NullVal(ty), true, diags
+	}
+	if ofStrings(v.Type(), ty) {
+		return v, true, diags
 	}
 	cv, err := convert.Convert(v, ty)
 	if err != nil {
@@ -305,6 +311,31 @@ func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value
 	}
 	return cv, true, diags
 }
+
+// ofStrings reports whether have is a tuple type of only strings and want
+// list(string), or have an object type of only strings and want
+// map(string): what a literal ["a", "b"] or { k = "v" } evaluates to.
+func ofStrings(have, want cty.Type) bool {
+	switch {
+	case have.IsTupleType() && want.Equals(listOfStrings):
+		for _, t := range have.TupleElementTypes() {
+			if t != cty.String {
+				return false
+			}
+		}
+		return true
+	case have.IsObjectType() && want.Equals(mapOfStrings):
+		for _, t := range have.AttributeTypes() {
+			if t != cty.String {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+var listOfStrings, mapOfStrings = cty.List(cty.String), cty.Map(cty.String)
 
 func unknownErr(attr *hcl.Attribute) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
