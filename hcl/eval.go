@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
@@ -242,6 +243,45 @@ func (e *evaluator) checkRefs(expr hcl.Expression, sc scope) hcl.Diagnostics {
 	return diags
 }
 
+// noReferences reports that expr refers to no variable, for the shapes
+// literal values are written in: literals, strings without
+// interpolations, and lists and objects (with name or literal keys) of
+// them. It returns false for any other shape, so the caller asks
+// expr.Variables(), which walks the expression with more allocation than
+// these checks.
+func noReferences(expr hcl.Expression) bool {
+	switch e := expr.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return true
+	case *hclsyntax.TemplateExpr:
+		for _, part := range e.Parts {
+			if !noReferences(part) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.TupleConsExpr:
+		for _, x := range e.Exprs {
+			if !noReferences(x) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.ObjectConsExpr:
+		for _, item := range e.Items {
+			if !noReferences(item.KeyExpr) || !noReferences(item.ValueExpr) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.ObjectConsKeyExpr:
+		// A key that is a name ({ slot = ... }) is a string, not a
+		// reference: Variables does not look into it either.
+		return (!e.ForceNonLiteral && hcl.ExprAsKeyword(e.Wrapped) != "") || noReferences(e.Wrapped)
+	}
+	return false
+}
+
 func refErr(rng hcl.Range, summary, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}
 }
@@ -264,7 +304,9 @@ func (e *evaluator) eval(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnost
 }
 
 func (e *evaluator) evalNow(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnostics) {
-	if diags := e.checkRefs(expr, sc); diags.HasErrors() {
+	if noReferences(expr) {
+		// checkRefs would find nothing to check.
+	} else if diags := e.checkRefs(expr, sc); diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
 	v, diags := expr.Value(e.ctx(sc))

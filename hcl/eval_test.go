@@ -1,6 +1,8 @@
 package hcl
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -72,4 +74,69 @@ func TestStringsUnconverted(t *testing.T) {
 			t.Errorf("%s: stringMap gives %#v, %v; want %#v", src, got, diags, exp)
 		}
 	}
+}
+
+// TestNoReferences checks that noReferences is true only for expressions
+// whose Variables are empty, and true for the usual literal shapes.
+func TestNoReferences(t *testing.T) {
+	for src, want := range map[string]bool{
+		`1`: true, `"a"`: true, `null`: true, `true`: true, `[]`: true, `{}`: true,
+		`["true", "1"]`: true, `{ slot = "1" }`: true, `{ "a b" = "c", d = ["e", 2] }`: true,
+		`{ null = 1, true = 2 }`: true, "<<EOT\nx\nEOT\n": true, `[["a"], { b = { c = "d" } }]`: true,
+		`"a${"b"}"`: true, `"${x}"`: false, `"a${x}"`: false, `x`: false, `var.a`: false, `[count.index]`: false,
+		`{ a = b }`: false, `{ (k) = 1 }`: false, `{ (slot) = 1 }`: false, `{ "${k}" = 1 }`: false,
+		`{ a.b = 1 }`: false, `upper("a")`: false, `1 + 1`: false, `[for s in x: s]`: false,
+		`"%{ if true }a%{ endif }"`: false, `-1`: false, `("a")`: false,
+	} {
+		expr, diags := hclsyntax.ParseExpression([]byte(src), "x.hcl", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", src, diags)
+		}
+		got := noReferences(expr)
+		if got && len(expr.Variables()) > 0 {
+			t.Errorf("%s: noReferences is true, but it refers to %d variables", src, len(expr.Variables()))
+		}
+		if got != want {
+			t.Errorf("%s: noReferences is %v, want %v", src, got, want)
+		}
+	}
+	// Every expression of the test configurations.
+	files, _ := filepath.Glob("testdata/*/*/*.wdc.hcl")
+	n := 0
+	for _, name := range files {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		hclsyntax.VisitAll(f.Body.(*hclsyntax.Body), func(node hclsyntax.Node) hcl.Diagnostics {
+			if expr, ok := node.(hclsyntax.Expression); ok {
+				n++
+				if noReferences(expr) && len(expr.Variables()) > 0 {
+					t.Errorf("%s: noReferences is true, but it refers to %v", expr.Range(), expr.Variables())
+				}
+			}
+			return nil
+		})
+	}
+	if n < 100 {
+		t.Fatalf("only %d expressions checked", n)
+	}
+}
+
+// FuzzNoReferences checks that noReferences is true only for expressions
+// that refer to no variable.
+func FuzzNoReferences(f *testing.F) {
+	for _, src := range []string{`["a", 1]`, `{ a = "b", "c" = [null] }`, `{ (a) = 1 }`, `"a${b}"`, "<<EOT\n${x}\nEOT\n"} {
+		f.Add(src)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		expr, diags := hclsyntax.ParseExpression([]byte(src), "x.hcl", hcl.InitialPos)
+		if diags.HasErrors() {
+			return
+		}
+		if noReferences(expr) && len(expr.Variables()) > 0 {
+			t.Fatalf("%s: noReferences is true, but it refers to %v", src, expr.Variables())
+		}
+	})
 }
