@@ -48,13 +48,82 @@ func Unmet(labels, placement map[string]string) []string {
 // CandidatePools returns the pools, in declaration order, whose labels
 // satisfy the task's placement.
 func CandidatePools(cfg *wdchcl.Config, t *wdchcl.Task) []*wdchcl.Pool {
+	return newPoolIndex(cfg.Pools).candidates(t.Placement)
+}
+
+// poolIndex finds the pools whose labels satisfy a placement without
+// checking every pool: a plan asks it once per task, and thousands of
+// tasks each checked against each of hundreds of pools cost more than the
+// rest of the plan.
+type poolIndex struct {
+	pools []*wdchcl.Pool
+	// byLabel maps a label name and value to the positions in pools, in
+	// declaration order, of the pools that have that label.
+	byLabel map[string]map[string][]int
+}
+
+func newPoolIndex(pools []*wdchcl.Pool) *poolIndex {
+	ix := &poolIndex{pools: pools, byLabel: map[string]map[string][]int{}}
+	for i, p := range pools {
+		for k, v := range p.Labels {
+			byValue := ix.byLabel[k]
+			if byValue == nil {
+				byValue = map[string][]int{}
+				ix.byLabel[k] = byValue
+			}
+			byValue[v] = append(byValue[v], i)
+		}
+	}
+	return ix
+}
+
+// candidates returns the pools, in declaration order, whose labels satisfy
+// placement (nil when none does).
+func (ix *poolIndex) candidates(placement map[string]string) []*wdchcl.Pool {
+	if len(placement) == 0 {
+		if len(ix.pools) == 0 {
+			return nil
+		}
+		return append([]*wdchcl.Pool(nil), ix.pools...)
+	}
 	var out []*wdchcl.Pool
-	for _, p := range cfg.Pools {
-		if Satisfies(p.Labels, t.Placement) {
+	for _, i := range ix.rarest(placement) {
+		if p := ix.pools[i]; len(placement) == 1 || Satisfies(p.Labels, placement) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// satisfiable reports whether any pool's labels satisfy placement.
+func (ix *poolIndex) satisfiable(placement map[string]string) bool {
+	if len(placement) == 0 {
+		return len(ix.pools) > 0
+	}
+	for _, i := range ix.rarest(placement) {
+		if len(placement) == 1 || Satisfies(ix.pools[i].Labels, placement) {
+			return true
+		}
+	}
+	return false
+}
+
+// rarest returns the positions of the pools that have the label, of the
+// non-empty placement's requirements, that the fewest pools have: only
+// they can satisfy it. It is nil when no pool meets some requirement.
+func (ix *poolIndex) rarest(placement map[string]string) []int {
+	var fewest []int
+	first := true
+	for k, v := range placement {
+		have := ix.byLabel[k][v]
+		if len(have) == 0 {
+			return nil
+		}
+		if first || len(have) < len(fewest) {
+			fewest, first = have, false
+		}
+	}
+	return fewest
 }
 
 // CheckPlacement returns an error diagnostic, at the task's placement
@@ -63,6 +132,11 @@ func CandidatePools(cfg *wdchcl.Config, t *wdchcl.Task) []*wdchcl.Pool {
 // The instances of a counted task that fail the same way share one
 // diagnostic naming them, rather than repeating it per instance.
 func CheckPlacement(cfg *wdchcl.Config) hcl.Diagnostics {
+	return checkPlacement(cfg, newPoolIndex(cfg.Pools))
+}
+
+// checkPlacement is CheckPlacement with the index of cfg's pools.
+func checkPlacement(cfg *wdchcl.Config, ix *poolIndex) hcl.Diagnostics {
 	type group struct {
 		task    *wdchcl.Task // the first instance
 		indices []int
@@ -73,7 +147,7 @@ func CheckPlacement(cfg *wdchcl.Config) hcl.Diagnostics {
 	total := map[string]int{}
 	for _, t := range cfg.Tasks {
 		total[t.Name]++
-		if len(CandidatePools(cfg, t)) > 0 {
+		if ix.satisfiable(t.Placement) {
 			continue
 		}
 		var b strings.Builder

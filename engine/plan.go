@@ -204,7 +204,8 @@ type PlanOptions struct {
 // without errors. The diagnostics carry errors for --replace addresses that
 // name no configured task, and placement errors (a task no pool can run).
 func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanOptions) (*Plan, hcl.Diagnostics) {
-	diags := CheckPlacement(cfg)
+	pools := newPoolIndex(cfg.Pools)
+	diags := checkPlacement(cfg, pools)
 
 	replace, rdiags := resolveReplace(cfg, opts.Replace)
 	diags = append(diags, rdiags...)
@@ -230,6 +231,7 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 
 	configured := make(map[string]bool, len(cfg.Tasks))
 	changes := make(map[string]*TaskChange, len(cfg.Tasks))
+	decided := make([]TaskChange, 0, len(cfg.Tasks)) // what changes points into
 	// cfg.Tasks is not necessarily in dependency order; decide in
 	// topological order so a replaced dependency is known before its
 	// dependents are looked at.
@@ -238,7 +240,7 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 		configured[addr] = true
 		def := p.Definitions[addr]
 		tc := TaskChange{Address: addr, NewHash: def.Hash}
-		for _, pool := range CandidatePools(cfg, t) {
+		for _, pool := range pools.candidates(t.Placement) {
 			tc.Candidates = append(tc.Candidates, pool.Name)
 		}
 		if len(tc.Candidates) > 0 {
@@ -304,10 +306,13 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 				tc.Action, tc.Reason = ActionRun, fmt.Sprintf("left %s by an earlier apply that stopped before running it", old.Status)
 			}
 		}
-		c := tc
-		changes[addr] = &c
+		decided = append(decided, tc)
+		changes[addr] = &decided[len(decided)-1]
 	}
 
+	if len(changes) > 0 {
+		p.Tasks = make([]TaskChange, 0, len(changes))
+	}
 	for _, t := range cfg.Tasks {
 		if c, ok := changes[t.Address()]; ok {
 			p.Tasks = append(p.Tasks, *c)

@@ -2,6 +2,7 @@ package hcl
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
@@ -123,6 +125,17 @@ type evaluator struct {
 	// cache holds the results of expressions of counted tasks that do not
 	// use count: they are the same for every instance.
 	cache map[hcl.Expression]cachedValue
+	// base is the context of the uncounted scope, built once by freeze
+	// when the variables and locals hold their final values; nil before.
+	base *hcl.EvalContext
+}
+
+// freeze is called once vars and locals hold their final values: from
+// then on every expression of the uncounted scope shares one context
+// instead of building the var and local objects again.
+func (e *evaluator) freeze() {
+	e.base = nil
+	e.base = e.ctx(scope{})
 }
 
 type cachedValue struct {
@@ -140,6 +153,14 @@ func usesCount(expr hcl.Expression) bool {
 }
 
 func (e *evaluator) ctx(sc scope) *hcl.EvalContext {
+	if e.base != nil {
+		if !sc.counted {
+			return e.base
+		}
+		vars := maps.Clone(e.base.Variables)
+		vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(sc.index))})
+		return &hcl.EvalContext{Variables: vars, Functions: e.funcs}
+	}
 	vars := map[string]cty.Value{
 		"var":   objectOf(e.vars),
 		"local": objectOf(e.locals),
@@ -222,6 +243,45 @@ func (e *evaluator) checkRefs(expr hcl.Expression, sc scope) hcl.Diagnostics {
 	return diags
 }
 
+// noReferences reports that expr refers to no variable, for the shapes
+// literal values are written in: literals, strings without
+// interpolations, and lists and objects (with name or literal keys) of
+// them. It returns false for any other shape, so the caller asks
+// expr.Variables(), which walks the expression with more allocation than
+// these checks.
+func noReferences(expr hcl.Expression) bool {
+	switch e := expr.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return true
+	case *hclsyntax.TemplateExpr:
+		for _, part := range e.Parts {
+			if !noReferences(part) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.TupleConsExpr:
+		for _, x := range e.Exprs {
+			if !noReferences(x) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.ObjectConsExpr:
+		for _, item := range e.Items {
+			if !noReferences(item.KeyExpr) || !noReferences(item.ValueExpr) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.ObjectConsKeyExpr:
+		// A key that is a name ({ slot = ... }) is a string, not a
+		// reference: Variables does not look into it either.
+		return (!e.ForceNonLiteral && hcl.ExprAsKeyword(e.Wrapped) != "") || noReferences(e.Wrapped)
+	}
+	return false
+}
+
 func refErr(rng hcl.Range, summary, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()}
 }
@@ -244,7 +304,9 @@ func (e *evaluator) eval(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnost
 }
 
 func (e *evaluator) evalNow(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagnostics) {
-	if diags := e.checkRefs(expr, sc); diags.HasErrors() {
+	if noReferences(expr) {
+		// checkRefs would find nothing to check.
+	} else if diags := e.checkRefs(expr, sc); diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
 	v, diags := expr.Value(e.ctx(sc))
@@ -259,7 +321,10 @@ func (e *evaluator) evalNow(expr hcl.Expression, sc scope) (cty.Value, hcl.Diagn
 
 // typed evaluates attr and converts the result to ty. ok is false when
 // there were errors or the value is unknown. A null value is returned as is
-// (null means "not set" for optional arguments).
+// (null means "not set" for optional arguments). A tuple of strings, for
+// list(string), and an object of strings, for map(string), are returned
+// unconverted: they have the same elements, and stringList and stringMap
+// read them alike.
 func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value, bool, hcl.Diagnostics) {
 	v, diags := e.eval(attr.Expr, sc)
 	if diags.HasErrors() {
@@ -270,6 +335,9 @@ func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value
 	}
 	if v.IsNull() {
 		return cty.NullVal(ty), true, diags
+	}
+	if ofStrings(v.Type(), ty) {
+		return v, true, diags
 	}
 	cv, err := convert.Convert(v, ty)
 	if err != nil {
@@ -285,6 +353,31 @@ func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value
 	}
 	return cv, true, diags
 }
+
+// ofStrings reports whether have is a tuple type of only strings and want
+// list(string), or have an object type of only strings and want
+// map(string): what a literal ["a", "b"] or { k = "v" } evaluates to.
+func ofStrings(have, want cty.Type) bool {
+	switch {
+	case have.IsTupleType() && want.Equals(listOfStrings):
+		for _, t := range have.TupleElementTypes() {
+			if t != cty.String {
+				return false
+			}
+		}
+		return true
+	case have.IsObjectType() && want.Equals(mapOfStrings):
+		for _, t := range have.AttributeTypes() {
+			if t != cty.String {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+var listOfStrings, mapOfStrings = cty.List(cty.String), cty.Map(cty.String)
 
 func unknownErr(attr *hcl.Attribute) *hcl.Diagnostic {
 	return &hcl.Diagnostic{

@@ -54,6 +54,9 @@ type loader struct {
 	// sensitiveLocals names the local values computed from a sensitive
 	// variable, directly or through other locals.
 	sensitiveLocals map[string]bool
+	// sensitiveVars counts the variables declared sensitive; while it is
+	// 0 no expression can use a sensitive value.
+	sensitiveVars int
 }
 
 // usesSensitive reports whether expr refers to a sensitive variable, or to
@@ -61,7 +64,7 @@ type loader struct {
 // (upper(var.token), a list built from it) are sensitive as a whole, as in
 // Terraform: outputs show "(sensitive)" instead of any part of them.
 func (l *loader) usesSensitive(expr hcl.Expression) bool {
-	if expr == nil {
+	if expr == nil || l.sensitiveVars == 0 {
 		return false
 	}
 	for _, tr := range expr.Variables() {
@@ -245,7 +248,10 @@ func (l *loader) load(dir string, in Inputs) {
 			})
 			continue
 		}
-		f, diags := l.parser.ParseHCL(src, path)
+		// In pieces when large (parseConfig); the parser keeps the file
+		// for var files and the diagnostics' snippets.
+		f, diags := parseConfig(src, path)
+		l.parser.AddFile(path, f)
 		l.add(diags...)
 		if f == nil || f.Body == nil {
 			continue
@@ -261,6 +267,7 @@ func (l *loader) load(dir string, in Inputs) {
 
 	l.variables(byType["variable"], in)
 	l.locals(byType["locals"])
+	l.ev.freeze()
 	l.settings(byType["wdc"])
 	l.pools(byType["pool"])
 	l.tasks(byType["task"])

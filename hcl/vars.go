@@ -80,6 +80,9 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 			l.add(diags...)
 			if !diags.HasErrors() && !s.IsNull() {
 				v.Sensitive = s.True()
+				if v.Sensitive {
+					l.sensitiveVars++
+				}
 			}
 		}
 		if body.Default != nil {

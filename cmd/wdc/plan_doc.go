@@ -211,8 +211,8 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		Configuration: configRef{Hash: cfgHash, Files: files, VariablesSalt: hex.EncodeToString(salt), VariablesHash: varsHash},
 		Variables:     vars,
 		Replace:       append([]string{}, replace...),
-		Pools:         []poolDoc{},
-		Changes:       []changeDoc{},
+		Pools:         make([]poolDoc, 0, len(p.Pools)),
+		Changes:       make([]changeDoc, 0, len(p.Tasks)),
 	}
 	provider := map[string]*wdchcl.Pool{}
 	for _, pool := range cfg.Pools {
@@ -228,7 +228,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		}
 		doc.Pools = append(doc.Pools, pd)
 	}
-	tasks := map[string]*wdchcl.Task{}
+	tasks := make(map[string]*wdchcl.Task, len(cfg.Tasks))
 	for _, t := range cfg.Tasks {
 		tasks[t.Address()] = t
 	}
