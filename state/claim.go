@@ -60,8 +60,16 @@ func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time)
 	}
 	var l Lease
 	err := s.write(ctx, func(tx *Tx) error {
-		var status string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE address = ?`, req.Task).Scan(&status)
+		// Everything the claim checks, in one statement, before it
+		// changes anything (so a refused claim has nothing to undo).
+		var status, defHash string
+		var wstatus sql.NullString
+		var ttlMS, directive, notBefore sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT t.status, t.def_hash, w.status, w.ttl_ms, d.id, d.not_before
+			FROM tasks t
+			LEFT JOIN workers w ON w.id = ?2
+			LEFT JOIN retry_directives d ON d.task = t.address AND d.consumed_at IS NULL
+			WHERE t.address = ?1`, req.Task, req.WorkerID).Scan(&status, &defHash, &wstatus, &ttlMS, &directive, &notBefore)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("claim lease: task %s: %w", req.Task, ErrNotFound)
 		}
@@ -71,22 +79,22 @@ func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time)
 		if TaskStatus(status) != TaskQueued {
 			return fmt.Errorf("claim lease: task %s is %s: %w", req.Task, status, ErrNotClaimable)
 		}
-		var id, notBefore int64
-		err = tx.QueryRowContext(ctx, `SELECT id, not_before FROM retry_directives
-			WHERE task = ? AND consumed_at IS NULL`, req.Task).Scan(&id, &notBefore)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return fmt.Errorf("claim lease for %s: read retry directive: %w", req.Task, err)
-		case notBefore > ms(now):
+		if directive.Valid && notBefore.Int64 > ms(now) {
 			return fmt.Errorf("claim lease: task %s is retried not before %s: %w",
-				req.Task, fromMS(notBefore).Format(time.RFC3339Nano), ErrNotClaimable)
-		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE id = ?`, ms(now), id); err != nil {
+				req.Task, fromMS(notBefore.Int64).Format(time.RFC3339Nano), ErrNotClaimable)
+		}
+		if !wstatus.Valid {
+			return fmt.Errorf("grant lease for %s: worker %q: %w", req.Task, req.WorkerID, ErrNotFound)
+		}
+		if WorkerStatus(wstatus.String) != WorkerActive {
+			return fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus.String, ErrWorkerNotActive)
+		}
+		if directive.Valid {
+			if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE id = ?`, ms(now), directive.Int64); err != nil {
 				return fmt.Errorf("claim lease for %s: consume retry directive: %w", req.Task, err)
 			}
 		}
-		l, err = grantTx(ctx, tx, req, now)
+		l, err = grantWritesTx(ctx, tx, req, defHash, ttlMS.Int64, now)
 		return err
 	})
 	if err != nil {

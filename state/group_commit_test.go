@@ -171,7 +171,8 @@ func TestGroupCommit(t *testing.T) {
 }
 
 // TestGroupCommitBrokenTransaction: a write that ends the shared
-// transaction itself (here by ROLLBACK; in life SQLite does so on disk
+// transaction and fails with an error of SQLite (here by ROLLBACK and a
+// statement that cannot run; in life SQLite rolls back itself on disk
 // full or I/O errors) fails alone, and the writes of its group that had
 // already run are run again in a new transaction: each lands exactly once.
 func TestGroupCommitBrokenTransaction(t *testing.T) {
@@ -190,7 +191,12 @@ func TestGroupCommitBrokenTransaction(t *testing.T) {
 	wait := submitQueued(t, s, nil, []func(tx *Tx) error{
 		counted("a"),
 		func(tx *Tx) error {
-			_, err := tx.tx.ExecContext(context.Background(), `ROLLBACK`)
+			if _, err := tx.tx.ExecContext(context.Background(), `ROLLBACK`); err != nil {
+				return err
+			}
+			// The error SQLite gives the next statement of a transaction
+			// it ended itself.
+			_, err := tx.ExecContext(context.Background(), `RELEASE no_such_savepoint`)
 			return err
 		},
 		counted("c"),
@@ -211,22 +217,21 @@ func TestGroupCommitBrokenTransaction(t *testing.T) {
 	}
 }
 
-// TestGroupCommitPart: a Part that fails rolls back its own statements
-// only; the write goes on and commits the rest.
+// TestGroupCommitPart: a Part that fails before changing anything is left
+// out and the write goes on; one that fails after changing rows makes the
+// whole write run again once (its first run's changes are rolled back),
+// and fail if it does so again.
 func TestGroupCommitPart(t *testing.T) {
 	t.Parallel()
-	s := setup(t)
 	boom := errors.New("boom")
+	s := setup(t)
+	runs := 0
 	err := s.Write(context.Background(), func(tx *Tx) error {
+		runs++
 		if err := tx.Part(func() error { return note("kept")(tx) }); err != nil {
 			return err
 		}
-		if err := tx.Part(func() error {
-			if err := note("undone")(tx); err != nil {
-				return err
-			}
-			return boom
-		}); !errors.Is(err, boom) {
+		if err := tx.Part(func() error { return boom }); !errors.Is(err, boom) {
 			return fmt.Errorf("part: %v; want boom", err)
 		}
 		return note("after")(tx)
@@ -234,8 +239,29 @@ func TestGroupCommitPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := notes(t, s); !slices.Equal(got, []string{"kept", "after"}) {
-		t.Errorf("notes %q; want kept after", got)
+	if got := notes(t, s); !slices.Equal(got, []string{"kept", "after"}) || runs != 1 {
+		t.Errorf("notes %q after %d runs; want kept after, one run", got, runs)
+	}
+
+	s = setup(t)
+	runs = 0
+	err = s.Write(context.Background(), func(tx *Tx) error {
+		runs++
+		if err := note("first")(tx); err != nil {
+			return err
+		}
+		return tx.Part(func() error {
+			if err := note("undone")(tx); err != nil {
+				return err
+			}
+			return boom
+		})
+	}, nil)
+	if !errors.Is(err, boom) {
+		t.Errorf("write whose part failed after writing: %v; want boom", err)
+	}
+	if got := notes(t, s); len(got) != 0 || runs != 2 {
+		t.Errorf("notes %q after %d runs; want none, two runs", got, runs)
 	}
 }
 

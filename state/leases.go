@@ -76,7 +76,14 @@ func grantTx(ctx context.Context, tx *Tx, req GrantRequest, now time.Time) (Leas
 	if WorkerStatus(wstatus) != WorkerActive {
 		return Lease{}, fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus, ErrWorkerNotActive)
 	}
+	return grantWritesTx(ctx, tx, req, defHash, ttlMS, now)
+}
 
+// grantWritesTx makes the writes of a grant whose checks passed: it counts
+// the attempt, takes the next fencing token and inserts the lease (of
+// definition defHash, expiring within the worker's ttl ttlMS), the
+// attempt row and the "leased" event.
+func grantWritesTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string, ttlMS int64, now time.Time) (Lease, error) {
 	var attempt int
 	if err := tx.QueryRowContext(ctx, `UPDATE tasks SET attempts = attempts + 1, status = 'running', updated_at = ?
 		WHERE address = ? RETURNING attempts`, ms(now), req.Task).Scan(&attempt); err != nil {
@@ -90,7 +97,7 @@ func grantTx(ctx context.Context, tx *Tx, req GrantRequest, now time.Time) (Leas
 	nowMS := ms(now)
 	hard := nowMS + durMS(req.Timeout) + durMS(req.Grace)
 	expires := min(nowMS+ttlMS, hard)
-	_, err = tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
+	_, err := tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
 			granted_at, renewed_at, expires_at, hard_expires_at)
 		VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
 		token, req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard)

@@ -474,7 +474,10 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 				Message: reason + ": " + detail}, now)
 		}
 
-		l, err := scanLease(tx.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, in.Token))
+		// The lease and the task's latest token, in one statement.
+		var latest int64
+		l, err := scanLease(withLatest{tx.QueryRowContext(ctx, `SELECT `+leaseColumns+`,
+			(SELECT max(m.token) FROM leases m WHERE m.task = leases.task) FROM leases WHERE token = ?`, in.Token), &latest})
 		if errors.Is(err, sql.ErrNoRows) {
 			return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("no lease has token %d", in.Token))
 		}
@@ -491,10 +494,6 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 		}
 		if l.WorkerID != in.WorkerID {
 			return reject(l.Task, ReasonWrongWorker, fmt.Sprintf("lease %d belongs to worker %s, not %s", l.Token, l.WorkerID, in.WorkerID))
-		}
-		var latest int64
-		if err := tx.QueryRowContext(ctx, `SELECT max(token) FROM leases WHERE task = ?`, l.Task).Scan(&latest); err != nil {
-			return fmt.Errorf("result %q: latest lease of %s: %w", in.Key, l.Task, err)
 		}
 		if latest > l.Token {
 			return reject(l.Task, ReasonStaleToken, fmt.Sprintf("lease %d of %s was superseded by lease %d", l.Token, l.Task, latest))
@@ -559,6 +558,15 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 	}
 	return dec, nil
 }
+
+// withLatest scans a lease row followed by one more column, the task's
+// latest token, into latest.
+type withLatest struct {
+	row    *sql.Row
+	latest *int64
+}
+
+func (w withLatest) Scan(dest ...any) error { return w.row.Scan(append(dest, w.latest)...) }
 
 // resultByKey reads the decision recorded for key, token and worker outside
 // a write transaction, so a replay does not bump the serial.

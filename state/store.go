@@ -448,9 +448,11 @@ func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *Tx) error
 
 // Write runs fn as one write of the state, in the group commit: fn runs
 // inside a BEGIN IMMEDIATE transaction that it may share with other
-// writes submitted at the same time, each in its own savepoint, so an
-// error of fn rolls back fn's statements only, and the commit (one fsync,
-// synchronous=FULL) covers the whole group. Write returns after the
+// writes submitted at the same time, and the commit (one fsync,
+// synchronous=FULL) covers the whole group. An error of fn undoes fn's
+// changes only: a write that fails before it changed a row is simply
+// left out; one that fails after (or with an error of SQLite itself)
+// makes the group roll back and run again without it. Write returns after the
 // commit, never before its changes are on disk. Writes are run in the
 // order they were submitted; fn sees the changes of the writes before it.
 //
@@ -462,10 +464,10 @@ func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *Tx) error
 // would wait for itself).
 //
 // fn must touch nothing but tx: it may run a second time, in a new
-// transaction, when the transaction it ran in ended by an error of
-// another write of its group (SQLite rolls a transaction back on disk
-// full and I/O errors); its changes are then made once, by that second
-// run. A write whose ctx ends before its turn is not run (its error is
+// transaction, when the transaction it ran in was rolled back for
+// another write of its group (see above; SQLite also rolls a
+// transaction back itself on disk full and I/O errors); its changes are
+// then made once, by that second run. A write whose ctx ends before its turn is not run (its error is
 // ctx's); once running, it runs to completion.
 //
 // Writes are checked against GuardWrites' lock and bump the serial, like
@@ -492,6 +494,9 @@ type writeReq struct {
 	after   func(error)
 	err     error
 	reran   bool // it ran once in a transaction that a Part of it ended
+	// settled: it failed in a group that was rolled back; it is not run
+	// again, only answered, in its place among the writes run again.
+	settled bool
 	done    chan struct{}
 }
 
@@ -552,8 +557,8 @@ func (s *Store) commitLoop() {
 func (s *Store) runBatch(batch []*writeReq) {
 	for len(batch) > 0 {
 		if !batch[0].content {
-			s.commitGroup(batch[:1])
-			batch = batch[1:]
+			again := s.commitGroup(batch[:1])
+			batch = append(again, batch[1:]...)
 			continue
 		}
 		n := 1
@@ -603,35 +608,21 @@ func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 		finish(group)
 		return nil
 	}
-	// A group whose writes changed no row (e.g. replays of a result)
-	// leaves the serial alone, as a write that changes nothing should.
-	changesBefore, err := totalChanges(t)
-	if err != nil {
-		_ = tx.Rollback()
-		for _, r := range group {
-			r.err = fmt.Errorf("begin write: %w", err)
-		}
-		finish(group)
-		return nil
-	}
-	savepoints := len(group) > 1
 	var ran []*writeReq // run without error, so far
 	for i, r := range group {
+		if r.settled {
+			continue
+		}
 		if err := r.ctx.Err(); err != nil {
 			r.err = err
 			continue
 		}
 		t.ctx = context.WithoutCancel(r.ctx)
-		if savepoints {
-			if _, err := t.ExecContext(t.ctx, `SAVEPOINT write`); err != nil {
-				r.err = fmt.Errorf("begin write: %w", err)
-				continue
-			}
-		}
+		before := t.writes
 		r.err = r.fn(t)
 		if t.broken != nil {
-			// A Part could not roll back: the transaction has ended. This
-			// write runs again once; a second time it fails.
+			// A Part failed after changing rows: this write runs again,
+			// in a new transaction, once; a second time it fails.
 			broken := t.broken
 			t.broken = nil
 			if r.reran {
@@ -642,26 +633,17 @@ func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 			return s.abandon(tx, group, i, append(ran, r), false)
 		}
 		if r.err == nil {
-			if savepoints {
-				if _, err := t.ExecContext(t.ctx, `RELEASE write`); err != nil {
-					r.err = fmt.Errorf("write: %w", err)
-					return s.abandon(tx, group, i, ran, true)
-				}
-			}
 			ran = append(ran, r)
 			continue
 		}
-		if !savepoints {
-			_ = tx.Rollback()
-			finish(group)
-			return nil
-		}
-		if _, err := t.ExecContext(t.ctx, `ROLLBACK TO write`); err != nil {
+		if t.writes != before || sqliteCode(r.err) != 0 {
+			// It failed after changing rows, which only a rollback
+			// undoes (no savepoint is set: it would cost two statements
+			// per write), or SQLite itself failed, which may have ended
+			// the transaction: start again without it.
 			return s.abandon(tx, group, i, ran, true)
 		}
-		if _, err := t.ExecContext(t.ctx, `RELEASE write`); err != nil {
-			return s.abandon(tx, group, i, ran, true)
-		}
+		// It failed before changing anything: nothing to undo.
 	}
 	t.ctx = context.Background()
 	if len(ran) == 0 {
@@ -669,27 +651,30 @@ func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 		finish(group)
 		return nil
 	}
-	changed, err := totalChanges(t)
-	if err == nil && content && changed != changesBefore {
-		err = bumpSerial(t)
+	var err2 error
+	if content && t.writes > 0 {
+		// A group that changed nothing (replays of a result) leaves the
+		// serial alone, as a write that changes nothing should.
+		err2 = bumpSerial(t)
 	}
-	if err == nil {
-		if err = tx.Commit(); err != nil {
-			err = fmt.Errorf("commit: %w", err)
+	if err2 == nil {
+		if err2 = tx.Commit(); err2 != nil {
+			err2 = fmt.Errorf("commit: %w", err2)
 		}
 	} else {
 		_ = tx.Rollback()
 	}
-	if err != nil {
+	if err2 != nil {
 		for _, r := range ran {
-			r.err = err
+			r.err = err2
 		}
 	}
 	finish(group)
 	return nil
 }
 
-// abandon ends a transaction that the write group[i] left unusable. With
+// abandon rolls back a transaction that the write group[i] cannot stay
+// in (it failed after changing rows, or SQLite failed). With
 // failed, group[i] keeps its error and ends; otherwise it runs again. The
 // writes before it that were not refused (ran) run again, in a new
 // transaction, with those after it.
@@ -699,16 +684,17 @@ func (s *Store) abandon(tx *sql.Tx, group []*writeReq, i int, ran []*writeReq, f
 	for _, r := range ran {
 		isRan[r] = true
 	}
-	var done, again []*writeReq
+	again := make([]*writeReq, 0, len(group))
 	for _, r := range group[:i+1] {
 		if isRan[r] && (r != group[i] || !failed) {
 			r.err = nil
-			again = append(again, r)
 		} else {
-			done = append(done, r)
+			// Answered with the next group, in its place, so after
+			// functions keep the order the writes were submitted in.
+			r.settled = true
 		}
+		again = append(again, r)
 	}
-	finish(done)
 	return append(again, group[i+1:]...)
 }
 
@@ -728,14 +714,6 @@ func (s *Store) checkGuard(t *Tx, content bool) error {
 		return fmt.Errorf("check the apply lock: %w", err)
 	}
 	return nil
-}
-
-// totalChanges is SQLite's count of the rows the connection of t has
-// inserted, updated or deleted since it was opened.
-func totalChanges(t *Tx) (int64, error) {
-	var n int64
-	err := t.QueryRowContext(t.ctx, `SELECT total_changes()`).Scan(&n)
-	return n, err
 }
 
 // bumpSerial increments the state's serial: once per committed group of

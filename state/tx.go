@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -32,36 +33,41 @@ type Tx struct {
 	// broken is set when a Part could not roll its changes back: the
 	// transaction has ended, and the group commit runs its writes again.
 	broken error
+	// writes counts the statements run that may change rows (INSERT,
+	// UPDATE, DELETE, REPLACE; with or without RETURNING): a write or Part
+	// that fails before its first one has nothing to roll back.
+	writes int
 }
 
-// Part runs fn in a savepoint nested in t: when fn fails, its changes are
-// rolled back and its error returned, and t goes on, so one write can try
-// several operations and keep those that succeed (a claim granting
-// several leases, some of which lost a race). If the rollback itself
-// fails (SQLite ended the transaction), Part returns an error and the
-// whole write is run again in a new transaction (see Store.Write).
+// noteWrite counts query when it may change rows.
+func (t *Tx) noteWrite(query string) {
+	q := strings.TrimLeft(query, " \t\r\n")
+	if len(q) < 6 {
+		return
+	}
+	switch strings.ToUpper(q[:6]) {
+	case "INSERT", "UPDATE", "DELETE", "REPLAC":
+		t.writes++
+	}
+}
+
+// Part runs fn as a part of t that may fail alone: when fn fails, its
+// changes are undone and its error returned, and t goes on, so one write
+// can try several operations and keep those that succeed (a claim
+// granting several leases, some of which lost a race). A part that fails
+// before it changed anything costs nothing; one that fails after it did
+// cannot be undone in place (Part sets no savepoint, which would cost two
+// statements every time): then Part returns an error, and the whole write
+// is run again in a new transaction — once; a second such failure fails
+// the write (see Store.Write).
 func (t *Tx) Part(fn func() error) error {
 	if t.broken != nil {
 		return t.broken
 	}
-	if _, err := t.ExecContext(t.ctx, `SAVEPOINT part`); err != nil {
-		t.broken = fmt.Errorf("begin part of a write: %w", err)
-		return t.broken
-	}
+	before := t.writes
 	err := fn()
-	if err == nil {
-		if _, rerr := t.ExecContext(t.ctx, `RELEASE part`); rerr != nil {
-			t.broken = fmt.Errorf("end part of a write: %w", rerr)
-			return t.broken
-		}
-		return nil
-	}
-	if _, rerr := t.ExecContext(t.ctx, `ROLLBACK TO part`); rerr != nil {
-		t.broken = fmt.Errorf("roll back part of a write (%v): %w", err, rerr)
-		return t.broken
-	}
-	if _, rerr := t.ExecContext(t.ctx, `RELEASE part`); rerr != nil {
-		t.broken = fmt.Errorf("roll back part of a write (%v): %w", err, rerr)
+	if err != nil && t.writes != before {
+		t.broken = fmt.Errorf("a part of the write failed after changing rows: %w", err)
 		return t.broken
 	}
 	return err
@@ -130,22 +136,26 @@ func (t *Tx) ActiveLeases(workerID string) ([]Lease, error) {
 // ExecContext is sql.Tx.ExecContext. Its ctx argument is ignored for
 // t's own (see Tx.ctx); so are those of the methods below.
 func (t *Tx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	t.noteWrite(query)
 	return t.tx.ExecContext(t.ctx, query, args...)
 }
 
 // QueryContext is sql.Tx.QueryContext. The rows must be closed before the
 // transaction ends.
 func (t *Tx) QueryContext(_ context.Context, query string, args ...any) (*sql.Rows, error) {
+	t.noteWrite(query)
 	return t.tx.QueryContext(t.ctx, query, args...)
 }
 
 // QueryRowContext is sql.Tx.QueryRowContext.
 func (t *Tx) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
+	t.noteWrite(query)
 	return t.tx.QueryRowContext(t.ctx, query, args...)
 }
 
 // PrepareContext prepares a statement of this transaction (for a loop of
 // many rows).
 func (t *Tx) PrepareContext(_ context.Context, query string) (*sql.Stmt, error) {
+	t.noteWrite(query) // counted once: a prepared write may change rows
 	return t.tx.PrepareContext(t.ctx, query)
 }
