@@ -11,7 +11,7 @@ import (
 
 // Known SHA-256 values (FIPS 180-2 examples).
 const (
-	emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	emptyHash = EmptyHash
 	abcHash   = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 )
 

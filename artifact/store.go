@@ -68,6 +68,9 @@ func Open(dir string, maxSize int64) (*Store, error) {
 	return s, nil
 }
 
+// EmptyHash is the SHA-256 of zero bytes: the hash of an empty log.
+const EmptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
 // OpenForReading returns the store kept in dir for reading (Stat, Open,
 // Missing, Walk) without creating anything: commands that only read use
 // it. Put is refused (it would need the temporary folder). Errors: dir

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -453,6 +454,16 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 	}
 	if err := c.load(context.Background()); err != nil {
 		return nil, err
+	}
+	if c.artifacts != nil {
+		// The empty blob is held from the start, so the empty logs of a
+		// task that prints nothing cost no upload. If it cannot be
+		// written, the first result that names it uploads it.
+		if _, ok, err := c.artifacts.Stat(artifact.EmptyHash); err == nil && !ok {
+			if _, err := c.artifacts.Put(context.Background(), artifact.EmptyHash, strings.NewReader("")); err != nil {
+				c.log.Warn("storing the empty blob", "err", err)
+			}
+		}
 	}
 	return c, nil
 }

@@ -600,11 +600,21 @@ func leaseInfo(l state.Lease) protocol.LeaseInfo {
 
 // lease returns a task's latest lease (the operator route behind `wdc
 // workers lease`). Errors: a task the state does not have (404).
+//
+// It reads in the group commit's order, like a write: a read transaction
+// of its own could miss a write already decided (its answer waiting for
+// its commit) and so show a lease older than what the coordinator has
+// answered.
 func (c *Coordinator) lease(ctx context.Context, task string) (protocol.LeaseLookupResponse, error) {
-	if _, err := c.store.Task(ctx, task); err != nil {
-		return protocol.LeaseLookupResponse{}, err
-	}
-	ls, err := c.store.Leases(ctx, task)
+	var ls []state.Lease
+	err := c.store.Write(ctx, func(tx *state.Tx) error {
+		if _, err := tx.Task(task); err != nil {
+			return err
+		}
+		var err error
+		ls, err = tx.Leases(task)
+		return err
+	}, nil)
 	if err != nil {
 		return protocol.LeaseLookupResponse{}, err
 	}

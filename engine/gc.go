@@ -44,6 +44,9 @@ func CollectGarbage(ctx context.Context, st *state.Store, blobs *artifact.Store,
 		}
 		var garbage []protocol.GCBlob
 		err := blobs.Walk(func(hash string, size int64) error {
+			if hash == artifact.EmptyHash && !ref[hash] {
+				return nil // never garbage: every coordinator holds it from the start
+			}
 			if ref[hash] {
 				resp.Kept++
 				resp.KeptBytes += size

@@ -128,6 +128,11 @@ func (t *Tx) Lease(token int64) (Lease, error) {
 	return t.view().Lease(t.ctx, token)
 }
 
+// Leases is Store.Leases inside t.
+func (t *Tx) Leases(task string) ([]Lease, error) {
+	return t.view().Leases(t.ctx, task)
+}
+
 // ActiveLeases is Store.ActiveLeases inside t.
 func (t *Tx) ActiveLeases(workerID string) ([]Lease, error) {
 	return t.view().ActiveLeases(t.ctx, workerID)
