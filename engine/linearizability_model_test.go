@@ -45,10 +45,11 @@ const (
 	linSweep                        // the operator's sweep
 	linRevoke                       // Coordinator.RevokeLeases
 	linRestart                      // the coordinator stopped and a new one opened the state file
+	linRelease                      // a heartbeat's second step: the release of leases it did not report
 )
 
 func (k linKind) String() string {
-	return [...]string{"?", "grant", "heartbeat", "result", "lookup", "sweep", "revoke", "restart"}[k]
+	return [...]string{"?", "grant", "heartbeat", "result", "lookup", "sweep", "revoke", "restart", "release"}[k]
 }
 
 // linTaskConf is what the model knows of a task and its pool, in fake
@@ -89,6 +90,9 @@ type linInput struct {
 	Class     string // result: "", failure, lost or refused
 	// Reported lists the task's tokens a heartbeat reported.
 	Reported []int64
+	// Release: the heartbeat may release a lease of the task it did not
+	// report; a linRelease operation of the same call follows it.
+	Release bool
 }
 
 // linLeaseView is a lease as the operator's lookup shows it.
@@ -145,11 +149,21 @@ type linState struct {
 	Leases                 []linLease    // every lease of the task, by token
 	Decisions              []linDecision // sorted by Key, Token, Worker
 	LastToken              int64         // linTokens only
+	// Due lists the workers whose heartbeat renewed but has not yet
+	// released (linRelease), with the time it decided at.
+	Due []linDue
+}
+
+// linDue is a heartbeat between its two steps.
+type linDue struct {
+	Worker string
+	At     int64
 }
 
 func (s linState) clone() linState {
 	s.Leases = slices.Clone(s.Leases)
 	s.Decisions = slices.Clone(s.Decisions)
+	s.Due = slices.Clone(s.Due)
 	return s
 }
 
@@ -231,8 +245,14 @@ func (s linState) times(lo, to int64) []int64 {
 	return ts
 }
 
-// linModel is the model; see the comment at the top of the file.
-var linModel = porcupine.NondeterministicModel{
+// linModel is the model; see the comment at the top of the file. Its
+// state is the set of linStates a task may be in ([]linState), stepped
+// element by element, as porcupine's NondeterministicModel.ToModel does,
+// but pruned: of two states that differ only in Now and NotBefore, the one
+// with both no later allows every step the other allows, so only it is
+// kept. Without that, every call whose time is uncertain would multiply
+// the set.
+var linModel = porcupine.Model{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		parts := map[string][]porcupine.Operation{}
 		var order []string
@@ -249,37 +269,33 @@ var linModel = porcupine.NondeterministicModel{
 		}
 		return out
 	},
-	Init: func() []interface{} {
-		return []interface{}{linState{Status: state.TaskQueued}}
+	Init: func() interface{} {
+		return []linState{{Status: state.TaskQueued}}
 	},
-	Step: func(st, in, out interface{}) []interface{} {
-		var next []interface{}
-		for _, s := range linStep(st.(linState), in.(linInput), out.(linOutput)) {
-			next = append(next, s)
+	Step: func(st, in, out interface{}) (bool, interface{}) {
+		var next []linState
+		for _, s := range st.([]linState) {
+			next = append(next, linStep(s, in.(linInput), out.(linOutput))...)
 		}
-		return next
+		next = prune(next)
+		return len(next) > 0, next
 	},
 	Equal: func(a, b interface{}) bool {
-		x, y := a.(linState), b.(linState)
-		return x.Now == y.Now && x.Epoch == y.Epoch && x.Status == y.Status && x.Attempts == y.Attempts &&
-			x.FailuresUsed == y.FailuresUsed && x.LostUsed == y.LostUsed && x.NotBefore == y.NotBefore &&
-			x.LastToken == y.LastToken && slices.Equal(x.Leases, y.Leases) && slices.Equal(x.Decisions, y.Decisions)
+		x, y := a.([]linState), b.([]linState)
+		if len(x) != len(y) {
+			return false
+		}
+		for _, s := range x {
+			if !slices.ContainsFunc(y, func(t linState) bool { return s.equal(t) }) {
+				return false
+			}
+		}
+		return true
 	},
 	Hash: func(st interface{}) uint64 {
-		s := st.(linState)
-		h := uint64(14695981039346656037)
-		mix := func(v int64) { h = (h ^ uint64(v)) * 1099511628211 }
-		mix(s.Now)
-		mix(int64(s.Epoch))
-		mix(int64(len(s.Status)))
-		mix(int64(s.Attempts<<16 | s.FailuresUsed<<8 | s.LostUsed))
-		mix(s.NotBefore)
-		mix(s.LastToken)
-		mix(int64(len(s.Decisions)))
-		for _, l := range s.Leases {
-			mix(l.Token)
-			mix(l.Expires)
-			mix(int64(len(l.Status)))
+		var h uint64
+		for _, s := range st.([]linState) {
+			h ^= s.hash()
 		}
 		return h
 	},
@@ -287,20 +303,81 @@ var linModel = porcupine.NondeterministicModel{
 		return describeLinOp(in.(linInput), out.(linOutput))
 	},
 	DescribeState: func(st interface{}) string {
-		s := st.(linState)
-		if s.LastToken != 0 {
-			return fmt.Sprintf("last token %d", s.LastToken)
+		var parts []string
+		for _, s := range st.([]linState) {
+			parts = append(parts, s.String())
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "now %d, epoch %d, %s, attempts %d, failures %d, lost %d", s.Now, s.Epoch, s.Status, s.Attempts, s.FailuresUsed, s.LostUsed)
-		if s.Status == state.TaskQueued && s.NotBefore > 0 {
-			fmt.Fprintf(&b, ", not before %d", s.NotBefore)
-		}
-		for _, l := range s.Leases {
-			fmt.Fprintf(&b, "; lease %d %s attempt %d %s granted %d expires %d hard %d", l.Token, l.Worker, l.Attempt, l.Status, l.Granted, l.Expires, l.Hard)
-		}
-		return b.String()
+		return "{" + strings.Join(parts, " | ") + "}"
 	},
+}
+
+// prune drops from states every state that another one dominates: equal
+// but for Now and NotBefore, which are lower bounds of the times of later
+// decisions (the lower, the more a state allows).
+func prune(states []linState) []linState {
+	out := states[:0:0]
+	for i, s := range states {
+		dominated := false
+		for j, o := range states {
+			if i == j || !s.equalBut(o) || o.Now > s.Now || o.NotBefore > s.NotBefore {
+				continue
+			}
+			// o is no later in both; of two equal states keep the first.
+			if o.Now < s.Now || o.NotBefore < s.NotBefore || j < i {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// equalBut reports whether s and o are equal but for Now and NotBefore.
+func (s linState) equalBut(o linState) bool {
+	return s.Epoch == o.Epoch && s.Status == o.Status && s.Attempts == o.Attempts &&
+		s.FailuresUsed == o.FailuresUsed && s.LostUsed == o.LostUsed && s.LastToken == o.LastToken &&
+		slices.Equal(s.Leases, o.Leases) && slices.Equal(s.Decisions, o.Decisions) && slices.Equal(s.Due, o.Due)
+}
+
+func (s linState) equal(o linState) bool {
+	return s.Now == o.Now && s.NotBefore == o.NotBefore && s.equalBut(o)
+}
+
+func (s linState) hash() uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(v int64) { h = (h ^ uint64(v)) * 1099511628211 }
+	mix(s.Now)
+	mix(int64(s.Epoch))
+	mix(int64(len(s.Status)))
+	mix(int64(s.Attempts<<16 | s.FailuresUsed<<8 | s.LostUsed))
+	mix(s.NotBefore)
+	mix(s.LastToken)
+	mix(int64(len(s.Decisions)))
+	mix(int64(len(s.Due)))
+	for _, l := range s.Leases {
+		mix(l.Token)
+		mix(l.Expires)
+		mix(int64(len(l.Status)))
+	}
+	return h
+}
+
+func (s linState) String() string {
+	if s.LastToken != 0 {
+		return fmt.Sprintf("last token %d", s.LastToken)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "now %d, epoch %d, %s, attempts %d, failures %d, lost %d", s.Now, s.Epoch, s.Status, s.Attempts, s.FailuresUsed, s.LostUsed)
+	if s.Status == state.TaskQueued && s.NotBefore > 0 {
+		fmt.Fprintf(&b, ", not before %d", s.NotBefore)
+	}
+	for _, l := range s.Leases {
+		fmt.Fprintf(&b, "; lease %d %s attempt %d %s granted %d expires %d hard %d", l.Token, l.Worker, l.Attempt, l.Status, l.Granted, l.Expires, l.Hard)
+	}
+	return b.String()
 }
 
 // linStep is the model's step: the states that in, answered out, may lead
@@ -333,6 +410,8 @@ func linStep(s linState, in linInput, out linOutput) []linState {
 			return stepHeartbeat(s, c, in, out)
 		}
 		return stepResult(s, c, in, out)
+	case linRelease:
+		return stepRelease(s, c, in)
 	case linLookup:
 		// A read: it decides nothing, so it moves no clock; a sweep it
 		// sees ran before its answer.
@@ -398,6 +477,13 @@ func stepGrant(s linState, c linTaskConf, in linInput) []linState {
 			continue
 		}
 		s3 := s2.clone()
+		if i := s3.latest(); i >= 0 {
+			// Only the latest lease's times can still be seen (a
+			// lookup): forget the others', so that states that differ
+			// only there become one.
+			l := &s3.Leases[i]
+			l.Granted, l.Expires, l.Hard = 0, 0, 0
+		}
 		s3.Leases = append(s3.Leases, linLease{Token: in.Token, Worker: in.Worker, Attempt: in.Attempt,
 			Granted: g, Expires: in.ExpiresAt, Hard: g + c.Limit, Status: state.LeaseActive})
 		s3.Status, s3.Attempts, s3.NotBefore, s3.Now = state.TaskRunning, s3.Attempts+1, 0, g
@@ -407,10 +493,12 @@ func stepGrant(s linState, c linTaskConf, in linInput) []linState {
 }
 
 // stepHeartbeat: a heartbeat at time t renews the worker's active lease
-// when it has not expired yet (expires = max(expires, min(t + ttl, hard))),
-// releases it when the worker did not report it and it was granted more
-// than two intervals before t, and answers cancel for every reported token
-// that is not the task's active, unexpired lease.
+// when it has not expired yet (expires = max(expires, min(t + ttl, hard)))
+// and answers cancel for every reported token that is not the task's
+// active, unexpired lease. When it may release a lease the worker did not
+// report (in.Release), it does that in a second step, linRelease, with the
+// same time: the coordinator renews and releases in two transactions, and a
+// reader may see the lease between them.
 func stepHeartbeat(s linState, c linTaskConf, in linInput, out linOutput) []linState {
 	lo := max(s.Now, in.From)
 	var ts []int64
@@ -435,10 +523,6 @@ func stepHeartbeat(s linState, c linTaskConf, in linInput, out linOutput) []linS
 					l.Expires = max(l.Expires, min(t+c.TTL, l.Hard))
 					live = l.Token
 				}
-				if !slices.Contains(in.Reported, l.Token) && t-l.Granted > 2*c.Interval {
-					l.Status = state.LeaseReleased
-					s3.Status, s3.NotBefore = state.TaskQueued, 0
-				}
 			}
 			var cancel []int64
 			for _, tok := range in.Reported {
@@ -446,12 +530,40 @@ func stepHeartbeat(s linState, c linTaskConf, in linInput, out linOutput) []linS
 					cancel = append(cancel, tok)
 				}
 			}
-			if sameSet(cancel, out.Cancelled) {
-				next = append(next, s3)
+			if !sameSet(cancel, out.Cancelled) {
+				continue
 			}
+			if in.Release {
+				if slices.ContainsFunc(s3.Due, func(d linDue) bool { return d.Worker == in.Worker }) {
+					continue
+				}
+				i, _ := slices.BinarySearchFunc(s3.Due, in.Worker, func(d linDue, w string) int { return strings.Compare(d.Worker, w) })
+				s3.Due = slices.Insert(s3.Due, i, linDue{Worker: in.Worker, At: t})
+			}
+			next = append(next, s3)
 		}
 	}
 	return next
+}
+
+// stepRelease is a heartbeat's second step: at the time of its first, it
+// releases the worker's active lease (no budget spent, the task queued
+// again) when the heartbeat did not report it and it was granted more than
+// two heartbeat intervals before.
+func stepRelease(s linState, c linTaskConf, in linInput) []linState {
+	d := slices.IndexFunc(s.Due, func(d linDue) bool { return d.Worker == in.Worker })
+	if d < 0 {
+		return nil
+	}
+	s = s.clone()
+	t := s.Due[d].At
+	s.Due = slices.Delete(s.Due, d, d+1)
+	if i := s.latest(); s.active() && s.Leases[i].Worker == in.Worker &&
+		!slices.Contains(in.Reported, s.Leases[i].Token) && t-s.Leases[i].Granted > 2*c.Interval {
+		s.Leases[i].Status = state.LeaseReleased
+		s.Status, s.NotBefore = state.TaskQueued, 0
+	}
+	return []linState{s}
 }
 
 // stepResult: a replay (same key, token and worker) gets the first decision
@@ -551,9 +663,9 @@ func describeLinOp(in linInput, out linOutput) string {
 	switch in.Kind {
 	case linGrant:
 		fmt.Fprintf(&b, " token %d attempt %d expires %d", in.Token, in.Attempt, in.ExpiresAt)
-	case linHeartbeat:
+	case linHeartbeat, linRelease:
 		fmt.Fprintf(&b, " reports %v", in.Reported)
-		if !out.Unauthorized {
+		if in.Kind == linHeartbeat && !out.Unauthorized {
 			fmt.Fprintf(&b, " → cancel %v", out.Cancelled)
 		}
 	case linResult:
@@ -611,6 +723,15 @@ func TestLinearizabilityModel(t *testing.T) {
 	hb := func(worker string, reported ...int64) linInput {
 		return linInput{Kind: linHeartbeat, Worker: worker, Reported: reported}
 	}
+	// hbRel is a heartbeat that may release what it does not report:
+	// its two steps.
+	hbRel := func(from, to int64, out linOutput, worker string, reported ...int64) []porcupine.Operation {
+		in := hb(worker, reported...)
+		in.Release = true
+		rel := in
+		rel.Kind = linRelease
+		return []porcupine.Operation{op(in, from, to, out), op(rel, from, to, linOutput{})}
+	}
 	accepted := linOutput{Decision: protocol.DecisionAccepted}
 	rejected := func(reason string) linOutput { return linOutput{Decision: protocol.DecisionRejected, Reason: reason} }
 	lookup := func(token int64, worker string, attempt int, status state.LeaseStatus, granted, expires int64) linOutput {
@@ -664,11 +785,20 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(result("w1", 1, 1, "k1", "failure"), 20, 20, linOutput{Decision: protocol.DecisionAccepted, Duplicate: true}),
 			op(grant("w1", 0, 2, 2, 30), 30, 30, linOutput{}),
 		}, true},
-		{"unreported lease released", []porcupine.Operation{
-			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
-			op(hb("w1"), 60, 60, linOutput{}),
-			op(grant("w2", 0, 2, 2, 70), 70, 70, linOutput{}),
-		}, true},
+		{"unreported lease released", slices.Concat(
+			[]porcupine.Operation{op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{})},
+			hbRel(60, 60, linOutput{}, "w1"),
+			[]porcupine.Operation{
+				op(grant("w2", 0, 2, 2, 70), 70, 70, linOutput{}),
+				op(linInput{Kind: linLookup}, 80, 80, lookup(2, "w2", 2, state.LeaseActive, 70, 170)),
+			}), true},
+		{"a lookup between a heartbeat's renewal and its release", slices.Concat(
+			[]porcupine.Operation{op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{})},
+			hbRel(60, 70, linOutput{}, "w1"),
+			[]porcupine.Operation{
+				op(linInput{Kind: linLookup}, 65, 65, lookup(1, "w1", 1, state.LeaseActive, 0, 160)),
+				op(grant("w2", 0, 2, 2, 80), 80, 80, linOutput{}),
+			}), true},
 		{"restart ends sessions, not leases", []porcupine.Operation{
 			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
 			op(linInput{Kind: linRestart}, 10, 10, linOutput{}),
@@ -686,6 +816,14 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(result("w1", 1, 1, "k1", "failure"), 10, 20, accepted),
 			op(result("w1", 1, 1, "k2", "failure"), 10, 20, accepted),
 		}, false},
+		{"a reported lease released", slices.Concat(
+			[]porcupine.Operation{op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{})},
+			hbRel(60, 60, linOutput{}, "w1", 1),
+			[]porcupine.Operation{op(grant("w2", 0, 2, 2, 70), 70, 70, linOutput{})}), false},
+		{"a young unreported lease released", slices.Concat(
+			[]porcupine.Operation{op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{})},
+			hbRel(40, 40, linOutput{}, "w1"),
+			[]porcupine.Operation{op(grant("w2", 0, 2, 2, 45), 45, 45, linOutput{})}), false},
 		{"second active lease", []porcupine.Operation{
 			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
 			op(grant("w2", 0, 2, 2, 50), 50, 50, linOutput{}),
@@ -795,7 +933,7 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(hb("w1", 1), 10, 10, linOutput{Unauthorized: true}),
 		}, false},
 	}
-	model := linModel.ToModel()
+	model := linModel
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := porcupine.CheckOperations(model, tc.ops)
