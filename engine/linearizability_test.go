@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -761,13 +762,19 @@ func countCalls(calls []linCall) map[string]int {
 }
 
 // spannedExpiries counts the results and heartbeats whose call spanned
-// the expiry the lease had when it was granted: the model had to consider
-// both sides of it.
+// the last expiry of their lease seen before the call (by its grant or a
+// lookup): calls the model had to judge both ways.
 func spannedExpiries(calls []linCall) int {
-	exp := map[int64]int64{}
+	type seen struct {
+		at, expires int64
+	}
+	obs := map[int64][]seen{}
 	for _, c := range calls {
 		for _, a := range c.asg {
-			exp[a.FencingToken] = fakeMS(a.ExpiresAt)
+			obs[a.FencingToken] = append(obs[a.FencingToken], seen{c.ret, fakeMS(a.ExpiresAt)})
+		}
+		if c.lease != nil {
+			obs[c.lease.FencingToken] = append(obs[c.lease.FencingToken], seen{c.ret, fakeMS(c.lease.ExpiresAt)})
 		}
 	}
 	n := 0
@@ -780,7 +787,13 @@ func spannedExpiries(calls []linCall) int {
 			toks = c.reported
 		}
 		for _, tok := range toks {
-			if e, ok := exp[tok]; ok && c.from < e && e <= c.to {
+			last := seen{at: -1}
+			for _, o := range obs[tok] {
+				if o.at < c.call && o.at > last.at {
+					last = o
+				}
+			}
+			if last.at >= 0 && c.from < last.expires && last.expires <= c.to {
 				n++
 			}
 		}
@@ -1093,4 +1106,93 @@ func checkDoctored(t *testing.T, history []porcupine.Operation) {
 		}
 	}
 	t.Logf("%d doctored histories, each Illegal", len(doctored))
+}
+
+// TestLinearizabilityLong checks many longer histories, each with its own
+// seed and shape, with the faults of TestLinearizability (workers that
+// vanish mid-attempt, a revoke, a coordinator restart on the same state
+// file) more often. It runs only with WDC_LINEARIZABILITY_LONG=1;
+// WDC_LINEARIZABILITY_HISTORIES (default 100) is how many histories,
+// WDC_LINEARIZABILITY_DURATION (e.g. 10m), when set, runs until that much
+// time has passed instead, WDC_LINEARIZABILITY_SEED (default 1) is the
+// first seed, and WDC_LINEARIZABILITY_OUT a folder for the porcupine
+// visualization of each violation. bench/linearizability.sh runs it; it
+// ends with the line "histories checked: N, violations: M".
+func TestLinearizabilityLong(t *testing.T) {
+	if os.Getenv("WDC_LINEARIZABILITY_LONG") != "1" {
+		t.Skip("set WDC_LINEARIZABILITY_LONG=1 to run (bench/linearizability.sh)")
+	}
+	histories, err := envInt("WDC_LINEARIZABILITY_HISTORIES", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := envInt("WDC_LINEARIZABILITY_SEED", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var until time.Time
+	if d := os.Getenv("WDC_LINEARIZABILITY_DURATION"); d != "" {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			t.Fatalf("WDC_LINEARIZABILITY_DURATION: %v", err)
+		}
+		until, histories = time.Now().Add(dur), math.MaxInt
+	}
+	var n, violations, unknown, failed, calls, ops, maxOps, accepted, spanned int
+	var check, maxCheck time.Duration
+	for i := 0; i < histories && (until.IsZero() || n == 0 || time.Now().Before(until)); i++ {
+		seed := uint64(first + i)
+		rng := rand.New(rand.NewPCG(seed, 3000))
+		cfg := linConfig{Seed: seed, Workers: 3 + rng.IntN(4), Tasks: 6 + rng.IntN(25), Calls: 500 + rng.IntN(1000),
+			Revoke: rng.IntN(10) < 7, Restart: rng.IntN(10) < 7,
+			Vanish: 0.005 + 0.025*rng.Float64(), Misbehave: 0.05 + 0.15*rng.Float64()}
+		dir, err := os.MkdirTemp(t.TempDir(), "history")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := runLinHistory(t, cfg, dir, 2*time.Minute)
+		_ = os.RemoveAll(dir)
+		n++
+		calls += run.Calls
+		ops += run.Ops
+		maxOps = max(maxOps, run.Ops)
+		accepted += run.Accepted
+		spanned += run.Expiry
+		check += run.Check
+		maxCheck = max(maxCheck, run.Check)
+		for _, e := range run.Errors {
+			t.Errorf("seed %d: %s", seed, e)
+		}
+		if len(run.Errors) > 0 {
+			failed++
+		}
+		switch run.Result {
+		case porcupine.Illegal:
+			violations++
+			reportLinRun(t, run)
+			t.Errorf("seed %d (%+v): not linearizable", seed, cfg)
+		case porcupine.Unknown:
+			unknown++
+			t.Logf("seed %d: the check timed out", seed)
+		}
+		t.Logf("seed %d: %d workers, %d tasks, revoke %v, restart %v: %d calls, %d operations, %d accepted, %d across an expiry: %s in %s",
+			seed, cfg.Workers, cfg.Tasks, cfg.Revoke, cfg.Restart, run.Calls, run.Ops, run.Accepted, run.Expiry, run.Result, run.Check.Round(time.Microsecond))
+	}
+	t.Logf("calls: %d (%.0f per history); operations per history: mean %.0f, max %d; accepted results: %d; calls across an expiry: %d",
+		calls, float64(calls)/float64(n), float64(ops)/float64(n), maxOps, accepted, spanned)
+	t.Logf("check time per history: mean %s, max %s; timed out: %d; runs with errors: %d",
+		(check / time.Duration(n)).Round(time.Microsecond), maxCheck.Round(time.Microsecond), unknown, failed)
+	t.Logf("histories checked: %d, violations: %d", n, violations)
+}
+
+func envInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: want a number >= 0", name, v)
+	}
+	return n, nil
 }
