@@ -91,8 +91,10 @@ type linInput struct {
 	// Reported lists the task's tokens a heartbeat reported.
 	Reported []int64
 	// Release: the heartbeat may release a lease of the task it did not
-	// report; a linRelease operation of the same call follows it.
-	Release bool
+	// report; a linRelease operation of the same call follows it, unless
+	// Atomic, when the heartbeat releases in its own step (as if renewal
+	// and release were one transaction).
+	Release, Atomic bool
 }
 
 // linLeaseView is a lease as the operator's lookup shows it.
@@ -533,7 +535,10 @@ func stepHeartbeat(s linState, c linTaskConf, in linInput, out linOutput) []linS
 			if !sameSet(cancel, out.Cancelled) {
 				continue
 			}
-			if in.Release {
+			switch {
+			case in.Release && in.Atomic:
+				s3.release(c, in.Worker, in.Reported, t)
+			case in.Release:
 				if slices.ContainsFunc(s3.Due, func(d linDue) bool { return d.Worker == in.Worker }) {
 					continue
 				}
@@ -558,12 +563,18 @@ func stepRelease(s linState, c linTaskConf, in linInput) []linState {
 	s = s.clone()
 	t := s.Due[d].At
 	s.Due = slices.Delete(s.Due, d, d+1)
-	if i := s.latest(); s.active() && s.Leases[i].Worker == in.Worker &&
-		!slices.Contains(in.Reported, s.Leases[i].Token) && t-s.Leases[i].Granted > 2*c.Interval {
+	s.release(c, in.Worker, in.Reported, t)
+	return []linState{s}
+}
+
+// release releases the worker's active lease when the heartbeat at t did
+// not report it and it was granted more than two intervals before t.
+func (s *linState) release(c linTaskConf, worker string, reported []int64, t int64) {
+	if i := s.latest(); s.active() && s.Leases[i].Worker == worker &&
+		!slices.Contains(reported, s.Leases[i].Token) && t-s.Leases[i].Granted > 2*c.Interval {
 		s.Leases[i].Status = state.LeaseReleased
 		s.Status, s.NotBefore = state.TaskQueued, 0
 	}
-	return []linState{s}
 }
 
 // stepResult: a replay (same key, token and worker) gets the first decision
@@ -815,6 +826,12 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
 			op(result("w1", 1, 1, "k1", "failure"), 10, 20, accepted),
 			op(result("w1", 1, 1, "k2", "failure"), 10, 20, accepted),
+		}, false},
+		{"a lookup between a heartbeat's renewal and its release, heartbeats atomic", []porcupine.Operation{
+			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(linInput{Kind: linHeartbeat, Worker: "w1", Release: true, Atomic: true}, 60, 70, linOutput{}),
+			op(linInput{Kind: linLookup}, 65, 65, lookup(1, "w1", 1, state.LeaseActive, 0, 160)),
+			op(grant("w2", 0, 2, 2, 80), 80, 80, linOutput{}),
 		}, false},
 		{"a reported lease released", slices.Concat(
 			[]porcupine.Operation{op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{})},

@@ -45,6 +45,10 @@ type linConfig struct {
 	// Misbehave is the chance per loop of a result with a wrong worker,
 	// token or attempt, or for an ended lease, and of forgetting a lease.
 	Misbehave float64
+	// AtomicHeartbeats checks heartbeats as one step (renewal and the
+	// release of unreported leases together) instead of the two the
+	// coordinator takes.
+	AtomicHeartbeats bool
 }
 
 const (
@@ -660,10 +664,13 @@ type linRun struct {
 	Accepted, Expiry int // accepted results; results and heartbeats whose call spanned an expiry
 	Errors           []string
 	// Counts of the calls by kind and answer, e.g. "result rejected
-	// stale_token", "claim granted", "heartbeat 401".
+	// stale_token", "claim 1 assignments", "heartbeat 401".
 	Counts  map[string]int
 	History []porcupine.Operation
 	Info    porcupine.LinearizationInfo
+	// TwoStep is, for a history checked with atomic heartbeats that is
+	// not linearizable, the result with the coordinator's two-step ones.
+	TwoStep porcupine.CheckResult
 }
 
 // runLinHistory runs one simulated history with cfg and checks it.
@@ -721,7 +728,7 @@ func runLinHistory(t testing.TB, cfg linConfig, dir string, timeout time.Duratio
 	lc.close()
 
 	run := linRun{Seed: cfg.Seed, Calls: len(lc.calls), Errors: lc.errs}
-	run.History = linOperations(lc.calls, lc.confs)
+	run.History = linOperations(lc.calls, lc.confs, cfg.AtomicHeartbeats)
 	run.Ops = len(run.History)
 	for _, c := range lc.calls {
 		if c.kind == linResult && c.res.Decision == protocol.DecisionAccepted && !c.res.Duplicate {
@@ -733,6 +740,9 @@ func runLinHistory(t testing.TB, cfg linConfig, dir string, timeout time.Duratio
 	start := time.Now()
 	run.Result, run.Info = porcupine.CheckOperationsVerbose(linModel, run.History, timeout)
 	run.Check = time.Since(start)
+	if cfg.AtomicHeartbeats && run.Result == porcupine.Illegal {
+		run.TwoStep = porcupine.CheckOperationsTimeout(linModel, linOperations(lc.calls, lc.confs, false), timeout)
+	}
 	return run
 }
 
@@ -806,9 +816,10 @@ func spannedExpiries(calls []linCall) int {
 // heartbeat onto each task of which its worker may hold a lease during
 // the call (see linHolding), with the tokens of that task it reported and
 // got cancelled, and, when it may release one it did not report, its
-// second step (linRelease); a result onto the task it names; a lookup onto
-// its task; sweeps, revokes and restarts onto every task.
-func linOperations(calls []linCall, confs map[string]linTaskConf) []porcupine.Operation {
+// second step (linRelease; with atomic, the heartbeat releases in its own
+// step); a result onto the task it names; a lookup onto its task; sweeps,
+// revokes and restarts onto every task.
+func linOperations(calls []linCall, confs map[string]linTaskConf, atomic bool) []porcupine.Operation {
 	tasks := make([]string, 0, len(confs))
 	for a := range confs {
 		tasks = append(tasks, a)
@@ -858,9 +869,9 @@ func linOperations(calls []linCall, confs map[string]linTaskConf) []porcupine.Op
 				if !may {
 					continue
 				}
-				in := linInput{Part: task, Kind: linHeartbeat, Reported: of(c.reported, task), Release: unreported && !c.unauthorized}
+				in := linInput{Part: task, Kind: linHeartbeat, Reported: of(c.reported, task), Release: unreported && !c.unauthorized, Atomic: atomic}
 				add(c, in, linOutput{Cancelled: of(c.cancelled, task)})
-				if in.Release {
+				if in.Release && !atomic {
 					in.Kind = linRelease
 					add(c, in, linOutput{})
 				}
@@ -1116,8 +1127,10 @@ func checkDoctored(t *testing.T, history []porcupine.Operation) {
 // WDC_LINEARIZABILITY_DURATION (e.g. 10m), when set, runs until that much
 // time has passed instead, WDC_LINEARIZABILITY_SEED (default 1) is the
 // first seed, and WDC_LINEARIZABILITY_OUT a folder for the porcupine
-// visualization of each violation. bench/linearizability.sh runs it; it
-// ends with the line "histories checked: N, violations: M".
+// visualization of each violation; WDC_LINEARIZABILITY_ATOMIC_HEARTBEATS=1
+// checks heartbeats as one step (see linConfig.AtomicHeartbeats).
+// bench/linearizability.sh runs it; it ends with the line "histories
+// checked: N, violations: M".
 func TestLinearizabilityLong(t *testing.T) {
 	if os.Getenv("WDC_LINEARIZABILITY_LONG") != "1" {
 		t.Skip("set WDC_LINEARIZABILITY_LONG=1 to run (bench/linearizability.sh)")
@@ -1138,14 +1151,15 @@ func TestLinearizabilityLong(t *testing.T) {
 		}
 		until, histories = time.Now().Add(dur), math.MaxInt
 	}
-	var n, violations, unknown, failed, calls, ops, maxOps, accepted, spanned int
+	var n, violations, twoStep, unknown, failed, calls, ops, maxOps, accepted, spanned int
 	var check, maxCheck time.Duration
 	for i := 0; i < histories && (until.IsZero() || n == 0 || time.Now().Before(until)); i++ {
 		seed := uint64(first + i)
 		rng := rand.New(rand.NewPCG(seed, 3000))
 		cfg := linConfig{Seed: seed, Workers: 3 + rng.IntN(4), Tasks: 6 + rng.IntN(25), Calls: 500 + rng.IntN(1000),
 			Revoke: rng.IntN(10) < 7, Restart: rng.IntN(10) < 7,
-			Vanish: 0.005 + 0.025*rng.Float64(), Misbehave: 0.05 + 0.15*rng.Float64()}
+			Vanish: 0.005 + 0.025*rng.Float64(), Misbehave: 0.05 + 0.15*rng.Float64(),
+			AtomicHeartbeats: os.Getenv("WDC_LINEARIZABILITY_ATOMIC_HEARTBEATS") == "1"}
 		dir, err := os.MkdirTemp(t.TempDir(), "history")
 		if err != nil {
 			t.Fatal(err)
@@ -1171,6 +1185,10 @@ func TestLinearizabilityLong(t *testing.T) {
 			violations++
 			reportLinRun(t, run)
 			t.Errorf("seed %d (%+v): not linearizable", seed, cfg)
+			if run.TwoStep == porcupine.Ok {
+				twoStep++
+				t.Logf("seed %d: linearizable with two-step heartbeats", seed)
+			}
 		case porcupine.Unknown:
 			unknown++
 			t.Logf("seed %d: the check timed out", seed)
@@ -1182,6 +1200,9 @@ func TestLinearizabilityLong(t *testing.T) {
 		calls, float64(calls)/float64(n), float64(ops)/float64(n), maxOps, accepted, spanned)
 	t.Logf("check time per history: mean %s, max %s; timed out: %d; runs with errors: %d",
 		(check / time.Duration(n)).Round(time.Microsecond), maxCheck.Round(time.Microsecond), unknown, failed)
+	if os.Getenv("WDC_LINEARIZABILITY_ATOMIC_HEARTBEATS") == "1" {
+		t.Logf("violations linearizable with two-step heartbeats: %d of %d", twoStep, violations)
+	}
 	t.Logf("histories checked: %d, violations: %d", n, violations)
 }
 
