@@ -4,9 +4,13 @@ package engine
 // TestLinearizability checks recorded protocol histories against with
 // porcupine. A history is split by task: each task's partition holds the
 // grants of its leases, the results that name it, the lookups of its
-// latest lease, the heartbeats of the workers that held it, and every
-// sweep, revoke and restart; one more partition (linTokens) holds every
-// grant, for the fencing counter that all tasks share.
+// latest lease, the heartbeats of the workers that may hold one of its
+// leases (in two steps, renewal and release, as the coordinator makes
+// them), and every sweep, revoke and restart; one more partition
+// (linTokens) holds every grant, for the fencing counter that all tasks
+// share. Each partition is checked on its own, so the check is of the
+// projections: what fails is not linearizable, but an anomaly visible only
+// across tasks would pass.
 //
 // Time. The coordinator decides by its own clock, which the workers cannot
 // read; the test gives it a fake clock that only moves in steps of

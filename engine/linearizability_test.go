@@ -1027,96 +1027,86 @@ func TestLinearizability(t *testing.T) {
 // that break one rule each, and checks that every such history is Illegal.
 func checkDoctored(t *testing.T, history []porcupine.Operation) {
 	t.Helper()
-	var end, endFake int64
-	var grants, results []porcupine.Operation
-	var revoke *porcupine.Operation
-	var maxToken int64
+	var end, endFake, maxToken int64
+	var grants []porcupine.Operation
+	var first, success, revoke *porcupine.Operation // the first result answered, an accepted success, the revoke
 	for i, op := range history {
-		in := op.Input.(linInput)
+		in, out := op.Input.(linInput), op.Output.(linOutput)
 		end, endFake = max(end, op.Return), max(endFake, in.To)
 		switch {
 		case in.Part == linTokens:
 			maxToken = max(maxToken, in.Token)
 		case in.Kind == linGrant:
 			grants = append(grants, op)
-		case in.Kind == linResult && !op.Output.(linOutput).Unauthorized:
-			results = append(results, op)
-		case in.Kind == linRevoke && revoke == nil:
+		case in.Kind == linResult && !out.Unauthorized:
+			if first == nil || op.Call < first.Call {
+				first = &history[i]
+			}
+			if success == nil && in.Class == "" && out.Decision == protocol.DecisionAccepted && !out.Duplicate {
+				success = &history[i]
+			}
+		case in.Kind == linRevoke:
 			revoke = &history[i]
 		}
 	}
-	if len(grants) < 2 || len(results) == 0 {
-		t.Fatalf("the history has %d grants and %d results: too few to doctor", len(grants), len(results))
+	if len(grants) == 0 || first == nil || success == nil {
+		t.Fatalf("the history has %d grants, results %v, an accepted success %v: too little to doctor", len(grants), first != nil, success != nil)
 	}
 	g0 := grants[0]
 	gi := g0.Input.(linInput)
+	// at is an operation at g0's call; after one after every other call,
+	// well past every expiry the history saw.
+	at := func(in linInput, out linOutput) porcupine.Operation {
+		in.From, in.To = gi.From, gi.To
+		return porcupine.Operation{ClientId: 99, Input: in, Call: g0.Call, Output: out, Return: g0.Return}
+	}
 	late := endFake + 10*linTTL.Milliseconds()
 	after := func(in linInput, out linOutput) porcupine.Operation {
 		in.From, in.To = late, late
 		return porcupine.Operation{ClientId: 99, Input: in, Call: end + 1, Output: out, Return: end + 2}
 	}
 	accepted := linOutput{Decision: protocol.DecisionAccepted}
-	doctored := []struct {
-		name string
-		ops  []porcupine.Operation
-	}{
-		{"a second lease of a task while its first is active", []porcupine.Operation{{ClientId: 99,
-			Input: linInput{Part: gi.Part, Kind: linGrant, Conf: gi.Conf, Worker: "w-intruder", Epoch: gi.Epoch, From: gi.From, To: gi.To,
-				Token: maxToken + 1000, Attempt: gi.Attempt + 1, ExpiresAt: gi.ExpiresAt},
-			Call: g0.Call, Output: linOutput{}, Return: g0.Return}}},
-		{"an accepted result from a worker that does not hold the lease", []porcupine.Operation{{ClientId: 99,
-			Input: linInput{Part: gi.Part, Kind: linResult, Conf: gi.Conf, Worker: "w-intruder", Epoch: gi.Epoch, From: gi.From, To: gi.To,
-				Token: gi.Token, Attempt: gi.Attempt, Key: "intruder"},
-			Call: g0.Call, Output: accepted, Return: g0.Return}}},
-		{"a fencing token that goes backwards", []porcupine.Operation{
-			after(linInput{Part: linTokens, Kind: linGrant, Token: gi.Token - 1}, linOutput{})}},
-		{"an accepted result well after its lease's expiry", []porcupine.Operation{
-			after(linInput{Part: gi.Part, Kind: linResult, Conf: gi.Conf, Worker: gi.Worker, Epoch: gi.Epoch, Token: gi.Token, Attempt: gi.Attempt, Key: "late"}, accepted)}},
+	// Of the first result answered, a replay answered the other way.
+	replay, flipped := first.Input.(linInput), first.Output.(linOutput)
+	flipped.Duplicate = true
+	if flipped.Decision == protocol.DecisionAccepted {
+		flipped.Decision, flipped.Reason = protocol.DecisionRejected, protocol.ReasonLeaseExpired
+	} else {
+		flipped.Decision, flipped.Reason = protocol.DecisionAccepted, ""
 	}
-	for _, r := range results {
-		in, out := r.Input.(linInput), r.Output.(linOutput)
-		flipped := out
-		flipped.Duplicate = true
-		if out.Decision == protocol.DecisionAccepted {
-			flipped.Decision, flipped.Reason = protocol.DecisionRejected, protocol.ReasonLeaseExpired
-		} else {
-			flipped.Decision, flipped.Reason = protocol.DecisionAccepted, ""
-		}
-		doctored = append(doctored, struct {
-			name string
-			ops  []porcupine.Operation
-		}{"a replay answered other than the first post", []porcupine.Operation{after(in, flipped)}})
-		if out.Decision == protocol.DecisionAccepted && in.Class == "" {
-			second := in
-			second.Key += "-again"
-			doctored = append(doctored, struct {
-				name string
-				ops  []porcupine.Operation
-			}{"two accepted results for one task", []porcupine.Operation{after(second, accepted)}})
-		}
-		break
+	again := success.Input.(linInput)
+	again.Key += "-again"
+	type doctoring struct {
+		name string
+		op   porcupine.Operation
+	}
+	doctored := []doctoring{
+		{"a second lease of a task while its first is active", at(linInput{Part: gi.Part, Kind: linGrant, Conf: gi.Conf,
+			Worker: "w-intruder", Epoch: gi.Epoch, Token: maxToken + 1000, Attempt: gi.Attempt + 1, ExpiresAt: gi.ExpiresAt}, linOutput{})},
+		{"an accepted result from a worker that does not hold the lease", at(linInput{Part: gi.Part, Kind: linResult, Conf: gi.Conf,
+			Worker: "w-intruder", Epoch: gi.Epoch, Token: gi.Token, Attempt: gi.Attempt, Key: "intruder"}, accepted)},
+		{"a fencing token that goes backwards", after(linInput{Part: linTokens, Kind: linGrant, Token: gi.Token - 1}, linOutput{})},
+		{"an accepted result well after its lease's expiry", after(linInput{Part: gi.Part, Kind: linResult, Conf: gi.Conf,
+			Worker: gi.Worker, Epoch: gi.Epoch, Token: gi.Token, Attempt: gi.Attempt, Key: "late"}, accepted)},
+		{"a replay answered other than the first post", after(replay, flipped)},
+		{"a second accepted result for a task that succeeded", after(again, accepted)},
 	}
 	if revoke != nil {
-		// A result accepted after the revoke for a lease granted before it.
+		// A result accepted after the revoke, for a lease granted before it.
+		ri := revoke.Input.(linInput)
 		for _, g := range grants {
-			in := g.Input.(linInput)
-			if g.Return < revoke.Call {
-				ri := revoke.Input.(linInput)
-				doctored = append(doctored, struct {
-					name string
-					ops  []porcupine.Operation
-				}{"a lease granted before a revoke accepting a result after it", []porcupine.Operation{{ClientId: 99,
-					Input: linInput{Part: in.Part, Kind: linResult, Conf: in.Conf, Worker: in.Worker, Epoch: in.Epoch, From: ri.To, To: ri.To,
-						Token: in.Token, Attempt: in.Attempt, Key: "after-revoke"},
-					Call: revoke.Return + 1, Output: accepted, Return: revoke.Return + 1}}})
+			if in := g.Input.(linInput); g.Return < revoke.Call {
+				doctored = append(doctored, doctoring{"an accepted result after a revoke for a lease granted before it",
+					porcupine.Operation{ClientId: 99, Input: linInput{Part: in.Part, Kind: linResult, Conf: in.Conf, Worker: in.Worker, Epoch: in.Epoch,
+						From: ri.To, To: ri.To, Token: in.Token, Attempt: in.Attempt, Key: "after-revoke"},
+						Call: revoke.Return + 1, Output: accepted, Return: revoke.Return + 1}})
 				break
 			}
 		}
 	}
-	model := linModel
 	for _, d := range doctored {
-		h := append(slices.Clone(history), d.ops...)
-		if res := porcupine.CheckOperationsTimeout(model, h, time.Minute); res != porcupine.Illegal {
+		h := append(slices.Clone(history), d.op)
+		if res := porcupine.CheckOperationsTimeout(linModel, h, time.Minute); res != porcupine.Illegal {
 			t.Errorf("doctored history (%s): %s, want Illegal", d.name, res)
 		}
 	}
