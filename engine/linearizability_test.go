@@ -303,7 +303,7 @@ type linWorker struct {
 	held     map[int64]*linHeld
 	ended    []protocol.Assignment // own leases it no longer holds
 	lastHB   int64                 // fake ms of its last heartbeat (or registration)
-	renewed  int64                 // fake ms after which none of its leases can be unexpired
+	renewed  int64                 // fake ms by which its leases were last granted or renewed: each expires by renewed + ttl
 	vanished bool
 	edge     bool // posts its late results around their expiry, not well after
 	idle     bool // its last claim was answered with no assignments
