@@ -10,8 +10,8 @@
 #   bench/linearizability.sh [N | DURATION] [SEED]
 #       N histories (default 200), or as many as fit in DURATION (e.g. 10m);
 #       SEED is the first history's seed (default 1). RACE=1 adds -race;
-#       WDC_LINEARIZABILITY_ATOMIC_HEARTBEATS=1 checks heartbeats as one
-#       step, and counts the violations that the two-step ones explain.
+#       heartbeats are checked as one step (the coordinator makes each one
+#       write); WDC_LINEARIZABILITY_TWO_STEP_HEARTBEATS=1 allows two.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 what=${1:-200}
