@@ -303,8 +303,11 @@ type workerState struct {
 	drainRequested bool
 	toldDrain      bool // an answer with drain=true reached it
 	// picking counts claims of this worker between picking tasks and
-	// granting them; idleSince is when it last held no lease.
+	// granting them; pending counts the tasks they picked (each takes a
+	// slot until its write is settled); idleSince is when it last held
+	// no lease.
 	picking   int
+	pending   int
 	idleSince time.Time
 	lastSeen  time.Time // its registration or its last heartbeat
 	seq       int       // its launch sequence, or 0
@@ -319,6 +322,10 @@ type leaseState struct {
 	task    string
 	worker  string
 	attempt int
+	// ending: a result of it that asked for next leases is being
+	// written; that result counted this lease's slot as free, and no
+	// other may (pickNext).
+	ending bool
 }
 
 // NewCoordinator checks opts, makes the operator credential (crypto/rand,

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,5 +77,40 @@ func TestEagerDispatch(t *testing.T) {
 				t.Errorf("coordinator counts %d leases granted; want %d", p.AttemptsGranted, want)
 			}
 		})
+	}
+}
+
+// TestEagerDispatchConcurrentCopies: copies of one result posted at once,
+// each asking for next leases, and claims beside them never take the
+// worker past its capacity: the ending lease's slot counts for one copy,
+// grants still being written take slots, and replays get no assignments.
+func TestEagerDispatchConcurrentCopies(t *testing.T) {
+	t.Parallel()
+	var tasks []TaskRuntime
+	for i := range 40 {
+		tasks = append(tasks, rtTask(fmt.Sprintf("t%02d", i)))
+	}
+	h := newHarness(t, []PoolRuntime{rtPool("p", 2)}, tasks, harnessOpts{})
+	w := h.register("p")
+	first := w.claimOne()
+	zero := 0
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			if i%3 == 2 {
+				_, _ = w.cl.Claim(context.Background(), w.id, protocol.ClaimRequest{Max: 2})
+				return
+			}
+			_, _ = w.cl.PostResult(context.Background(), first.FencingToken, protocol.ResultRequest{
+				WorkerID: w.id, Task: first.Task, Attempt: first.Attempt, IdempotencyKey: "same", ExitCode: &zero, Next: 2})
+		})
+	}
+	wg.Wait()
+	active, err := h.store.ActiveLeases(context.Background(), w.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active) > 2 {
+		t.Errorf("the worker holds %d active leases; its capacity is 2", len(active))
 	}
 }

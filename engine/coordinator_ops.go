@@ -215,10 +215,11 @@ func (c *Coordinator) claim(ctx context.Context, w *workerState, max int, wait t
 		wake := c.wake
 		var picks []*taskState
 		if !c.stopped && w.status == state.WorkerActive {
-			picks = c.pickLocked(w, min(max, w.pool.rt.Capacity-w.held), c.now(), tried)
+			picks = c.pickLocked(w, min(max, w.pool.rt.Capacity-w.held-w.pending), c.now(), tried)
 		}
 		if len(picks) > 0 {
 			w.picking++ // DrainWorker leaves it alone until the grant is done
+			w.pending += len(picks)
 		}
 		c.mu.Unlock()
 		if len(picks) > 0 {
@@ -371,6 +372,7 @@ func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, tries []
 	for _, ts := range picks {
 		ts.claiming = false
 	}
+	w.pending -= len(picks)
 	if err != nil {
 		return nil
 	}
@@ -452,7 +454,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	}
 	c.wmu.RLock()
 	defer c.wmu.RUnlock()
-	picks := c.pickNext(poster, token, req.Next)
+	picks, ending := c.pickNext(poster, token, req.Next)
 	var tries []grantTry
 	tail := ""
 	if in.Class == state.FailureClassFailure {
@@ -486,7 +488,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 			return err
 		}
 		tries = tries[:0]
-		if len(picks) > 0 && dec.Decision == state.DecisionAccepted {
+		if len(picks) > 0 && dec.Decision == state.DecisionAccepted && !dec.Duplicate {
 			// Eager dispatch: the worker's next leases, in this write.
 			return c.grantTx(tx, poster, picks, now, &tries)
 		}
@@ -496,6 +498,9 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 			if len(picks) > 0 {
 				c.mu.Lock()
 				poster.picking--
+				if ending != nil {
+					ending.ending = false
+				}
 				evs := c.grantedLocked(poster, picks, tries, err, now)
 				c.mu.Unlock()
 				c.emit(evs)
@@ -549,27 +554,38 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 
 // pickNext picks up to next tasks for poster to lease with its result of
 // lease token (eager dispatch), capped by its free capacity once that
-// lease has ended; none while the coordinator stops granting or drains,
-// or while the worker is not active. The picks are marked claiming until
-// the result's write settles them (grantedLocked).
-func (c *Coordinator) pickNext(poster *workerState, token int64, next int) []*taskState {
+// lease has ended: slots of leases held and of picks still being written
+// (its claims' and other results') are taken, and the ending lease's slot
+// counts for one result only (the lease returned is marked ending until
+// the result's write settles). None while the coordinator stops granting
+// or drains, or while the worker is not active. The picks are marked
+// claiming until the result's write settles them (grantedLocked).
+func (c *Coordinator) pickNext(poster *workerState, token int64, next int) ([]*taskState, *leaseState) {
 	if next <= 0 {
-		return nil
+		return nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped || c.draining || poster.status != state.WorkerActive {
-		return nil
+		return nil, nil
 	}
-	free := poster.pool.rt.Capacity - poster.held
-	if l := c.leases[token]; l != nil && l.worker == poster.id {
-		free++ // the lease this result ends
+	free := poster.pool.rt.Capacity - poster.held - poster.pending
+	l := c.leases[token]
+	if l != nil && l.worker == poster.id && !l.ending {
+		free++ // the lease this result ends; a copy of this result posted at the same time may not count it too
+	} else {
+		l = nil
 	}
 	picks := c.pickLocked(poster, min(next, free), c.now(), map[*taskState]bool{})
-	if len(picks) > 0 {
-		poster.picking++
+	if len(picks) == 0 {
+		return nil, nil
 	}
-	return picks
+	poster.picking++
+	poster.pending += len(picks)
+	if l != nil {
+		l.ending = true
+	}
+	return picks, l
 }
 
 // assignments answers the leases granted in tries, releasing them again
