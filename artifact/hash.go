@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -54,13 +55,24 @@ func hashError(s, why string) error {
 	return fmt.Errorf("%w %q: %s; want %d lowercase hex digits", ErrInvalidHash, q, why, HashLen)
 }
 
+// hashBufs holds the read buffers of HashReader, so hashing many files
+// (every log of every attempt) does not allocate a buffer per file.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readerOnly hides any WriterTo of the reader it holds, so io.CopyBuffer
+// uses the buffer it is given (*os.File's WriteTo would allocate its own).
+type readerOnly struct{ io.Reader }
+
 // HashReader reads r to its end and returns the SHA-256 of what it read, as
-// 64 lowercase hex digits, and how many bytes that was. It streams: memory
-// use does not grow with the size of r. A read error is returned wrapped,
-// with the hash and size of nothing ("", 0).
+// 64 lowercase hex digits, and how many bytes that was. It streams through
+// a reused buffer: memory use does not grow with the size of r, nor with
+// the number of calls. A read error is returned wrapped, with the hash and
+// size of nothing ("", 0).
 func HashReader(r io.Reader) (hash string, size int64, err error) {
 	h := sha256.New()
-	n, err := io.Copy(h, r)
+	buf := hashBufs.Get().(*[]byte)
+	n, err := io.CopyBuffer(h, readerOnly{r}, *buf)
+	hashBufs.Put(buf)
 	if err != nil {
 		return "", 0, fmt.Errorf("artifact: hashing: %w", err)
 	}

@@ -1,6 +1,8 @@
 package artifact
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -80,6 +82,18 @@ func TestHashReaderAndFile(t *testing.T) {
 			t.Errorf("HashFile(%q) = %s, %d, %v; want %s", c.data, h, n, err, c.hash)
 		}
 	}
+	// Larger than the read buffer, and not a multiple of it.
+	big := []byte(strings.Repeat("0123456789abcdef", 10000)[:150001])
+	want := sha256.Sum256(big)
+	p := filepath.Join(dir, "big")
+	if err := os.WriteFile(p, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second time with a buffer from the first
+		if h, n, err := HashFile(p); err != nil || h != hex.EncodeToString(want[:]) || n != int64(len(big)) {
+			t.Errorf("HashFile of %d bytes = %s, %d, %v; want %x", len(big), h, n, err, want)
+		}
+	}
 	boom := errors.New("boom")
 	if h, n, err := HashReader(iotest.ErrReader(boom)); !errors.Is(err, boom) || h != "" || n != 0 {
 		t.Errorf("HashReader of a failing reader = %q, %d, %v", h, n, err)
@@ -87,5 +101,20 @@ func TestHashReaderAndFile(t *testing.T) {
 	missing := filepath.Join(dir, "missing")
 	if _, _, err := HashFile(missing); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("HashFile of a missing file: %v", err)
+	}
+}
+
+// BenchmarkHashFile hashes a 100 kB file, the size of a chatty attempt's
+// log; -benchmem shows what each call allocates.
+func BenchmarkHashFile(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "log")
+	if err := os.WriteFile(p, []byte(strings.Repeat("a line of output\n", 6000)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := HashFile(p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

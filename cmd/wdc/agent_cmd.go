@@ -32,7 +32,17 @@ type AgentCmd struct {
 
 // Run runs the agent until it drains (first SIGTERM/SIGINT, or the
 // coordinator asks) or fails; a second signal exits at once with code 1.
+// The work is handed to run as e.then, to be done once the command line's
+// parser can be freed: the agent lives for hours, and the parser's model
+// would otherwise stay in its live heap (the collector lets the heap grow
+// in proportion to it).
 func (c *AgentCmd) Run(e *env) error {
+	e.then = func() error { return c.run(e) }
+	return nil
+}
+
+// run is the agent's work (see Run).
+func (c *AgentCmd) run(e *env) error {
 	credential, pin, err := workerCredential(e, c.JoinFile, c.Pool, c.CASHA256)
 	if err != nil {
 		return err

@@ -79,6 +79,11 @@ type env struct {
 	stderr  io.Writer
 	environ []string
 	now     func() time.Time
+	// then, when a command's Run sets it, is the rest of the command: run
+	// calls it once the command line's parser is no longer referenced, so
+	// a command that runs for hours (the agent) does not keep the parser's
+	// model of every command alive in its heap.
+	then func() error
 }
 
 // getenv looks name up in the command's environment.
@@ -173,7 +178,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 		return 1
 	}
 	e := &env{flags: &cli, stdin: stdin, stdout: stdout, stderr: stderr, environ: environ, now: time.Now}
-	if err := kctx.Run(e); err != nil {
+	err = kctx.Run(e)
+	if err == nil && e.then != nil {
+		// parser and kctx are not used past this point, so the collector
+		// may free them while then runs.
+		err = e.then()
+	}
+	if err != nil {
 		var ee errExit
 		if errors.As(err, &ee) {
 			return ee.code
