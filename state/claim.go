@@ -64,12 +64,13 @@ func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time)
 		// changes anything (so a refused claim has nothing to undo).
 		var status, defHash string
 		var wstatus sql.NullString
-		var ttlMS, directive, notBefore sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT t.status, t.def_hash, w.status, w.ttl_ms, d.id, d.not_before
+		var ttlMS, directive, notBefore, held sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT t.status, t.def_hash, w.status, w.ttl_ms, d.id, d.not_before,
+				(SELECT token FROM leases l WHERE l.task = t.address AND l.status = 'active')
 			FROM tasks t
 			LEFT JOIN workers w ON w.id = ?2
 			LEFT JOIN retry_directives d ON d.task = t.address AND d.consumed_at IS NULL
-			WHERE t.address = ?1`, req.Task, req.WorkerID).Scan(&status, &defHash, &wstatus, &ttlMS, &directive, &notBefore)
+			WHERE t.address = ?1`, req.Task, req.WorkerID).Scan(&status, &defHash, &wstatus, &ttlMS, &directive, &notBefore, &held)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("claim lease: task %s: %w", req.Task, ErrNotFound)
 		}
@@ -88,6 +89,10 @@ func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time)
 		}
 		if WorkerStatus(wstatus.String) != WorkerActive {
 			return fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus.String, ErrWorkerNotActive)
+		}
+		if held.Valid {
+			// A queued task with an active lease: another writer's doing.
+			return fmt.Errorf("grant lease for %s: lease %d is active: %w", req.Task, held.Int64, ErrLeaseHeld)
 		}
 		if directive.Valid {
 			if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE id = ?`, ms(now), directive.Int64); err != nil {

@@ -107,6 +107,59 @@ func TestClaimLeaseOnlyQueuedAndDue(t *testing.T) {
 	}
 }
 
+// TestClaimLeaseRefusesBeforeWriting: a claim that is refused — the
+// worker is not active, or a queued task already has an active lease (a
+// state another writer left) — changes nothing: the retry directive stays
+// open and no attempt is counted.
+func TestClaimLeaseRefusesBeforeWriting(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, s *Store)
+		want    error
+	}{
+		{"worker not active", func(t *testing.T, s *Store) {
+			if err := s.SetWorkerStatus(context.Background(), "w1", WorkerDraining, t0); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrWorkerNotActive},
+		{"queued task with an active lease", func(t *testing.T, s *Store) {
+			claim(t, s, "task.a", "w1", t0)
+			if err := s.write(context.Background(), func(tx *Tx) error {
+				_, err := tx.ExecContext(context.Background(), `UPDATE tasks SET status = 'queued' WHERE address = 'task.a'`)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrLeaseHeld},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := setup(t)
+			seed(t, s)
+			tt.prepare(t, s)
+			if err := s.write(ctx, func(tx *Tx) error {
+				_, err := writeDirectiveTx(ctx, tx, RetryDirective{Task: "task.a", NextAttempt: 9, Kind: FailureClassLost, NotBefore: t0}, t0)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := s.Task(ctx, "task.a")
+			_, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("ClaimLease: %v; want %v", err, tt.want)
+			}
+			after, _ := s.Task(ctx, "task.a")
+			open, _ := s.OpenRetryDirectives(ctx)
+			if after.Attempts != before.Attempts || len(open) != 1 {
+				t.Errorf("a refused claim changed the state: attempts %d → %d, open directives %d", before.Attempts, after.Attempts, len(open))
+			}
+		})
+	}
+}
+
 func TestAcceptResultRejections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
