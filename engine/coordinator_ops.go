@@ -304,26 +304,20 @@ func (c *Coordinator) grant(ctx context.Context, w *workerState, picks []*taskSt
 	if err != nil {
 		return nil, err
 	}
-	var granted []int64
-	asg := []protocol.Assignment{}
+	asg, err := c.assignments(ctx, w, tries, "the claim was abandoned before its answer was sent")
+	if err != nil {
+		return nil, err
+	}
 	var ferr error
 	for _, g := range tries {
 		switch {
 		case g.err == nil:
-			granted = append(granted, g.lease.Token)
-			asg = append(asg, c.assignment(ctx, w, g.ts, g.lease))
 		case errors.Is(g.err, state.ErrLeaseHeld), errors.Is(g.err, state.ErrNotClaimable), errors.Is(g.err, state.ErrTaskFinished):
 			c.log.Debug("claim lost a race", "task", g.ts.rt.Address, "err", g.err)
 		case errors.Is(g.err, state.ErrWorkerNotActive):
 		default:
 			ferr = g.err
 		}
-	}
-	if ctx.Err() != nil && len(granted) > 0 {
-		if _, err := c.release(context.WithoutCancel(ctx), granted, "the claim was abandoned before its answer was sent"); err != nil {
-			c.log.Warn("releasing abandoned leases", "worker", w.id, "err", err)
-		}
-		return nil, ctx.Err()
 	}
 	if ferr != nil {
 		if len(asg) == 0 {
@@ -545,7 +539,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 		return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
 	}
 	resp = protocol.ResultResponse{Decision: dec.Decision, Reason: dec.Reason, Duplicate: dec.Duplicate}
-	resp.Assignments, err = c.assignments(ctx, poster, tries)
+	resp.Assignments, err = c.assignments(ctx, poster, tries, "the answer that granted it was abandoned before it was sent")
 	if err != nil {
 		return protocol.ResultResponse{}, err
 	}
@@ -588,11 +582,12 @@ func (c *Coordinator) pickNext(poster *workerState, token int64, next int) ([]*t
 	return picks, l
 }
 
-// assignments answers the leases granted in tries, releasing them again
-// when ctx ended before the answer could be sent.
-func (c *Coordinator) assignments(ctx context.Context, w *workerState, tries []grantTry) ([]protocol.Assignment, error) {
+// assignments answers the leases granted in tries (a claim's or a
+// result's), releasing them again, with the reason abandoned, when ctx
+// ended before the answer could be sent.
+func (c *Coordinator) assignments(ctx context.Context, w *workerState, tries []grantTry, abandoned string) ([]protocol.Assignment, error) {
 	var granted []int64
-	var asg []protocol.Assignment
+	asg := []protocol.Assignment{}
 	for _, g := range tries {
 		if g.err == nil {
 			granted = append(granted, g.lease.Token)
@@ -600,7 +595,7 @@ func (c *Coordinator) assignments(ctx context.Context, w *workerState, tries []g
 		}
 	}
 	if ctx.Err() != nil && len(granted) > 0 {
-		if _, err := c.release(context.WithoutCancel(ctx), granted, "the answer that granted it was abandoned before it was sent"); err != nil {
+		if _, err := c.release(context.WithoutCancel(ctx), granted, abandoned); err != nil {
 			c.log.Warn("releasing abandoned leases", "worker", w.id, "err", err)
 		}
 		return nil, ctx.Err()

@@ -477,12 +477,6 @@ func (s *Store) Write(ctx context.Context, fn func(tx *Tx) error, after func(err
 	return s.submit(ctx, true, fn, after)
 }
 
-// Barrier returns once every write submitted before it has been
-// committed and its after function has returned.
-func (s *Store) Barrier(ctx context.Context) error {
-	return s.submit(ctx, false, nil, nil)
-}
-
 // maxGroup bounds how many writes one commit carries.
 const maxGroup = 256
 
@@ -490,7 +484,7 @@ const maxGroup = 256
 type writeReq struct {
 	ctx     context.Context
 	content bool
-	fn      func(tx *Tx) error // nil for a Barrier
+	fn      func(tx *Tx) error
 	after   func(error)
 	err     error
 	reran   bool // it ran once in a transaction that a Part of it ended
@@ -553,7 +547,7 @@ func (s *Store) commitLoop() {
 }
 
 // runBatch commits batch in order: runs of content writes share a
-// transaction; a lock write (content false) or barrier is its own.
+// transaction; a lock write (content false) is its own.
 func (s *Store) runBatch(batch []*writeReq) {
 	for len(batch) > 0 {
 		if !batch[0].content {
@@ -584,10 +578,6 @@ func finish(group []*writeReq) {
 // the writes to run again: those of a transaction that ended by the error
 // of one of its writes (which alone keeps its error).
 func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
-	if len(group) == 1 && group[0].fn == nil { // Barrier
-		finish(group)
-		return nil
-	}
 	content := group[0].content
 	begun := s.turns.waiting()
 	tx, err := s.db.BeginTx(context.Background(), nil) // BEGIN IMMEDIATE (_txlock=immediate)

@@ -43,57 +43,65 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, pol PolicyFunc) (Sweep
 	}
 	var res SweepResult
 	err = s.write(ctx, func(tx *Tx) error {
-		res = SweepResult{}
-		leases, err := queryLeases(ctx, tx, `WHERE status = 'active' AND expires_at <= ?`, ms(now))
-		if err != nil {
-			return err
-		}
-		for _, l := range leases {
-			why := fmt.Sprintf("lease %d expired at %s: no heartbeat from worker %s within its ttl", l.Token,
-				l.ExpiresAt.Format(time.RFC3339Nano), l.WorkerID)
-			if !l.ExpiresAt.Before(l.HardExpiresAt) {
-				why = fmt.Sprintf("lease %d reached its hard expiry at %s (timeout + lease grace) without a result", l.Token,
-					l.HardExpiresAt.Format(time.RFC3339Nano))
-			}
-			out, err := loseTx(ctx, tx, l, LeaseExpired, EventExpired, why, pol.of(l.Task), now)
-			if err != nil {
-				return err
-			}
-			res.Expired = append(res.Expired, out)
-		}
-		rows, err := tx.QueryContext(ctx, `UPDATE workers SET status = 'stale'
-			WHERE status IN ('active', 'draining') AND last_heartbeat_at + ttl_ms <= ? RETURNING id`, ms(now))
-		if err != nil {
-			return fmt.Errorf("sweep: mark stale workers: %w", err)
-		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return fmt.Errorf("sweep: mark stale workers: %w", err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("sweep: mark stale workers: %w", err)
-		}
-		for _, id := range ids {
-			w, err := scanWorker(tx.QueryRowContext(ctx, `SELECT `+workerColumns+` FROM workers WHERE id = ?`, id))
-			if err != nil {
-				return fmt.Errorf("sweep: read worker %s: %w", id, err)
-			}
-			if err := appendEvent(ctx, tx, Event{Kind: EventStale, WorkerID: id,
-				Message: fmt.Sprintf("no heartbeat since %s (ttl %s)", w.LastHeartbeatAt.Format(time.RFC3339Nano), w.TTL)}, now); err != nil {
-				return err
-			}
-			res.Stale = append(res.Stale, w)
-		}
-		return nil
+		var err error
+		res, err = sweepTx(ctx, tx, now, pol)
+		return err
 	})
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("sweep: %w", err)
+	}
+	return res, nil
+}
+
+// sweepTx is Sweep's write, without its read-only check that anything is
+// due.
+func sweepTx(ctx context.Context, tx *Tx, now time.Time, pol PolicyFunc) (SweepResult, error) {
+	var res SweepResult
+	leases, err := queryLeases(ctx, tx, `WHERE status = 'active' AND expires_at <= ?`, ms(now))
+	if err != nil {
+		return SweepResult{}, err
+	}
+	for _, l := range leases {
+		why := fmt.Sprintf("lease %d expired at %s: no heartbeat from worker %s within its ttl", l.Token,
+			l.ExpiresAt.Format(time.RFC3339Nano), l.WorkerID)
+		if !l.ExpiresAt.Before(l.HardExpiresAt) {
+			why = fmt.Sprintf("lease %d reached its hard expiry at %s (timeout + lease grace) without a result", l.Token,
+				l.HardExpiresAt.Format(time.RFC3339Nano))
+		}
+		out, err := loseTx(ctx, tx, l, LeaseExpired, EventExpired, why, pol.of(l.Task), now)
+		if err != nil {
+			return SweepResult{}, err
+		}
+		res.Expired = append(res.Expired, out)
+	}
+	rows, err := tx.QueryContext(ctx, `UPDATE workers SET status = 'stale'
+		WHERE status IN ('active', 'draining') AND last_heartbeat_at + ttl_ms <= ? RETURNING id`, ms(now))
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("sweep: mark stale workers: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return SweepResult{}, fmt.Errorf("sweep: mark stale workers: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return SweepResult{}, fmt.Errorf("sweep: mark stale workers: %w", err)
+	}
+	for _, id := range ids {
+		w, err := scanWorker(tx.QueryRowContext(ctx, `SELECT `+workerColumns+` FROM workers WHERE id = ?`, id))
+		if err != nil {
+			return SweepResult{}, fmt.Errorf("sweep: read worker %s: %w", id, err)
+		}
+		if err := appendEvent(ctx, tx, Event{Kind: EventStale, WorkerID: id,
+			Message: fmt.Sprintf("no heartbeat since %s (ttl %s)", w.LastHeartbeatAt.Format(time.RFC3339Nano), w.TTL)}, now); err != nil {
+			return SweepResult{}, err
+		}
+		res.Stale = append(res.Stale, w)
 	}
 	return res, nil
 }

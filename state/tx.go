@@ -108,9 +108,14 @@ func (t *Tx) SetWorkerStatus(id string, status WorkerStatus, now time.Time) erro
 	return t.view().SetWorkerStatus(t.ctx, id, status, now)
 }
 
-// Sweep is Store.Sweep inside t.
+// Sweep is Store.Sweep inside t, without its read-only check that
+// anything is due (the caller checks Store.SweepDue before it writes).
 func (t *Tx) Sweep(now time.Time, pol PolicyFunc) (SweepResult, error) {
-	return t.view().Sweep(t.ctx, now, pol)
+	res, err := sweepTx(t.ctx, t, now, pol)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("sweep: %w", err)
+	}
+	return res, nil
 }
 
 // Task is Store.Task inside t (it sees t's own changes).
