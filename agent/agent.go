@@ -710,6 +710,9 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			}
 		}
 	}
+	if ex.ran && req.FailureClass == "" {
+		req.Recommendations, req.RecommendationsError = readRecommendations(paths.scratch)
+	}
 	fitArtifacts(&req, files, a.reg.MaxArtifactSize)
 	if reserved {
 		req.Next = 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -208,4 +209,30 @@ func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ref.Name < out[j].ref.Name })
 	return out, nil
+}
+
+// readRecommendations reads the recommendations file a succeeded attempt
+// left in its directory: its content when it is JSON of at most
+// protocol.MaxRecommendationsBytes, else why it cannot be sent. No file
+// gives neither. The coordinator judges the content; the agent only checks
+// that the request stays JSON and bounded.
+func readRecommendations(scratch string) (json.RawMessage, string) {
+	f, err := os.Open(filepath.Join(scratch, protocol.RecommendationsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ""
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("%s could not be read: %v", protocol.RecommendationsFile, err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, protocol.MaxRecommendationsBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("%s could not be read: %v", protocol.RecommendationsFile, err)
+	case len(raw) > protocol.MaxRecommendationsBytes:
+		return nil, fmt.Sprintf("%s is larger than the %d bytes allowed", protocol.RecommendationsFile, protocol.MaxRecommendationsBytes)
+	case !json.Valid(raw):
+		return nil, protocol.RecommendationsFile + " is not valid JSON"
+	}
+	return json.RawMessage(raw), ""
 }

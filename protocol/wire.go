@@ -1,6 +1,9 @@
 package protocol
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Wire types of worker protocol v1 (docs/design.md §7, docs/protocol.md): HTTP and
 // JSON, every call with "Authorization: Bearer <credential>" (see
@@ -235,6 +238,16 @@ type ResultRequest struct {
 	// worker's free capacity once this lease has ended, and never while
 	// the coordinator drains or stops granting. 0 asks for none.
 	Next int `json:"next,omitempty"`
+	// Recommendations is the content of the attempt's RecommendationsFile
+	// when its command succeeded and wrote one: a JSON list of
+	// {"type": string, "input": object} (see DecodeRecommendations), at
+	// most MaxRecommendationsBytes. The coordinator judges them only when
+	// it accepts the result; they never make a result rejected.
+	Recommendations json.RawMessage `json:"recommendations,omitempty"`
+	// RecommendationsError says why the worker could not send the file it
+	// found (larger than MaxRecommendationsBytes, not JSON, unreadable);
+	// the coordinator records it as one rejected recommendation.
+	RecommendationsError string `json:"recommendations_error,omitempty"`
 }
 
 // Artifact kinds.

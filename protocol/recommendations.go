@@ -1,0 +1,102 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// RecommendationsFile is the file, in the attempt's directory
+// ($WDC_ATTEMPT_DIR), where a command writes the follow-up work it
+// recommends. A task never starts other work itself: each recommendation
+// becomes a proposal only through an edge block that declares its type, and
+// runs only once approved.
+const RecommendationsFile = "recommendations.json"
+
+// Limits of a recommendations file.
+const (
+	// MaxRecommendationsBytes is the largest recommendations file a worker
+	// sends, in bytes (64 KiB).
+	MaxRecommendationsBytes = 64 << 10
+	// MaxRecommendations is how many entries of one file are judged; the
+	// ones after it are rejected.
+	MaxRecommendations = 32
+	// MaxRecommendationTypeLength is the longest type, in bytes.
+	MaxRecommendationTypeLength = 64
+)
+
+// Recommendation is one entry of a recommendations file, as
+// DecodeRecommendations read it. When Problem is not "", the entry is
+// rejected for that reason (Type may then be ""); Input is a JSON object
+// otherwise ("{}" when the entry has none).
+type Recommendation struct {
+	Type    string
+	Input   json.RawMessage
+	Problem string
+}
+
+// DecodeRecommendations reads a recommendations file: a JSON list of
+// objects with a string "type" and an optional object "input", nothing
+// else. It never fails as a whole: a file that is not a list gives one entry
+// with a Problem; an entry that does not fit, and every entry after the
+// first MaxRecommendations, gives an entry with a Problem, in place. An
+// empty list gives none.
+func DecodeRecommendations(raw []byte) []Recommendation {
+	if len(raw) > MaxRecommendationsBytes {
+		return []Recommendation{{Problem: fmt.Sprintf("%s is %d bytes, more than the %d allowed", RecommendationsFile, len(raw), MaxRecommendationsBytes)}}
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil || list == nil {
+		return []Recommendation{{Problem: RecommendationsFile + ` is not a JSON list of {"type": ..., "input": {...}} objects`}}
+	}
+	out := make([]Recommendation, 0, len(list))
+	for i, item := range list {
+		if i >= MaxRecommendations {
+			out = append(out, Recommendation{Problem: fmt.Sprintf("entry %d is beyond the first %d: at most %d recommendations are judged per attempt",
+				i, MaxRecommendations, MaxRecommendations)})
+			continue
+		}
+		out = append(out, decodeRecommendation(i, item))
+	}
+	return out
+}
+
+func decodeRecommendation(i int, item json.RawMessage) Recommendation {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(item, &fields); err != nil || fields == nil {
+		return Recommendation{Problem: fmt.Sprintf("entry %d is not a JSON object", i)}
+	}
+	for k := range fields {
+		if k != "type" && k != "input" {
+			return Recommendation{Problem: fmt.Sprintf(`entry %d has the field %q; an entry has only "type" and "input"`, i, k)}
+		}
+	}
+	var typ string
+	if t, ok := fields["type"]; !ok || json.Unmarshal(t, &typ) != nil {
+		return Recommendation{Problem: fmt.Sprintf(`entry %d has no "type" string`, i)}
+	}
+	r := Recommendation{Type: typ, Input: json.RawMessage("{}")}
+	switch {
+	case typ == "":
+		r.Problem = fmt.Sprintf("entry %d has an empty type", i)
+	case len(typ) > MaxRecommendationTypeLength || !utf8.ValidString(typ):
+		r.Type = ""
+		r.Problem = fmt.Sprintf("entry %d has a type longer than %d bytes or not UTF-8", i, MaxRecommendationTypeLength)
+	}
+	if in, ok := fields["input"]; ok {
+		trimmed := bytes.TrimSpace(in)
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(trimmed, &obj) != nil || obj == nil {
+			if r.Problem == "" {
+				r.Problem = fmt.Sprintf(`entry %d (type %q): "input" is not a JSON object`, i, typ)
+			}
+		} else {
+			var buf bytes.Buffer
+			if json.Compact(&buf, trimmed) == nil {
+				r.Input = buf.Bytes()
+			}
+		}
+	}
+	return r
+}
