@@ -41,6 +41,15 @@ const (
 	EventQueued     = "queued"     // a pending task's dependencies all succeeded
 	EventStale      = "stale"      // a worker went silent past its ttl
 	EventWorker     = "worker"     // a worker's status was set; Message: the status
+
+	// Chaining (proposals.go). Task is the recommending task for
+	// EventRecommendationRejected, "proposal.N" for the others; Token is
+	// the recommending lease's.
+	EventRecommendationRejected = "recommendation_rejected" // at intake or by the coordinator; Message: the reason
+	EventProposed               = "proposed"                // an edge proposed a follow-up task
+	EventProposalApproved       = "proposal_approved"       // a person approved a proposal
+	EventProposalAutoApproved   = "proposal_auto_approved"  // an earned edge approved it by itself; Message: the record
+	EventProposalRejected       = "proposal_rejected"       // a person rejected a proposal; Message: the reason
 )
 
 // ClaimLease grants a lease like GrantLease, in one write transaction, but

@@ -98,4 +98,13 @@
 //   - events: append-only log (UPDATE and DELETE abort in triggers).
 //   - apply_lock: at most one row (id = 1): lock_id, holder, host, pid,
 //     started_at, expires_at.
+//
+// Later migrations add applies, launches and join tokens (003), the
+// artifacts an accepted result binds (004), and chaining (005, see
+// proposals.go): recommendations, recorded only with an accepted result
+// (a trigger checks it), status new → proposed or rejected once;
+// proposals, one per recommendation at most (UNIQUE (source_token,
+// source_index)), whose identity never changes and whose status leaves
+// pending once; and edge_records, the approval streak an earned edge
+// approves by.
 package state

@@ -44,6 +44,11 @@ var (
 	// ErrInvalid: an argument failed validation before reaching the database.
 	ErrInvalid = errors.New("invalid argument")
 
+	// ErrConflict: the record named is not in the status the operation
+	// needs: a recommendation already proposed or rejected, a proposal
+	// already decided. The wrapping error says which status it has.
+	ErrConflict = errors.New("conflict")
+
 	// ErrLaunchUsed: a worker tried to register a launch that is not in
 	// status launched (it registered already, expired or failed).
 	ErrLaunchUsed = errors.New("launch is no longer open for registration")

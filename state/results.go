@@ -325,6 +325,14 @@ type ResultInput struct {
 	Held func(hashes []string) (missing []string, err error)
 	// Body is the request as posted (JSON), kept in the results table.
 	Body []byte
+	// Recommendations are the attempt's recommendations, as the
+	// coordinator read them. They are recorded, in the same transaction,
+	// only when this call accepts the result (whatever its class; not for
+	// a duplicate or a rejection), each with its position in the slice as
+	// its index: status new, or rejected (with an
+	// EventRecommendationRejected event) when rejected at intake — its
+	// Reason is set, or it has no type or its input is not a JSON object.
+	Recommendations []RecommendationInput
 }
 
 // MissingArtifactsError is returned by AcceptResult when a result that
@@ -426,7 +434,8 @@ type Result struct {
 //     success → succeeded and ready dependents queued; failure → a retry
 //     directive (kind failure) while failures_used < max_attempts, else
 //     failed; lost → likewise with lost_used and max_lost; refused → failed
-//     at once. A task that fails for good cancels its Downstream.
+//     at once. A task that fails for good cancels its Downstream. Its
+//     Recommendations are recorded with it.
 //
 // Errors: ErrInvalid for an empty key, a token < 1 or an unknown class;
 // database errors otherwise (nothing changed).
@@ -548,6 +557,9 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 		}
 		out, err := settleTx(ctx, tx, l, in.Class, describe(in), pol.of(l.Task), now)
 		if err != nil {
+			return err
+		}
+		if err := recordRecommendationsTx(ctx, tx, l, in.WorkerID, in.Recommendations, now); err != nil {
 			return err
 		}
 		dec = ResultDecision{Decision: DecisionAccepted, Outcome: &out, Task: l.Task}

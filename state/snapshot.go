@@ -9,8 +9,8 @@ import (
 
 // Snapshot reads the whole state in one read transaction, so every part of
 // it belongs to the same moment: lineage, serial, pools, workers (with
-// LeasesHeld), tasks, the active leases, each task's latest lease and the
-// apply lock.
+// LeasesHeld), tasks, the active leases, each task's latest lease, the
+// proposals, the edge records and the apply lock.
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	snap := &Snapshot{}
 	err := s.read(ctx, func(tx *Tx) error {
@@ -32,6 +32,12 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 			return err
 		}
 		if snap.LatestLeases, err = queryLeases(ctx, tx, `WHERE token IN (SELECT MAX(token) FROM leases GROUP BY task)`); err != nil {
+			return err
+		}
+		if snap.Proposals, err = queryProposals(ctx, tx); err != nil {
+			return err
+		}
+		if snap.EdgeRecords, err = queryEdgeRecords(ctx, tx); err != nil {
 			return err
 		}
 		snap.Lock, err = queryLock(ctx, tx)

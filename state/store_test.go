@@ -470,6 +470,8 @@ func TestRoundTrip(t *testing.T) {
 			Attempts: 1, MaxAttempts: 3, MaxLost: 3, CreatedAt: t0, UpdatedAt: t0}},
 		Leases:       []Lease{l},
 		LatestLeases: []Lease{l},
+		Proposals:    []Proposal{},
+		EdgeRecords:  []EdgeRecord{},
 	}
 	if d := cmp.Diff(want, snap); d != "" {
 		t.Errorf("snapshot (-want +got):\n%s", d)

@@ -169,3 +169,23 @@ func (t *Tx) PrepareContext(_ context.Context, query string) (*sql.Stmt, error) 
 	t.noteWrite(query) // counted once: a prepared write may change rows
 	return t.tx.PrepareContext(t.ctx, query)
 }
+
+// NewRecommendations is Store.NewRecommendations inside t.
+func (t *Tx) NewRecommendations(limit int) ([]Recommendation, error) {
+	return t.view().NewRecommendations(t.ctx, limit)
+}
+
+// RejectRecommendation is Store.RejectRecommendation inside t.
+func (t *Tx) RejectRecommendation(token int64, idx int, reason string, now time.Time) error {
+	return t.view().RejectRecommendation(t.ctx, token, idx, reason, now)
+}
+
+// Propose is Store.Propose inside t.
+func (t *Tx) Propose(in ProposeInput, now time.Time) (Proposal, bool, error) {
+	return t.view().Propose(t.ctx, in, now)
+}
+
+// Proposal is Store.Proposal inside t.
+func (t *Tx) Proposal(id int64) (Proposal, error) {
+	return t.view().Proposal(t.ctx, id)
+}

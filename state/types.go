@@ -171,6 +171,10 @@ type Snapshot struct {
 	// ever had one, sorted by token: how its last attempt ended.
 	LatestLeases []Lease
 	Lock         *Lock // nil when no apply holds the lock
+	// Proposals holds every proposal, by id; EdgeRecords the record of
+	// every edge that has one, by edge name.
+	Proposals   []Proposal
+	EdgeRecords []EdgeRecord
 }
 
 // EmptySnapshot returns the snapshot of a state file that does not exist yet:
@@ -183,5 +187,7 @@ func EmptySnapshot() *Snapshot {
 		Leases:  []Lease{},
 
 		LatestLeases: []Lease{},
+		Proposals:    []Proposal{},
+		EdgeRecords:  []EdgeRecord{},
 	}
 }
