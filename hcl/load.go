@@ -42,6 +42,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "locals"},
 		{Type: "pool", LabelNames: []string{"name"}},
 		{Type: "task", LabelNames: []string{"name"}},
+		{Type: "edge", LabelNames: []string{"name"}},
 	},
 }
 
@@ -57,6 +58,8 @@ type loader struct {
 	// sensitiveVars counts the variables declared sensitive; while it is
 	// 0 no expression can use a sensitive value.
 	sensitiveVars int
+	// taskBlocks are the decoded task blocks, proposed_only ones too.
+	taskBlocks []*taskBlock
 }
 
 // usesSensitive reports whether expr refers to a sensitive variable, or to
@@ -271,6 +274,8 @@ func (l *loader) load(dir string, in Inputs) {
 	l.settings(byType["wdc"])
 	l.pools(byType["pool"])
 	l.tasks(byType["task"])
+	l.edges(byType["edge"])
+	l.checkProposed()
 }
 
 // ignoredFile reports whether a directory entry is an editor or hidden
