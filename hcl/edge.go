@@ -234,7 +234,6 @@ func (l *loader) edges(blocks hcl.Blocks) {
 				Detail: fmt.Sprintf("edge.%s and %s (at %s) both take recommendations of type %q from task.%s; a recommendation goes to one edge, so remove or retype one of them.",
 					e.Name, first.Address(), first.DeclRange, e.Type, e.From),
 				Subject: e.DeclRange.Ptr(),
-				Context: hcl.RangeOver(first.DeclRange, e.DeclRange).Ptr(),
 			})
 			continue
 		}
@@ -249,6 +248,19 @@ func (l *loader) edge(b *hcl.Block, tasks map[string]*taskBlock) (*Edge, bool) {
 	diags := gohcl.DecodeBody(b.Body, nil, &body)
 	l.add(diags...)
 	if diags.HasErrors() {
+		return nil, false
+	}
+	ok := true
+	for _, a := range []struct {
+		name string
+		attr *hcl.Attribute
+	}{{"from", body.From}, {"type", body.Type}, {"propose", body.Propose}} {
+		if a.attr == nil {
+			l.add(missing(a.name, b))
+			ok = false
+		}
+	}
+	if !ok {
 		return nil, false
 	}
 	before := len(l.diags)

@@ -323,10 +323,14 @@ func isUnknownFollowUp(d *hcl.Diagnostic) bool {
 
 // duplicate reports a block whose label was already used.
 func duplicate(kind string, b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
+	article := "A"
+	if strings.ContainsAny(kind[:1], "aeiou") {
+		article = "An"
+	}
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  fmt.Sprintf("Duplicate %s %q", kind, b.Labels[0]),
-		Detail:   fmt.Sprintf("A %s named %q was already declared at %s. Each %s needs a unique name.", kind, b.Labels[0], first, kind),
+		Detail:   fmt.Sprintf("%s %s named %q was already declared at %s. Each %s needs a unique name.", article, kind, b.Labels[0], first, kind),
 		Subject:  b.DefRange.Ptr(),
 	}
 }

@@ -118,25 +118,36 @@ func (l *loader) proposedTask(tb *taskBlock, body *taskBody) {
 func (l *loader) checkProposed() {
 	unknownSource := cty.UnknownVal(proposalSourceType)
 	for _, p := range l.cfg.ProposedTasks {
-		var inputs []cty.Type
+		var edges []*Edge
 		for _, e := range l.cfg.Edges {
 			if e.Propose == p.Name {
-				inputs = append(inputs, e.Input)
+				edges = append(edges, e)
 			}
 		}
-		if len(inputs) == 0 {
+		if len(edges) == 0 {
 			l.add(&hcl.Diagnostic{
 				Severity: hcl.DiagWarning,
 				Summary:  "Proposed task that no edge proposes",
 				Detail:   fmt.Sprintf("task.%s is proposed_only, and no edge block has propose = task.%s, so it never runs. Add an edge for it, or remove proposed_only.", p.Name, p.Name),
 				Subject:  p.DeclRange.Ptr(),
 			})
-			inputs = append(inputs, cty.DynamicPseudoType)
+			edges = append(edges, &Edge{Input: cty.DynamicPseudoType})
 		}
-		for _, ty := range inputs {
-			sc := scope{proposed: true, checking: true, proposal: proposalValue(cty.UnknownVal(ty), unknownSource)}
+		for _, e := range edges {
+			sc := scope{proposed: true, checking: true, proposal: proposalValue(cty.UnknownVal(e.Input), unknownSource)}
 			body := p.body
+			before := len(l.diags)
 			l.instance(&taskBlock{name: p.Name, block: p.block}, &body, sc, -1)
+			if e.Name == "" || len(edges) == 1 {
+				continue
+			}
+			// Several edges propose the task: say whose input an error
+			// about proposal.input was found with.
+			for _, d := range l.diags[before:] {
+				if d.Severity == hcl.DiagError && usesProposalInput(d.Expression) {
+					d.Detail += fmt.Sprintf(" (proposal.input as %s gives it: %s.)", e.Address(), typeexpr.TypeString(e.Input))
+				}
+			}
 		}
 	}
 }
@@ -199,4 +210,17 @@ func (c *Config) RenderProposal(e *Edge, input cty.Value, src ProposalSource) (t
 		return nil, diags
 	}
 	return t, diags
+}
+
+// usesProposalInput reports whether expr refers to proposal.input.
+func usesProposalInput(expr hcl.Expression) bool {
+	if expr == nil {
+		return false
+	}
+	for _, tr := range expr.Variables() {
+		if name, ok := traversalStep(tr); ok && tr.RootName() == "proposal" && name == "input" {
+			return true
+		}
+	}
+	return false
 }
