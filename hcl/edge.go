@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,24 +61,49 @@ func (e *Edge) Address() string { return "edge." + e.Name }
 
 // Hash returns the lowercase hex SHA-256 of a canonical encoding of what
 // the edge does (from, type, propose, the input's type, approval and
-// earn_after, and the input's defaults when it has any; not its name or
-// position): a changed edge starts its record of approvals again.
+// earn_after, and the input's optional attributes and their defaults when
+// it has any; not its name or position): a changed edge starts its record of approvals again.
 func (e *Edge) Hash() string {
 	enc := struct {
-		From      string `json:"from"`
-		Type      string `json:"type"`
-		Propose   string `json:"propose"`
-		Input     string `json:"input"`
-		Approval  string `json:"approval"`
-		EarnAfter int    `json:"earn_after"`
-		Defaults  string `json:"defaults,omitempty"`
-	}{e.From, e.Type, e.Propose, typeexpr.TypeString(e.Input), e.Approval, e.EarnAfter, defaultsString(e.defaults)}
+		From      string   `json:"from"`
+		Type      string   `json:"type"`
+		Propose   string   `json:"propose"`
+		Input     string   `json:"input"`
+		Approval  string   `json:"approval"`
+		EarnAfter int      `json:"earn_after"`
+		Optional  []string `json:"optional,omitempty"`
+		Defaults  string   `json:"defaults,omitempty"`
+	}{e.From, e.Type, e.Propose, typeexpr.TypeString(e.Input), e.Approval, e.EarnAfter, optionalAttrs(e.Input, ""), defaultsString(e.defaults)}
 	b, err := json.Marshal(enc)
 	if err != nil {
 		panic(err) // strings and an int always encode
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// optionalAttrs lists the paths of the optional attributes of ty (which
+// typeexpr.TypeString does not show), sorted: ".a", ".b[*].c".
+func optionalAttrs(ty cty.Type, at string) []string {
+	var out []string
+	switch {
+	case ty.IsObjectType():
+		for name, at2 := range ty.AttributeTypes() {
+			p := at + "." + name
+			if ty.AttributeOptional(name) {
+				out = append(out, p)
+			}
+			out = append(out, optionalAttrs(at2, p)...)
+		}
+	case ty.IsTupleType():
+		for i, el := range ty.TupleElementTypes() {
+			out = append(out, optionalAttrs(el, fmt.Sprintf("%s[%d]", at, i))...)
+		}
+	case ty.IsCollectionType():
+		out = optionalAttrs(ty.ElementType(), at+"[*]")
+	}
+	sort.Strings(out)
+	return out
 }
 
 // defaultsString renders the defaults of a type constraint canonically
@@ -136,6 +162,9 @@ func (e *Edge) ConvertInput(raw []byte) (v cty.Value, err error) {
 	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return cty.NilVal, errors.New("the input is not a JSON object")
 	}
+	if err := checkJSON(raw); err != nil {
+		return cty.NilVal, err
+	}
 	ty, err := ctyjson.ImpliedType(raw)
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("the input cannot be read: %s", err)
@@ -152,6 +181,85 @@ func (e *Edge) ConvertInput(raw []byte) (v cty.Value, err error) {
 		return cty.NilVal, fmt.Errorf("the input does not match %s: %s", typeexpr.TypeString(e.Input), pathError(err))
 	}
 	return cv, nil
+}
+
+// maxInputNumberLength and maxInputNumberExp bound the numbers of an
+// input: rendering a number as a string (in a template, jsonencode, a
+// conversion) writes all its decimal digits, and 1e-999999 has a million.
+const (
+	maxInputNumberLength = 1000
+	maxInputNumberExp    = 1000 // decimal exponent, either way
+)
+
+// checkJSON looks through valid JSON raw for what decoding would hide or
+// choke on: an object with a key twice (the value kept, the last, may not
+// be the one a reviewer of the proposal read) and numbers too large, too
+// small or too long to render.
+func checkJSON(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		keys    map[string]bool // nil for an array
+		wantKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // io.EOF: raw is valid JSON
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.keys != nil {
+			if top.wantKey {
+				if tok == json.Delim('}') {
+					stack = stack[:len(stack)-1]
+					continue
+				}
+				k, _ := tok.(string)
+				if top.keys[k] {
+					return fmt.Errorf("the input has the key %q twice in one object", k)
+				}
+				top.keys[k] = true
+				top.wantKey = false
+				continue
+			}
+			top.wantKey = true // tok is the value, or opens it
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true})
+			case '[':
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case json.Number:
+			if msg := checkNumber(string(t)); msg != "" {
+				return errors.New(msg)
+			}
+		}
+	}
+}
+
+// checkNumber says why a JSON number is out of bounds, or "".
+func checkNumber(s string) string {
+	if len(s) > maxInputNumberLength {
+		return fmt.Sprintf("the input has a number of %d characters; at most %d are allowed", len(s), maxInputNumberLength)
+	}
+	f, _, err := big.ParseFloat(s, 10, 64, big.ToNearestEven)
+	if err != nil || f.IsInf() {
+		return fmt.Sprintf("the input has a number too large to read: %.40s", s)
+	}
+	// 2^3322 is about 10^1000.
+	if exp := f.MantExp(nil); f.Sign() != 0 && (exp > 3322 || exp < -3322) {
+		return fmt.Sprintf("the input has the number %.40s, beyond 1e%d in magnitude or closer to zero than 1e-%d", s, maxInputNumberExp, maxInputNumberExp)
+	}
+	return ""
 }
 
 // pathError renders a cty.PathError with its path first: "at .run.x:

@@ -46,3 +46,11 @@ edge "tell" {
   propose = task.notify
   input   = map(string)
 }
+
+# A proposed task's attempts may recommend too.
+edge "chain" {
+  from     = task.ci_rerun
+  type     = "still_flaky"
+  propose  = task.notify
+  approval = "earned"
+}
