@@ -423,7 +423,7 @@ func (l *loader) edge(b *hcl.Block, tasks map[string]*taskBlock) (*Edge, bool) {
 		n, _, d := l.ev.integer(body.EarnAfter, sc, DefaultEarnAfter, 1, math.MaxInt32)
 		l.add(d...)
 		e.EarnAfter = n
-	} else if body.EarnAfter != nil && !hcl.Diagnostics(l.diags[before:]).HasErrors() {
+	} else if body.EarnAfter != nil && !l.isNull(body.EarnAfter) && !hcl.Diagnostics(l.diags[before:]).HasErrors() {
 		l.add(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "earn_after without earned approval",
@@ -496,4 +496,10 @@ func checkRecommendationType(v cty.Value) string {
 		return fmt.Sprintf("%q is not a valid recommendation type: it starts with an ASCII letter or underscore and holds only ASCII letters, digits, underscores and dashes.", s)
 	}
 	return ""
+}
+
+// isNull reports whether attr evaluates to null (is not set).
+func (l *loader) isNull(attr *hcl.Attribute) bool {
+	v, diags := l.ev.eval(attr.Expr, scope{})
+	return !diags.HasErrors() && v.IsKnown() && v.IsNull()
 }

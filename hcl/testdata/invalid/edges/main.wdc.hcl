@@ -138,3 +138,10 @@ edge "earn_frac" {
   approval   = "earned"
   earn_after = 1.5 # ERROR: a whole number
 }
+
+edge "earn_null" {
+  from       = task.a
+  type       = "en"
+  propose    = task.p
+  earn_after = null
+}
