@@ -28,8 +28,16 @@ type Config struct {
 	// Pools in declaration order.
 	Pools []*Pool
 	// Tasks holds every task instance in declaration order; a counted task
-	// contributes one instance per index, in ascending index order.
+	// contributes one instance per index, in ascending index order. Tasks
+	// with proposed_only = true are not among them: see ProposedTasks.
 	Tasks []*Task
+	// ProposedTasks holds the task blocks with proposed_only = true, in
+	// declaration order. The plan never runs them on its own: each runs
+	// when a proposal for it is approved (RenderProposal makes its
+	// instance).
+	ProposedTasks []*ProposedTask
+	// Edges holds the edge blocks in declaration order.
+	Edges []*Edge
 }
 
 // Settings is the content of the wdc { } block. Empty strings mean "not set":

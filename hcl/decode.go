@@ -505,8 +505,10 @@ type taskBody struct {
 	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
 	DependsOn *hcl.Attribute `hcl:"depends_on,optional"`
 	Count     *hcl.Attribute `hcl:"count,optional"`
-	Lease     *leaseBody     `hcl:"lease,block"`
-	Retry     *retryBody     `hcl:"retry,block"`
+	// ProposedOnly: the task runs only when a proposal for it is approved.
+	ProposedOnly *hcl.Attribute `hcl:"proposed_only,optional"`
+	Lease        *leaseBody     `hcl:"lease,block"`
+	Retry        *retryBody     `hcl:"retry,block"`
 	// Inputs: patterns of files of the configuration directory; Outputs:
 	// patterns of files the task produces; Mounts: input blocks mapping an
 	// upstream task's outputs into a folder.
@@ -542,6 +544,9 @@ type taskBlock struct {
 	dependsOn *hcl.Attribute
 	mounts    []*mountBody // input blocks, resolved with the dependencies
 	failed    bool         // errors left the instances unknown
+	// proposed is set for proposed_only = true: the block has no
+	// instances, and nothing may depend on it.
+	proposed  bool
 	instances []*Task
 }
 
@@ -564,6 +569,7 @@ func (l *loader) tasks(blocks hcl.Blocks) {
 		l.task(tb)
 		l.cfg.Tasks = append(l.cfg.Tasks, tb.instances...)
 	}
+	l.taskBlocks = tbs
 	l.dependencies(tbs)
 }
 
@@ -593,6 +599,8 @@ func decodeTaskBody(body hcl.Body, out *taskBody) hcl.Diagnostics {
 		Count:     a["count"],
 		Inputs:    a["inputs"],
 		Outputs:   a["outputs"],
+
+		ProposedOnly: a["proposed_only"],
 	}
 	return diags
 }
@@ -601,6 +609,11 @@ func (l *loader) task(tb *taskBlock) {
 	var body taskBody
 	diags := decodeTaskBody(tb.block.Body, &body)
 	l.add(diags...)
+	if body.ProposedOnly != nil {
+		var d hcl.Diagnostics
+		tb.proposed, d = l.ev.boolean(body.ProposedOnly, scope{}, false)
+		l.add(d...)
+	}
 	if body.Command == nil && !diags.HasErrors() {
 		diags = append(diags, missing("command", tb.block))
 		l.add(diags...)
@@ -610,6 +623,10 @@ func (l *loader) task(tb *taskBlock) {
 		// this one still resolve, but make no instances we cannot fill.
 		tb.dependsOn = body.DependsOn
 		tb.failed = true
+		return
+	}
+	if tb.proposed {
+		l.proposedTask(tb, &body)
 		return
 	}
 	tb.dependsOn = body.DependsOn

@@ -20,7 +20,7 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 	}
 	adj := make([][]int, len(tbs))
 	for i, tb := range tbs {
-		if tb.dependsOn == nil && len(tb.mounts) == 0 {
+		if tb.proposed || (tb.dependsOn == nil && len(tb.mounts) == 0) {
 			continue
 		}
 		deps := map[*Task]bool{}
@@ -227,6 +227,15 @@ func (l *loader) dependency(e hcl.Expression, byName map[string]int, tbs []*task
 		return 0, 0, false
 	}
 	target := tbs[j]
+	if target.proposed {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Dependency on a proposed_only task",
+			Detail:   fmt.Sprintf("task.%s is proposed_only: it runs only when a proposal is approved, so nothing can depend on it.", step.Name),
+			Subject:  e.Range().Ptr(),
+		})
+		return 0, 0, false
+	}
 	if target.failed {
 		return 0, 0, false // its own errors were reported
 	}

@@ -11,8 +11,15 @@
 //   - input variables (type constraints, defaults, WDC_VAR_NAME, --var-file,
 //     --var, in that increasing precedence), locals evaluated in dependency
 //     order, path.root, count and count.index, and the function library;
-//   - decoding the wdc, variable, locals, pool and task blocks, applying
-//     the defaults of the language (see the Default… constants);
+//   - decoding the wdc, variable, locals, pool, task and edge blocks,
+//     applying the defaults of the language (see the Default… constants);
+//   - proposed_only tasks (Config.ProposedTasks) and the edges that map a
+//     task's recommendations to them: checking them at load time with an
+//     unknown proposal of each edge's input type, converting a
+//     recommendation's JSON input (Edge.ConvertInput) and rendering the
+//     task instance of an approved proposal (Config.RenderProposal). Which
+//     proposals exist, and which are approved, is the state's and the
+//     engine's business;
 //   - language-level validation: unknown blocks and arguments, types,
 //     ranges (min ≤ max, counts, durations), duplicate names, provider
 //     names and provider blocks, task addresses in depends_on, dependency

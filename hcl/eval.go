@@ -112,6 +112,13 @@ func FunctionNames() []string {
 type scope struct {
 	counted bool // count.index is available
 	index   int  // value of count.index when counted
+	// proposed is set in a proposed_only task: proposal is the value of
+	// the proposal object ({input, source}).
+	proposed bool
+	proposal cty.Value
+	// checking is set when a proposed_only task is checked at load time,
+	// with an unknown proposal: unknown results are not errors.
+	checking bool
 }
 
 // evaluator holds the values every expression can see.
@@ -154,11 +161,16 @@ func usesCount(expr hcl.Expression) bool {
 
 func (e *evaluator) ctx(sc scope) *hcl.EvalContext {
 	if e.base != nil {
-		if !sc.counted {
+		if !sc.counted && !sc.proposed {
 			return e.base
 		}
 		vars := maps.Clone(e.base.Variables)
-		vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(sc.index))})
+		if sc.counted {
+			vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(sc.index))})
+		}
+		if sc.proposed {
+			vars["proposal"] = sc.proposal
+		}
 		return &hcl.EvalContext{Variables: vars, Functions: e.funcs}
 	}
 	vars := map[string]cty.Value{
@@ -168,6 +180,9 @@ func (e *evaluator) ctx(sc scope) *hcl.EvalContext {
 	}
 	if sc.counted {
 		vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": cty.NumberIntVal(int64(sc.index))})
+	}
+	if sc.proposed {
+		vars["proposal"] = sc.proposal
 	}
 	return &hcl.EvalContext{Variables: vars, Functions: e.funcs}
 }
@@ -235,9 +250,21 @@ func (e *evaluator) checkRefs(expr hcl.Expression, sc scope) hcl.Diagnostics {
 		case "task", "pool":
 			diags = append(diags, refErr(rng, "Invalid reference",
 				fmt.Sprintf("A %s can only be referenced in depends_on; it has no value usable in an expression.", root)))
+		case "proposal":
+			if !sc.proposed {
+				diags = append(diags, refErr(rng, `Reference to "proposal" outside a proposed_only task`,
+					`The "proposal" object is the recommendation a proposed_only task runs for; it can only be used in a task block with proposed_only = true, as proposal.input.KEY, proposal.source.task or proposal.source.attempt.`))
+			} else if !ok || (name != "input" && name != "source") {
+				diags = append(diags, refErr(rng, "Invalid proposal reference",
+					`The attributes of "proposal" are proposal.input (the recommendation's input, as in proposal.input.KEY) and proposal.source (proposal.source.task and proposal.source.attempt).`))
+			}
 		default:
+			also := "in a counted task, count.index"
+			if sc.proposed {
+				also = "proposal.input.KEY, proposal.source.task and proposal.source.attempt"
+			}
 			diags = append(diags, refErr(rng, "Unknown variable",
-				fmt.Sprintf("There is no object named %q. Expressions can use var.NAME, local.NAME, path.root and, in a counted task, count.index.", root)))
+				fmt.Sprintf("There is no object named %q. Expressions can use var.NAME, local.NAME, path.root and %s.", root, also)))
 		}
 	}
 	return diags
@@ -331,7 +358,15 @@ func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value
 		return cty.DynamicVal, false, diags
 	}
 	if !v.IsWhollyKnown() {
-		return cty.DynamicVal, false, append(diags, unknownErr(attr))
+		if !sc.checking {
+			return cty.DynamicVal, false, append(diags, unknownErr(attr))
+		}
+		// A proposed_only task checked with an unknown proposal: the
+		// value is not known yet, but its type may already be wrong.
+		if _, err := convert.Convert(v, ty); err != nil {
+			return cty.DynamicVal, false, append(diags, typeErr(e, attr, sc, err))
+		}
+		return cty.DynamicVal, false, diags
 	}
 	if v.IsNull() {
 		return cty.NullVal(ty), true, diags
@@ -341,17 +376,21 @@ func (e *evaluator) typed(attr *hcl.Attribute, sc scope, ty cty.Type) (cty.Value
 	}
 	cv, err := convert.Convert(v, ty)
 	if err != nil {
-		return cty.DynamicVal, false, append(diags, &hcl.Diagnostic{
-			Severity:    hcl.DiagError,
-			Summary:     "Incorrect attribute value type",
-			Detail:      fmt.Sprintf("Inappropriate value for attribute %q: %s.", attr.Name, err.Error()),
-			Subject:     attr.Expr.Range().Ptr(),
-			Context:     attr.Range.Ptr(),
-			Expression:  attr.Expr,
-			EvalContext: e.ctx(sc),
-		})
+		return cty.DynamicVal, false, append(diags, typeErr(e, attr, sc, err))
 	}
 	return cv, true, diags
+}
+
+func typeErr(e *evaluator, attr *hcl.Attribute, sc scope, err error) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity:    hcl.DiagError,
+		Summary:     "Incorrect attribute value type",
+		Detail:      fmt.Sprintf("Inappropriate value for attribute %q: %s.", attr.Name, err.Error()),
+		Subject:     attr.Expr.Range().Ptr(),
+		Context:     attr.Range.Ptr(),
+		Expression:  attr.Expr,
+		EvalContext: e.ctx(sc),
+	}
 }
 
 // ofStrings reports whether have is a tuple type of only strings and want

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zclconf/go-cty/cty"
 )
 
 // FuzzLoad writes the input as main.wdc.hcl and loads it: Load must never
@@ -42,6 +44,77 @@ func FuzzLoad(f *testing.F) {
 		for _, p := range cfg.Pools {
 			if p.Labels == nil {
 				t.Fatalf("%s: nil labels", p.Address())
+			}
+		}
+	})
+}
+
+// FuzzEdgeConvertInput converts arbitrary bytes with edges of each kind
+// of input type: ConvertInput must never panic, and what it accepts is a
+// known, non-null value of the edge's type that a proposal renders with.
+func FuzzEdgeConvertInput(f *testing.F) {
+	for _, s := range []string{
+		`{"run": "1"}`, `{"run": 1, "n": 2}`, `{}`, `[]`, `null`, `"x"`, `{"run": null}`,
+		`{"run": "1", "run": "2"}`, `{"a": {"b": [1, {"c": 1e400}]}}`, `{"n": -0.0000001e-999999}`,
+		`{"run": "\u0000\ud800"}`, `{"job": {"ids": [1, 2]}}`, `  {"run":"x"}  `, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	cfg, diags := Load("testdata/valid/edges", Inputs{})
+	if diags.HasErrors() {
+		f.Fatal(diags.Error())
+	}
+	edges := append([]*Edge{}, cfg.Edges...)
+	for _, input := range []string{"any", "object({ run = string, n = optional(number, 7) })", "object({ job = object({ ids = list(number) }) })", "map(number)"} {
+		dir := f.TempDir()
+		src := `task "a" {
+  command = ["true"]
+}
+task "p" {
+  proposed_only = true
+  command       = ["echo", jsonencode(proposal.input), proposal.source.task]
+}
+edge "e" {
+  from    = task.a
+  type    = "t"
+  propose = task.p
+  input   = ` + input + `
+}
+`
+		if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+			f.Fatal(err)
+		}
+		c, diags := Load(dir, Inputs{})
+		if diags.HasErrors() {
+			f.Fatal(diags.Error())
+		}
+		edges = append(edges, c.Edges...)
+		cfg.ProposedTasks = append(cfg.ProposedTasks, c.ProposedTasks...)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, e := range edges {
+			v, err := e.ConvertInput(raw)
+			if err != nil {
+				if strings.Contains(err.Error(), "cannot be read: ") && strings.Contains(err.Error(), "runtime error") {
+					t.Fatalf("%s: %v", e.Address(), err)
+				}
+				continue
+			}
+			if v.IsNull() || !v.IsWhollyKnown() {
+				t.Fatalf("%s: ConvertInput(%q) = %#v", e.Address(), raw, v)
+			}
+			if e.Input != cty.DynamicPseudoType {
+				if errs := v.Type().TestConformance(e.Input.WithoutOptionalAttributesDeep()); len(errs) > 0 {
+					t.Fatalf("%s: ConvertInput(%q) has type %#v: %v", e.Address(), raw, v.Type(), errs)
+				}
+			}
+			// Rendering may fail (a null where a string is needed) but
+			// never panics.
+			_, diags := cfg.RenderProposal(e, v, ProposalSource{Task: "task.a", Attempt: 1})
+			for _, d := range diags {
+				if strings.HasPrefix(d.Summary, "Internal error") {
+					t.Fatalf("%s: %s\n%s", e.Address(), d.Summary, d.Detail)
+				}
 			}
 		}
 	})

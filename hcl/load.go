@@ -42,6 +42,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "locals"},
 		{Type: "pool", LabelNames: []string{"name"}},
 		{Type: "task", LabelNames: []string{"name"}},
+		{Type: "edge", LabelNames: []string{"name"}},
 	},
 }
 
@@ -57,6 +58,8 @@ type loader struct {
 	// sensitiveVars counts the variables declared sensitive; while it is
 	// 0 no expression can use a sensitive value.
 	sensitiveVars int
+	// taskBlocks are the decoded task blocks, proposed_only ones too.
+	taskBlocks []*taskBlock
 }
 
 // usesSensitive reports whether expr refers to a sensitive variable, or to
@@ -271,6 +274,8 @@ func (l *loader) load(dir string, in Inputs) {
 	l.settings(byType["wdc"])
 	l.pools(byType["pool"])
 	l.tasks(byType["task"])
+	l.edges(byType["edge"])
+	l.checkProposed()
 }
 
 // ignoredFile reports whether a directory entry is an editor or hidden
@@ -318,10 +323,14 @@ func isUnknownFollowUp(d *hcl.Diagnostic) bool {
 
 // duplicate reports a block whose label was already used.
 func duplicate(kind string, b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
+	article := "A"
+	if strings.ContainsAny(kind[:1], "aeiou") {
+		article = "An"
+	}
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  fmt.Sprintf("Duplicate %s %q", kind, b.Labels[0]),
-		Detail:   fmt.Sprintf("A %s named %q was already declared at %s. Each %s needs a unique name.", kind, b.Labels[0], first, kind),
+		Detail:   fmt.Sprintf("%s %s named %q was already declared at %s. Each %s needs a unique name.", article, kind, b.Labels[0], first, kind),
 		Subject:  b.DefRange.Ptr(),
 	}
 }

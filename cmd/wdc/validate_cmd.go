@@ -21,8 +21,15 @@ func (c *ValidateCmd) Run(e *env) error {
 	if diags.HasErrors() {
 		return errExit{1}
 	}
-	_, err = fmt.Fprintf(e.stdout, "Success! The configuration is valid: %s, %s.\n",
-		count(len(cfg.Pools), "pool", "pools"), count(len(cfg.Tasks), "task", "tasks"))
+	extra := ""
+	if n := len(cfg.ProposedTasks); n > 0 {
+		extra += ", " + count(n, "proposed task", "proposed tasks")
+	}
+	if n := len(cfg.Edges); n > 0 {
+		extra += ", " + count(n, "edge", "edges")
+	}
+	_, err = fmt.Fprintf(e.stdout, "Success! The configuration is valid: %s, %s%s.\n",
+		count(len(cfg.Pools), "pool", "pools"), count(len(cfg.Tasks), "task", "tasks"), extra)
 	return err
 }
 
