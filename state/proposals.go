@@ -493,7 +493,10 @@ func jsonArg(task, what string, b []byte) (string, error) {
 //
 // Errors: ErrInvalid for a rejection without a reason; ErrNotFound when
 // there is no proposal id; ErrConflict (wrapped: "proposal.7 is already
-// approved") when it is not pending. On error nothing changes.
+// approved") when it is not pending; a *LockedError, on a store that does
+// not guard its writes with the apply lock, when an apply holds it (the
+// decision then goes through that apply's coordinator). On error nothing
+// changes.
 func (s *Store) DecideProposal(ctx context.Context, id int64, approve bool, by, reason string, now time.Time) (Proposal, error) {
 	status := ProposalApproved
 	if !approve {
@@ -503,7 +506,7 @@ func (s *Store) DecideProposal(ctx context.Context, id int64, approve bool, by, 
 		}
 	}
 	var p Proposal
-	err := s.write(ctx, func(tx *Tx) error {
+	err := s.writeOutsideApply(ctx, func(tx *Tx) error {
 		var err error
 		p, err = proposalTx(ctx, tx, id)
 		if err != nil {
