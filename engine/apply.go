@@ -136,6 +136,11 @@ type ApplyOptions struct {
 	// SupervisorTick is how often the supervisor takes a step for each
 	// pool (default DefaultSupervisorTick, 1 s).
 	SupervisorTick time.Duration
+	// Config is the configuration the plan was made from: its edges judge
+	// the recommendations of the results this apply accepts, and proposals
+	// approved while it runs join it (CoordinatorOptions.Config). Nil
+	// leaves recommendations to a later apply.
+	Config *wdchcl.Config
 }
 
 func (o ApplyOptions) supervisorTick() time.Duration {
@@ -253,6 +258,16 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 			DependsOn: t.DependsOn,
 		}
 	}
+	for _, tc := range p.Tasks {
+		if tc.Proposal == nil {
+			continue
+		}
+		// A runtime that does not decode is left out: record refuses the
+		// plan, naming the task.
+		if rt, err := ProposalRuntime(*tc.Proposal, cfg.Dir); err == nil {
+			tasks[tc.Address] = rt
+		}
+	}
 	return pools, tasks
 }
 
@@ -346,6 +361,7 @@ type applier struct {
 	mu         sync.Mutex
 	registered []Event         // registrations of launched workers, not yet matched to their launch
 	joined     map[string]int  // pool → workers that joined with a join token
+	added      map[string]int  // pool → tasks that joined the apply while it ran (approved proposals)
 	stale      map[string]bool // worker ids gone silent
 }
 
@@ -399,6 +415,9 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 			status = state.TaskPending
 		}
 		name, index := splitAddress(tc.Address)
+		if tc.Proposal != nil {
+			name = strings.TrimPrefix(tc.Proposal.Propose, "task.")
+		}
 		defs = append(defs, state.TaskDef{Address: tc.Address, Name: name, Index: index, DefHash: rt.DefHash,
 			Spec: rt.Definition.Canonical(), Status: status, MaxAttempts: rt.Retry.MaxAttempts, MaxLost: rt.Retry.MaxLost})
 		runtimes = append(runtimes, rt)
@@ -528,6 +547,7 @@ func (l *launched) describe() string {
 func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	a.stale = map[string]bool{}
 	a.joined = map[string]int{}
+	a.added = map[string]int{}
 	var pools []PoolRuntime
 	for _, p := range a.opts.Pools {
 		pools = append(pools, p.Runtime)
@@ -535,6 +555,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	coord, err := NewCoordinator(CoordinatorOptions{
 		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
 		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: a.blobs, MetricsOpen: a.opts.Serve.Loopback(),
+		Config: a.opts.Config,
 	})
 	if err != nil {
 		return err
@@ -764,6 +785,7 @@ loop:
 						w.describe(), w.pool.LaunchTimeout, w.log)})
 			}
 		}
+		a.growForAddedTasks()
 		// Replace lost workers while the pool still has work; fail pools
 		// whose workers never come.
 		prog := coord.Progress()
@@ -882,6 +904,29 @@ loop:
 	a.res.Unfinished = prog.Total - prog.Finished
 	a.res.Attempts = prog.AttemptsGranted
 	return nil
+}
+
+// growForAddedTasks raises the worker count of pools that tasks joined
+// while the apply ran (approved proposals) to what their planned and added
+// tasks need, as a plan computes it (WorkersFor).
+func (a *applier) growForAddedTasks() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for pool, n := range a.added {
+		for i := range a.opts.Pools {
+			p := &a.opts.Pools[i]
+			if p.Runtime.Name != pool || p.Provider == ProviderExternal {
+				continue
+			}
+			planned := 0
+			for _, pc := range a.opts.Plan.Pools {
+				if pc.Name == pool {
+					planned = pc.Tasks
+				}
+			}
+			p.Workers = max(p.Workers, WorkersFor(planned+n, max(p.Runtime.Capacity, 1), p.Min, p.Max))
+		}
+	}
 }
 
 // joinHint is what apply prints for an external pool: how a worker joins.
@@ -1105,6 +1150,10 @@ func (a *applier) onCoordinatorEvent(e Event) {
 	case EventStale:
 		a.mu.Lock()
 		a.stale[e.WorkerID] = true
+		a.mu.Unlock()
+	case EventTaskAdded:
+		a.mu.Lock()
+		a.added[e.Pool]++
 		a.mu.Unlock()
 	}
 	a.emit(e)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -145,6 +146,11 @@ type CoordinatorOptions struct {
 	// (ListenSettings.Loopback). Otherwise a scrape needs the operator
 	// credential, as the operator routes do.
 	MetricsOpen bool
+	// Config is the configuration of the apply: its edge blocks judge the
+	// recommendations of accepted results (JudgeRecommendations), and
+	// proposals approved while the apply runs join it. Nil leaves
+	// recommendations to a later apply's coordinator.
+	Config *wdchcl.Config
 }
 
 // Event kinds passed to OnEvent.
@@ -264,6 +270,13 @@ type Coordinator struct {
 	granted     int
 	done        chan struct{}
 
+	// Chaining (coordinator_proposals.go): judging counts accepted results
+	// whose recommendations are not judged yet; Done waits for them.
+	cfg        *wdchcl.Config
+	judgeWake  chan struct{}
+	judging    int
+	doneClosed bool
+
 	failOnce sync.Once
 	failed   chan struct{} // closed by fail
 	failErr  error
@@ -355,6 +368,8 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		sweepInterval: opts.SweepInterval,
 		maxClaimWait:  opts.MaxClaimWait,
 		metricsOpen:   opts.MetricsOpen,
+		cfg:           opts.Config,
+		judgeWake:     make(chan struct{}, 1),
 		applyID:       opts.ApplyID,
 		poolByNam:     map[string]*poolState{},
 		creds:         map[[32]byte]*credential{},
@@ -423,26 +438,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		case rt.Timeout < 0 || rt.LeaseGrace < 0 || rt.Retry.Backoff < 0 || rt.Retry.MaxBackoff < 0:
 			return nil, fmt.Errorf("coordinator: task %s: durations must not be negative", rt.Address)
 		}
-		// Assignments carry [] and {} rather than null, as the canonical
-		// form does.
-		if rt.Definition.DependsOn == nil {
-			rt.Definition.DependsOn = []string{}
-		}
-		if rt.Definition.Env == nil {
-			rt.Definition.Env = map[string]string{}
-		}
-		if rt.Timeout == 0 {
-			rt.Timeout = DefaultTaskTimeout
-		}
-		if rt.LeaseGrace == 0 {
-			rt.LeaseGrace = DefaultLeaseGrace
-		}
-		if rt.Retry.Backoff == 0 && !rt.Retry.Immediate {
-			rt.Retry.Backoff = DefaultBackoff
-		}
-		if rt.Retry.MaxBackoff == 0 {
-			rt.Retry.MaxBackoff = max(DefaultMaxBackoff, rt.Retry.Backoff)
-		}
+		rt = normalizeRuntime(rt)
 		ts := &taskState{rt: rt, pos: i}
 		for _, p := range c.pools {
 			if Satisfies(p.rt.Labels, rt.Placement) {
@@ -473,6 +469,31 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		}
 	}
 	return c, nil
+}
+
+// normalizeRuntime gives a task's zero settings their defaults.
+func normalizeRuntime(rt TaskRuntime) TaskRuntime {
+	// Assignments carry [] and {} rather than null, as the canonical
+	// form does.
+	if rt.Definition.DependsOn == nil {
+		rt.Definition.DependsOn = []string{}
+	}
+	if rt.Definition.Env == nil {
+		rt.Definition.Env = map[string]string{}
+	}
+	if rt.Timeout == 0 {
+		rt.Timeout = DefaultTaskTimeout
+	}
+	if rt.LeaseGrace == 0 {
+		rt.LeaseGrace = DefaultLeaseGrace
+	}
+	if rt.Retry.Backoff == 0 && !rt.Retry.Immediate {
+		rt.Retry.Backoff = DefaultBackoff
+	}
+	if rt.Retry.MaxBackoff == 0 {
+		rt.Retry.MaxBackoff = max(DefaultMaxBackoff, rt.Retry.Backoff)
+	}
+	return rt
 }
 
 func maps(m map[string]string) map[string]string {
@@ -652,9 +673,7 @@ func (c *Coordinator) load(ctx context.Context) error {
 			c.setStatus(c.tasks[a], state.TaskQueued)
 		}
 	}
-	if c.unfinished == 0 {
-		close(c.done)
-	}
+	c.checkDoneLocked()
 	return nil
 }
 
@@ -663,6 +682,11 @@ func (c *Coordinator) load(ctx context.Context) error {
 func (c *Coordinator) Run(ctx context.Context) error {
 	t := time.NewTicker(c.sweepInterval)
 	defer t.Stop()
+	if c.cfg != nil {
+		judged := make(chan struct{})
+		go func() { defer close(judged); c.judgeLoop(ctx) }()
+		defer func() { <-judged }()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -1058,13 +1082,12 @@ func (c *Coordinator) setStatus(ts *taskState, st state.TaskStatus) {
 	}
 	if !was.Finished() && st.Finished() {
 		c.unfinished--
-		if c.unfinished == 0 {
-			close(c.done)
-		}
+		c.checkDoneLocked()
 	} else if was.Finished() && !st.Finished() {
 		// Only another process writing the same state could do this.
-		if c.unfinished == 0 {
+		if c.doneClosed {
 			c.done = make(chan struct{})
+			c.doneClosed = false
 		}
 		c.unfinished++
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -65,6 +66,9 @@ type harnessOpts struct {
 	maxClaimWait time.Duration
 	skipUpsert   bool
 	metricsOpen  bool // serve /metrics without a credential, as on loopback
+	// config judges recommendations; with it the harness runs the
+	// coordinator's loop (Run) until the test ends.
+	config *wdchcl.Config
 }
 
 // task is a shorthand TaskRuntime: name, placement "k=v,…", deps.
@@ -154,6 +158,7 @@ func newHarness(t *testing.T, pools []PoolRuntime, tasks []TaskRuntime, o harnes
 	h.blobs = blobs
 	h.c, err = NewCoordinator(CoordinatorOptions{
 		Store: s, Pools: pools, Tasks: tasks, Now: now, MaxClaimWait: o.maxClaimWait, Artifacts: blobs, MetricsOpen: o.metricsOpen,
+		Config: o.config,
 		OnEvent: func(e Event) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
@@ -165,6 +170,12 @@ func newHarness(t *testing.T, pools []PoolRuntime, tasks []TaskRuntime, o harnes
 	}
 	h.srv = httptest.NewServer(h.c.Handler())
 	t.Cleanup(h.srv.Close)
+	if o.config != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		go func() { defer close(ran); h.c.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-ran })
+	}
 	return h
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -34,6 +35,7 @@ import (
 //	POST /v1/operator/gc                      GCRequest → GCResponse                  (operator credential)
 //	POST /v1/operator/logs                    LogFollowRequest → LogFollowResponse, long poll (operator credential)
 //	POST /v1/operator/status                  → StatusResponse                        (operator credential)
+//	POST /v1/operator/proposals/{id}/decision ProposalDecisionRequest → ProposalDecisionResponse (operator credential)
 //	GET  /metrics                             → Prometheus text format (operator credential, none with MetricsOpen)
 //
 // Every call needs "Authorization: Bearer <credential>" of the kind its
@@ -67,6 +69,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.HandleFunc("/v1/operator/gc", c.serveGC)
 	mux.HandleFunc("/v1/operator/logs", c.serveFollowLog)
 	mux.HandleFunc("/v1/operator/status", c.serveStatus)
+	mux.HandleFunc("/v1/operator/proposals/{id}/decision", c.serveProposalDecision)
 	mux.HandleFunc(MetricsPath, c.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no protocol route %s", r.URL.Path)})
@@ -493,6 +496,28 @@ func (c *Coordinator) serveRevokeJoinToken(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	resp, err := c.revokeJoinToken(r.Context(), r.PathValue("id"))
+	respond(w, resp, err)
+}
+
+func (c *Coordinator) serveProposalDecision(w http.ResponseWriter, r *http.Request) {
+	_, req, _, ok := decodeRequest(c, w, r, func(req protocol.ProposalDecisionRequest) error {
+		switch {
+		case req.By == "":
+			return errors.New("by must name who decides")
+		case !req.Approve && strings.TrimSpace(req.Reason) == "":
+			return errors.New("a rejection needs a reason")
+		}
+		return nil
+	}, credOperator)
+	if !ok {
+		return
+	}
+	id, idOK := ProposalID("proposal." + r.PathValue("id"))
+	if !idOK {
+		badRequest("%q is not a proposal id (a whole number from 1)", r.PathValue("id")).write(w)
+		return
+	}
+	resp, err := c.decideProposal(r.Context(), id, req)
 	respond(w, resp, err)
 }
 

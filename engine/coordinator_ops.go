@@ -423,6 +423,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 		Key: req.IdempotencyKey, Token: token, Task: req.Task, Attempt: req.Attempt, WorkerID: poster.id,
 		Class: state.FailureClass(req.FailureClass), ExitCode: req.ExitCode, Signal: req.Signal, Error: req.Error,
 		DefHash: req.DefHash, Artifacts: artifactsOf(req.Artifacts), Body: body,
+		Recommendations: recommendationsOf(req),
 		Held: func(hashes []string) ([]string, error) {
 			if c.artifacts == nil {
 				return hashes, nil
@@ -511,12 +512,16 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 			return
 		}
 		var evs []Event
+		judge := false
 		c.mu.Lock()
 		evs = c.releasedLocked(released, interruptWhy, now)
 		switch {
 		case len(released) > 0:
 		case dec.Outcome != nil:
 			poster.expected = nil
+			if judge = c.cfg != nil && len(in.Recommendations) > 0; judge {
+				c.judging++ // before the outcome: the apply is not done until they are judged
+			}
 			evs = c.applyOutcomeLocked(*dec.Outcome, now, evs)
 		case dec.Decision == state.DecisionRejected && !dec.Duplicate:
 			evs = append(evs, Event{At: now, Kind: EventRejected, Task: dec.Task, WorkerID: poster.id, Pool: poster.pool.rt.Name,
@@ -527,6 +532,9 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 			evs[0].StderrTail = tail // the task's retried or failed event
 		}
 		c.emit(evs)
+		if judge {
+			c.nudgeJudge()
+		}
 	})
 	var miss *state.MissingArtifactsError
 	if errors.As(err, &miss) {

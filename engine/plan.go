@@ -71,6 +71,10 @@ type TaskChange struct {
 	Pool string
 	// Candidates names every pool, in declaration order, that can run it.
 	Candidates []string
+	// Proposal is set for the run of an approved proposal (Address
+	// "proposal.N"): the task it renders, where it came from and who
+	// approved it.
+	Proposal *state.Proposal
 }
 
 // PoolChange is the plan's decision for one pool: how many workers apply
@@ -105,9 +109,13 @@ type Plan struct {
 	// Tasks holds the changes in configuration order, then cancellations in
 	// address order. Tasks left as they are do not appear.
 	Tasks []TaskChange
-	// Definitions maps each configured task address to its canonical
-	// definition and def_hash, as apply will record them.
+	// Definitions maps each configured task address, and each approved
+	// proposal's that the plan runs, to its canonical definition and
+	// def_hash, as apply will record them.
 	Definitions map[string]TaskDefinition
+	// Waiting lists the proposals waiting for approval, by id: they run in
+	// an apply after they are approved (wdc approve).
+	Waiting []state.Proposal
 }
 
 // TaskDefinition is a task instance's canonical definition and its hash.
@@ -318,6 +326,9 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 			p.Tasks = append(p.Tasks, *c)
 		}
 	}
+	runs, pdiags := p.proposalChanges(snap, prior, leases, pools, configured, now)
+	p.Tasks = append(p.Tasks, runs...)
+	diags = append(diags, pdiags...)
 
 	var cancels []TaskChange
 	for i := range snap.Tasks {
@@ -355,6 +366,73 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 		})
 	}
 	return p, diags
+}
+
+// proposalChanges are the runs of approved proposals, by id: an approved
+// proposal runs like a task whose definition never changes (it was
+// rendered when it was proposed), until it succeeds. Pending proposals go
+// to p.Waiting. configured gets their addresses (so they are not
+// cancelled). An approved proposal no pool can run is left out, with a
+// warning: it runs once a pool can.
+func (p *Plan) proposalChanges(snap *state.Snapshot, prior map[string]*state.Task, leases map[string]*state.Lease,
+	pools *poolIndex, configured map[string]bool, now time.Time) ([]TaskChange, hcl.Diagnostics) {
+	var out []TaskChange
+	var diags hcl.Diagnostics
+	for i := range snap.Proposals {
+		prop := snap.Proposals[i]
+		addr := prop.Address()
+		switch {
+		case prop.Status == state.ProposalPending:
+			p.Waiting = append(p.Waiting, prop)
+			continue
+		case !prop.Status.Approved():
+			continue
+		}
+		configured[addr] = true
+		def, err := ProposalDefinition(prop)
+		if err != nil {
+			def.Err = err
+		}
+		tc := TaskChange{Address: addr, NewHash: prop.DefHash, Proposal: &snap.Proposals[i]}
+		var settings ProposalSettings
+		if err := json.Unmarshal(prop.Settings, &settings); err == nil {
+			for _, pool := range pools.candidates(settings.Placement) {
+				tc.Candidates = append(tc.Candidates, pool.Name)
+			}
+		}
+		if len(tc.Candidates) == 0 {
+			if t := prior[addr]; t == nil || t.Status != state.TaskSucceeded {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Approved proposal cannot run",
+					Detail: fmt.Sprintf("%s (%s) was approved, but no pool's labels satisfy its placement %v; it runs once a pool does.",
+						addr, prop.Propose, settings.Placement)})
+			}
+			continue
+		}
+		tc.Pool = tc.Candidates[0]
+		origin := ProposalOrigin(prop)
+		old, ok := prior[addr]
+		switch {
+		case !ok:
+			tc.Action, tc.Reason = ActionRun, origin
+		default:
+			tc.PriorStatus, tc.OldHash, tc.OldSpec = old.Status, old.DefHash, old.Spec
+			switch {
+			case old.Status == state.TaskSucceeded:
+				continue
+			case old.Status == state.TaskFailed:
+				tc.Action, tc.Reason = ActionRetry, origin+"; failed earlier"+suffix(old.LastError)
+			case old.Status == state.TaskCancelled:
+				tc.Action, tc.Reason = ActionRetry, origin+"; cancelled earlier"+suffix(old.LastError)
+			case old.Status == state.TaskRunning:
+				tc.Action, tc.Reason = ActionRetry, origin+"; "+runningReason(leases[addr], now)
+			default:
+				tc.Action, tc.Reason = ActionRun, origin+fmt.Sprintf("; left %s by an earlier apply", old.Status)
+			}
+		}
+		p.Definitions[addr] = def
+		out = append(out, tc)
+	}
+	return out, diags
 }
 
 // WorkersFor returns how many workers a pool with the given capacity, min

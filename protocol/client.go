@@ -159,6 +159,15 @@ func (c *Client) RevokeJoinToken(ctx context.Context, id string) (RevokeJoinToke
 	return resp, err
 }
 
+// DecideProposal calls POST /v1/operator/proposals/{id}/decision
+// (operator credential). A 404 means no proposal has the id, a 409 that it
+// was decided before.
+func (c *Client) DecideProposal(ctx context.Context, id int64, req ProposalDecisionRequest) (ProposalDecisionResponse, error) {
+	var resp ProposalDecisionResponse
+	err := c.call(ctx, "/"+APIVersion+"/operator/proposals/"+strconv.FormatInt(id, 10)+"/decision", req, &resp)
+	return resp, err
+}
+
 // Lease calls POST /v1/operator/lease (operator credential): the task's
 // latest lease. A 404 means the apply has no such task.
 func (c *Client) Lease(ctx context.Context, task string) (LeaseLookupResponse, error) {

@@ -173,3 +173,28 @@ type SupervisorDecision struct {
 	// At is when the supervisor took it.
 	At time.Time `json:"at"`
 }
+
+// ProposalDecisionRequest is the body of POST
+// /v1/operator/proposals/{id}/decision: `wdc approve` and `wdc reject`
+// while an apply runs.
+type ProposalDecisionRequest struct {
+	// Approve is true to approve, false to reject.
+	Approve bool `json:"approve"`
+	// By names who decided (the operator's user name), non-empty.
+	By string `json:"by"`
+	// Reason is required to reject.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ProposalDecisionResponse answers a proposal decision. A 404 means no
+// proposal has the id; a 409 that it was decided before.
+type ProposalDecisionResponse struct {
+	ID        int64  `json:"id"`
+	Status    string `json:"status"`
+	DecidedBy string `json:"decided_by"`
+	Reason    string `json:"reason,omitempty"`
+	// Queued is true when the approved proposal joined the running apply;
+	// otherwise Note says why not (it then runs in the next apply).
+	Queued bool   `json:"queued"`
+	Note   string `json:"note,omitempty"`
+}

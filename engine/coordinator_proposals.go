@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// Event kinds of chaining, passed to OnEvent.
+const (
+	// EventRecommendationRejected: a recommendation of an accepted result
+	// was rejected (Task the recommending task, Message the reason); it
+	// runs nothing.
+	EventRecommendationRejected = "recommendation_rejected"
+	// EventProposed: a recommendation became a proposal (Task its address,
+	// "proposal.N"; Message where it came from and whether it waits for
+	// approval).
+	EventProposed = "proposed"
+	// EventTaskAdded: an approved proposal joined the running apply (Task
+	// "proposal.N", Pool the first pool that can run it).
+	EventTaskAdded = "task_added"
+)
+
+// recommendationsOf is what the state records of a result's
+// recommendations: only a succeeded attempt's count (a failed attempt may
+// be retried, and its retry recommends again).
+func recommendationsOf(req protocol.ResultRequest) []state.RecommendationInput {
+	if req.FailureClass != "" {
+		return nil
+	}
+	if req.RecommendationsError != "" {
+		return []state.RecommendationInput{{Reason: truncate(req.RecommendationsError, 500)}}
+	}
+	if len(req.Recommendations) == 0 {
+		return nil
+	}
+	var out []state.RecommendationInput
+	for _, r := range protocol.DecodeRecommendations(req.Recommendations) {
+		out = append(out, state.RecommendationInput{Type: r.Type, Input: r.Input, Reason: r.Problem})
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// nudgeJudge wakes the judge of recommendations.
+func (c *Coordinator) nudgeJudge() {
+	select {
+	case c.judgeWake <- struct{}{}:
+	default:
+	}
+}
+
+// judgeLoop judges recommendations (JudgeRecommendations) when results
+// bring some, and once at the start for those an earlier coordinator left.
+// Proposals the edge approved by itself join the apply. The apply is not
+// done while results it accepted have recommendations not judged yet.
+func (c *Coordinator) judgeLoop(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		owed := c.judging
+		c.mu.Unlock()
+		js, err := JudgeRecommendations(ctx, c.store, c.cfg, c.now)
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("judging recommendations", "err", err)
+		}
+		c.emit(judgementEvents(js, c.now()))
+		for _, j := range js {
+			if j.Created && j.Proposal.Status == state.ProposalAutoApproved {
+				c.runProposal(ctx, *j.Proposal)
+			}
+		}
+		c.mu.Lock()
+		c.judging -= owed
+		c.checkDoneLocked()
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.judgeWake:
+		}
+	}
+}
+
+// runProposal adds an approved proposal's task to the apply, if it still
+// grants; it says what happened.
+func (c *Coordinator) runProposal(ctx context.Context, p state.Proposal) string {
+	if c.cfg == nil {
+		return "it runs in the next apply"
+	}
+	rt, err := ProposalRuntime(p, c.cfg.Dir)
+	if err != nil {
+		c.log.Warn("running an approved proposal", "proposal", p.Address(), "err", err)
+		return "it could not join this apply (" + err.Error() + "); it runs in the next apply"
+	}
+	added, why, err := c.AddTask(ctx, rt, strings.TrimPrefix(p.Propose, "task."))
+	switch {
+	case err != nil:
+		c.log.Warn("running an approved proposal", "proposal", p.Address(), "err", err)
+		return "it could not join this apply (" + err.Error() + "); it runs in the next apply"
+	case !added:
+		return why + "; it runs in the next apply"
+	}
+	return "it runs in this apply"
+}
+
+// AddTask runs rt in this apply: a task recorded while the apply runs (an
+// approved proposal; name is its block's name). It records the task queued
+// with rt's retry budgets, and queues it. It adds nothing, and says why,
+// when the apply no longer grants (it drains, was interrupted or is done),
+// already runs rt.Address, or has no pool that can run it. Errors: the
+// state's (nothing is added then).
+func (c *Coordinator) AddTask(ctx context.Context, rt TaskRuntime, name string) (added bool, why string, err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	rt = normalizeRuntime(rt)
+	c.mu.Lock()
+	var pools []*poolState
+	for _, p := range c.pools {
+		if Satisfies(p.rt.Labels, rt.Placement) {
+			pools = append(pools, p)
+		}
+	}
+	switch {
+	case c.stopped || c.draining || c.interrupted || c.doneClosed:
+		why = "the apply is finishing"
+	case c.tasks[rt.Address] != nil:
+		why = "the apply already runs it"
+	case len(pools) == 0:
+		why = fmt.Sprintf("no pool of this apply satisfies its placement %v", rt.Placement)
+	}
+	c.mu.Unlock()
+	if why != "" {
+		return false, why, nil
+	}
+	_, index := splitAddress(rt.Address)
+	def := state.TaskDef{Address: rt.Address, Name: name, Index: index, DefHash: rt.DefHash, Spec: rt.Definition.Canonical(),
+		Status: state.TaskQueued, MaxAttempts: max(rt.Retry.MaxAttempts, 1), MaxLost: rt.Retry.MaxLost}
+	if err := c.store.UpsertTasks(ctx, []state.TaskDef{def}, c.now()); err != nil {
+		return false, "", err
+	}
+	c.mu.Lock()
+	ts := &taskState{rt: rt, pos: len(c.order), status: state.TaskQueued, pools: pools,
+		policy: state.TaskPolicy{Backoff: rt.Retry.Backoff, MaxBackoff: rt.Retry.MaxBackoff}}
+	c.tasks[rt.Address] = ts
+	c.order = append(c.order, ts)
+	c.unfinished++
+	c.enqueue(ts)
+	c.broadcastLocked()
+	c.mu.Unlock()
+	c.emit([]Event{{At: c.now(), Kind: EventTaskAdded, Task: rt.Address, Pool: pools[0].rt.Name,
+		Message: rt.Address + " joined the apply"}})
+	return true, "", nil
+}
+
+// checkDoneLocked closes Done once no task of the apply is unfinished and
+// no accepted result's recommendations wait to be judged; c.mu is held.
+func (c *Coordinator) checkDoneLocked() {
+	if c.unfinished == 0 && c.judging <= 0 && !c.doneClosed {
+		c.doneClosed = true
+		close(c.done)
+	}
+}
+
+// decideProposal approves or rejects a proposal for an operator; an
+// approved one joins this apply when it can.
+func (c *Coordinator) decideProposal(ctx context.Context, id int64, req protocol.ProposalDecisionRequest) (protocol.ProposalDecisionResponse, error) {
+	p, err := c.store.DecideProposal(ctx, id, req.Approve, req.By, req.Reason, c.now())
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return protocol.ProposalDecisionResponse{}, &httpError{status: 404, code: "not_found", message: fmt.Sprintf("no proposal.%d in the state", id)}
+	case errors.Is(err, state.ErrConflict):
+		return protocol.ProposalDecisionResponse{}, &httpError{status: 409, code: "conflict", message: err.Error()}
+	case errors.Is(err, state.ErrInvalid):
+		return protocol.ProposalDecisionResponse{}, badRequest("%v", err)
+	case err != nil:
+		return protocol.ProposalDecisionResponse{}, err
+	}
+	resp := protocol.ProposalDecisionResponse{ID: p.ID, Status: string(p.Status), DecidedBy: p.DecidedBy, Reason: p.Reason}
+	if p.Status.Approved() {
+		resp.Note = c.runProposal(ctx, p)
+		resp.Queued = resp.Note == "it runs in this apply"
+	}
+	return resp, nil
+}

@@ -1,0 +1,275 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// chainConfig is a configuration with a doctor task, two proposed_only
+// tasks and an edge to each.
+const chainConfig = `
+pool "p" {
+  provider = "local"
+}
+
+task "doctor" {
+  command = ["true"]
+}
+
+task "other" {
+  command = ["true"]
+}
+
+task "rerun" {
+  proposed_only = true
+  command       = ["echo", "rerun", proposal.input.run, proposal.source.task]
+  env           = { ATTEMPT = proposal.source.attempt }
+}
+
+task "notify" {
+  proposed_only = true
+  command       = ["echo", "notify", proposal.input.run]
+}
+
+edge "flake_rerun" {
+  from       = task.doctor
+  type       = "flake"
+  propose    = task.rerun
+  input      = object({ run = string })
+  approval   = "earned"
+  earn_after = 1
+}
+
+edge "ticket_notify" {
+  from    = task.doctor
+  type    = "ticket"
+  propose = task.notify
+  input   = object({ run = string })
+}
+`
+
+func loadChainConfig(t *testing.T) *wdchcl.Config {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(chainConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return cfg
+}
+
+// TestCoordinatorJudgesRecommendations: the recommendations of an accepted
+// result become proposals through the edges that declare their type, or
+// are rejected with a reason; the apply is done only once they are judged.
+// A failed attempt's recommendations, and a rejected result's, never count.
+func TestCoordinatorJudgesRecommendations(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		recs     string // the file's content
+		agentErr string // what the agent could not send
+		class    string // the attempt's failure class
+		late     bool   // posted after the lease expired
+		// want: per recommendation, "proposed" with the proposed task, or
+		// "rejected: <part of the reason>"; nil: none recorded.
+		want []string
+	}{
+		{name: "a flake", recs: `[{"type":"flake","input":{"run":"101"}}]`, want: []string{"proposed task.rerun"}},
+		{name: "two edges", recs: `[{"type":"ticket","input":{"run":"7"}},{"type":"flake","input":{"run":"8"}}]`,
+			want: []string{"proposed task.notify", "proposed task.rerun"}},
+		{name: "undeclared type", recs: `[{"type":"deploy"}]`, want: []string{`rejected: no edge declares the type "deploy" for task.doctor`}},
+		{name: "input does not fit", recs: `[{"type":"flake","input":{"build":"1"}}]`, want: []string{`rejected: its input does not fit edge.flake_rerun's input type`}},
+		{name: "not a list", recs: `{"type":"flake"}`, want: []string{"rejected: recommendations.json is not a JSON list"}},
+		{name: "bad entry among good", recs: `[7, {"type":"flake","input":{"run":"1"}}]`, want: []string{"rejected: entry 0 is not a JSON object", "proposed task.rerun"}},
+		{name: "the agent could not send it", agentErr: "recommendations.json is larger than the 65536 bytes allowed", want: []string{"rejected: larger than the 65536"}},
+		{name: "failed attempt", recs: `[{"type":"flake","input":{"run":"1"}}]`, class: "failure"},
+		{name: "late result", recs: `[{"type":"flake","input":{"run":"1"}}]`, late: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := loadChainConfig(t)
+			h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{rtTask("doctor")}, harnessOpts{config: cfg})
+			w := h.register("p")
+			a := w.claimOne()
+			if tt.late {
+				h.clock.Advance(time.Hour)
+				h.sweep()
+			}
+			req := protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt, IdempotencyKey: "k",
+				FailureClass: tt.class, Recommendations: json.RawMessage(tt.recs), RecommendationsError: tt.agentErr}
+			if tt.recs == "" {
+				req.Recommendations = nil
+			}
+			code := 0
+			if tt.class != "" {
+				code = 1
+			}
+			req.ExitCode = &code
+			if _, err := w.cl.PostResult(context.Background(), a.FencingToken, req); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.late {
+				select {
+				case <-h.c.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the coordinator is not done")
+				}
+			}
+			// Done means judged: nothing is left new.
+			recs, err := h.store.Recommendations(context.Background(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != len(tt.want) {
+				t.Fatalf("%d recommendations recorded (%+v); want %d", len(recs), recs, len(tt.want))
+			}
+			props, _ := h.store.Proposals(context.Background())
+			byID := map[int64]state.Proposal{}
+			for _, p := range props {
+				byID[p.ID] = p
+			}
+			for i, r := range recs {
+				want := tt.want[i]
+				if task, ok := strings.CutPrefix(want, "proposed "); ok {
+					p := byID[r.ProposalID]
+					if r.Status != state.RecommendationProposed || p.Propose != task || p.SourceTask != "task.doctor" || p.SourceAttempt != 1 {
+						t.Errorf("recommendation %d: %s (%s), proposal %+v; want a proposal of %s", i, r.Status, r.Reason, p, task)
+					}
+					continue
+				}
+				if r.Status != state.RecommendationRejected || !strings.Contains(r.Reason, strings.TrimPrefix(want, "rejected: ")) {
+					t.Errorf("recommendation %d: %s (%s); want %s", i, r.Status, r.Reason, want)
+				}
+			}
+			if got := h.stateEvents("", state.EventRecommendationRejected); len(got) != strings.Count(strings.Join(tt.want, "\n"), "rejected:") {
+				t.Errorf("%d recommendation_rejected events; want one per rejection", len(got))
+			}
+		})
+	}
+}
+
+// TestProposalRendersItsInput: a proposal records the task rendered with
+// the recommendation's input and source, and its definition hash.
+func TestProposalRendersItsInput(t *testing.T) {
+	t.Parallel()
+	cfg := loadChainConfig(t)
+	h := newHarness(t, []PoolRuntime{rtPool("p", 1)}, []TaskRuntime{rtTask("doctor")}, harnessOpts{config: cfg})
+	w := h.register("p")
+	a := w.claimOne()
+	zero := 0
+	if _, err := w.cl.PostResult(context.Background(), a.FencingToken, protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt,
+		IdempotencyKey: "k", ExitCode: &zero, Recommendations: json.RawMessage(`[{"type":"ticket","input":{"run":"42","extra":"dropped"}}]`)}); err != nil {
+		t.Fatal(err)
+	}
+	<-h.c.Done()
+	p, err := h.store.Proposal(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := ProposalDefinition(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(def.Definition.Command, " "); got != "echo notify 42" {
+		t.Errorf("rendered command %q; want %q", got, "echo notify 42")
+	}
+	if string(p.Input) != `{"run":"42"}` {
+		t.Errorf("recorded input %s; want the input converted to the edge's type", p.Input)
+	}
+	if p.Status != state.ProposalPending || p.DefHash != protocol.DefinitionHash(def.Definition, nil) {
+		t.Errorf("proposal %+v: want pending, with its definition's hash", p)
+	}
+}
+
+// TestApprovedProposalJoinsTheApply: an operator's approval through the
+// coordinator adds the proposal's task to the running apply, which is not
+// done until it ran; an edge that earned it approves the next proposal by
+// itself, and that one joins too. A decision is made once.
+func TestApprovedProposalJoinsTheApply(t *testing.T) {
+	t.Parallel()
+	cfg := loadChainConfig(t)
+	h := newHarness(t, []PoolRuntime{rtPool("p", 3)}, []TaskRuntime{rtTask("doctor"), rtTask("doctor[1]"), rtTask("other")}, harnessOpts{config: cfg})
+	w := h.register("p")
+	doctor := w.claimOne()
+	second := w.claimOne() // task.doctor[1]: the edge's from covers every instance
+	other := w.claimOne()  // keeps the apply running
+	zero := 0
+	post := func(a protocol.Assignment, recs string) {
+		t.Helper()
+		if _, err := w.cl.PostResult(context.Background(), a.FencingToken, protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt,
+			IdempotencyKey: "k" + a.Task, ExitCode: &zero, Recommendations: json.RawMessage(recs)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post(doctor, `[{"type":"flake","input":{"run":"1"}}]`)
+	waitFor(t, "proposal.1", 10*time.Second, func() bool { _, err := h.store.Proposal(context.Background(), 1); return err == nil })
+
+	op := protocol.NewClient(h.srv.URL, h.c.OperatorCredential(), nil)
+	resp, err := op.DecideProposal(context.Background(), 1, protocol.ProposalDecisionRequest{Approve: true, By: "alice"})
+	if err != nil || !resp.Queued || resp.Status != "approved" {
+		t.Fatalf("approve = %+v, %v; want approved and queued in this apply", resp, err)
+	}
+	if _, err := op.DecideProposal(context.Background(), 1, protocol.ProposalDecisionRequest{Approve: false, By: "bob", Reason: "no"}); !isStatus(err, 409) {
+		t.Errorf("a second decision: %v; want a 409", err)
+	}
+	if _, err := op.DecideProposal(context.Background(), 9, protocol.ProposalDecisionRequest{Approve: true, By: "alice"}); !isStatus(err, 404) {
+		t.Errorf("deciding an unknown proposal: %v; want a 404", err)
+	}
+	if _, err := op.DecideProposal(context.Background(), 1, protocol.ProposalDecisionRequest{Approve: false, By: "bob"}); !isStatus(err, 400) {
+		t.Errorf("a rejection without a reason: %v; want a 400", err)
+	}
+	run := w.claimOne()
+	if run.Task != "proposal.1" || strings.Join(run.Definition.Command, " ") != "echo rerun 1 task.doctor" || run.Definition.Env["ATTEMPT"] != "1" {
+		t.Fatalf("claimed %s %v %v; want proposal.1's rendered task", run.Task, run.Definition.Command, run.Definition.Env)
+	}
+	if p := h.c.Progress(); p.Total != 4 {
+		t.Errorf("the apply has %d tasks; want 4 (the proposal joined)", p.Total)
+	}
+	post(run, "")
+	// The next flake: the edge earned automatic approval (earn_after 1).
+	post(second, `[{"type":"flake","input":{"run":"2"}}]`)
+	waitFor(t, "proposal.2", 10*time.Second, func() bool {
+		p, err := h.store.Proposal(context.Background(), 2)
+		return err == nil && p.Status == state.ProposalAutoApproved
+	})
+	next := w.claimOne()
+	if next.Task != "proposal.2" {
+		t.Fatalf("claimed %s; want proposal.2, approved by its edge", next.Task)
+	}
+	post(next, "")
+	post(other, "")
+	select {
+	case <-h.c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the coordinator is not done")
+	}
+	for _, addr := range []string{"proposal.1", "proposal.2"} {
+		if st := h.task(addr).Status; st != state.TaskSucceeded {
+			t.Errorf("%s is %s; want succeeded", addr, st)
+		}
+	}
+	// Done: a proposal approved now waits for the next apply.
+	added, why, err := h.c.AddTask(context.Background(), TaskRuntime{Address: "proposal.9", DefHash: "h"}, "rerun")
+	if added || err != nil || !strings.Contains(why, "finishing") {
+		t.Errorf("AddTask after the end = %v, %q, %v; want refused: the apply is finishing", added, why, err)
+	}
+}
+
+func isStatus(err error, code int) bool {
+	var pe *protocol.APIError
+	return errors.As(err, &pe) && pe.Status == code
+}

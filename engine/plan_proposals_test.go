@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+func proposalOf(id int64, status state.ProposalStatus, placement map[string]string) state.Proposal {
+	d := protocol.Definition{Command: []string{"echo", "rerun"}, Env: map[string]string{}, Dir: "."}
+	settings, _ := json.Marshal(ProposalSettings{Placement: placement, TimeoutMS: 60000, MaxAttempts: 2, MaxLost: 1, BackoffMS: 1000, MaxBackoffMS: 5000})
+	p := state.Proposal{ID: id, Edge: "flake_rerun", Propose: "task.rerun", Type: "flake", SourceTask: "task.lint", SourceAttempt: 1,
+		SourceToken: 3, Input: []byte(`{"run":"1"}`), DefHash: protocol.DefinitionHash(d, nil), Spec: d.Canonical(), Settings: settings, Status: status}
+	switch status {
+	case state.ProposalApproved:
+		p.DecidedBy = "alice"
+	case state.ProposalAutoApproved:
+		p.DecidedBy, p.Earned = "edge.flake_rerun", "2 consecutive approvals: proposal.1, proposal.2"
+	case state.ProposalRejected:
+		p.DecidedBy, p.Reason = "bob", "no"
+	}
+	return p
+}
+
+// TestPlanProposals: an approved proposal is a task to run until it
+// succeeds, retried when it failed; a pending one waits and is no change; a
+// rejected one never runs; an approved one no pool can run is left out
+// with a warning.
+func TestPlanProposals(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     state.ProposalStatus
+		placement  map[string]string
+		run        state.TaskStatus // status of its run in the state; "" none
+		wantAction Action           // "" no change
+		wantReason string
+		waiting    bool
+		warning    string
+	}{
+		{name: "approved", status: state.ProposalApproved, wantAction: ActionRun,
+			wantReason: "task.rerun proposed by task.lint attempt 1 via edge.flake_rerun, approved by alice"},
+		{name: "auto approved", status: state.ProposalAutoApproved, wantAction: ActionRun,
+			wantReason: "approved by the edge (2 consecutive approvals: proposal.1, proposal.2)"},
+		{name: "pending", status: state.ProposalPending, waiting: true},
+		{name: "rejected", status: state.ProposalRejected},
+		{name: "ran and succeeded", status: state.ProposalApproved, run: state.TaskSucceeded},
+		{name: "ran and failed", status: state.ProposalApproved, run: state.TaskFailed, wantAction: ActionRetry, wantReason: "; failed earlier"},
+		{name: "left queued", status: state.ProposalApproved, run: state.TaskQueued, wantAction: ActionRun, wantReason: "left queued by an earlier apply"},
+		{name: "no pool can run it", status: state.ProposalApproved, placement: map[string]string{"gpu": "yes"}, warning: "no pool's labels satisfy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := baseConfig()
+			snap := stateOf(cfg, state.TaskSucceeded, nil)
+			prop := proposalOf(1, tt.status, tt.placement)
+			snap.Proposals = []state.Proposal{prop}
+			if tt.run != "" {
+				snap.Tasks = append(snap.Tasks, state.Task{Address: "proposal.1", Name: "rerun", Index: -1, DefHash: prop.DefHash, Spec: prop.Spec,
+					Status: tt.run, LastError: map[bool]string{true: "exit status 1"}[tt.run == state.TaskFailed]})
+			}
+			p, diags := NewPlan(cfg, snap, now, PlanOptions{})
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			var got *TaskChange
+			for i := range p.Tasks {
+				if p.Tasks[i].Address == "proposal.1" {
+					got = &p.Tasks[i]
+				}
+				if p.Tasks[i].Action == ActionCancel {
+					t.Errorf("the plan cancels %s", p.Tasks[i].Address)
+				}
+			}
+			switch {
+			case tt.wantAction == "" && got != nil:
+				t.Errorf("plan %s %s (%s); want no change", got.Action, got.Address, got.Reason)
+			case tt.wantAction != "" && got == nil:
+				t.Fatalf("no change for proposal.1; want %s", tt.wantAction)
+			case got != nil:
+				if got.Action != tt.wantAction || !strings.Contains(got.Reason, tt.wantReason) || got.Proposal == nil || got.Pool == "" {
+					t.Errorf("change %+v; want %s with a reason containing %q, on a pool", got, tt.wantAction, tt.wantReason)
+				}
+				if d := p.Definitions["proposal.1"]; d.Hash != prop.DefHash || d.Err != nil {
+					t.Errorf("definition %+v; want the proposal's", d)
+				}
+			}
+			if (len(p.Waiting) == 1) != tt.waiting {
+				t.Errorf("waiting %v; want waiting=%v", p.Waiting, tt.waiting)
+			}
+			var warned string
+			for _, d := range diags {
+				if d.Severity == hcl.DiagWarning {
+					warned += d.Detail
+				}
+			}
+			if (tt.warning == "") != (warned == "") || !strings.Contains(warned, tt.warning) {
+				t.Errorf("warnings %q; want one containing %q", warned, tt.warning)
+			}
+		})
+	}
+}
+
+// TestProposalRuntime: an approved proposal runs with the settings it
+// recorded; its relative dir resolves against the configuration directory.
+func TestProposalRuntime(t *testing.T) {
+	p := proposalOf(4, state.ProposalApproved, map[string]string{"can": "build"})
+	rt, err := ProposalRuntime(p, "/cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.Address != "proposal.4" || rt.WorkDir != "/cfg" || rt.Placement["can"] != "build" || rt.Timeout.Seconds() != 60 ||
+		rt.Retry.MaxAttempts != 2 || rt.Retry.MaxLost != 1 || rt.Retry.Backoff.Seconds() != 1 || rt.DefHash != p.DefHash {
+		t.Errorf("runtime %+v", rt)
+	}
+	p.Settings = []byte("not json")
+	if _, err := ProposalRuntime(p, "/cfg"); err == nil {
+		t.Error("settings that do not decode: no error")
+	}
+}

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// Chaining by typed recommendations. A task never starts other work: an
+// attempt that succeeds may leave recommendations (protocol.RecommendationsFile),
+// and only those of an accepted result count. Each one is judged against the
+// configuration's edge blocks by JudgeRecommendations: a type no edge of the
+// recommending task declares, an input that does not fit the edge's type, or
+// a follow-up task that does not render is rejected (recorded, with an
+// event, running nothing); anything else becomes a proposal of the edge's
+// proposed_only task, rendered with the input. A proposal runs only once
+// approved — by a person (wdc approve), or by its edge once the edge has
+// earned it (approval = "earned": earn_after consecutive approvals).
+
+// ProposalSettings are the scheduling settings of a proposal's rendered
+// task, kept as the proposal's settings (JSON) beside its definition: what
+// a run of it needs beyond protocol.Definition. Durations are milliseconds.
+type ProposalSettings struct {
+	Placement    map[string]string `json:"placement"`
+	TimeoutMS    int64             `json:"timeout_ms"`
+	LeaseGraceMS int64             `json:"lease_grace_ms"`
+	MaxAttempts  int               `json:"max_attempts"`
+	MaxLost      int               `json:"max_lost"`
+	BackoffMS    int64             `json:"backoff_ms"`
+	MaxBackoffMS int64             `json:"max_backoff_ms"`
+	// DirSet is true when the task sets dir; without it, the task runs in
+	// the configuration directory (or its attempt's directory when it
+	// declares outputs), as any task.
+	DirSet bool `json:"dir_set"`
+}
+
+// Judgement is what JudgeRecommendations decided for one recommendation:
+// a proposal (Created false when an earlier run of the judge made it), or
+// a rejection with its reason.
+type Judgement struct {
+	Recommendation state.Recommendation
+	Proposal       *state.Proposal
+	Created        bool
+	Rejected       string
+}
+
+// JudgeRecommendations judges every recommendation still new in the state
+// against cfg's edges, oldest first, and records each decision (state.Store
+// Propose or RejectRecommendation). It is safe to run again after a crash:
+// a recommendation is judged once, and a proposal is never made twice for
+// it. Errors: the state's; the judgements made before the error are
+// returned with it.
+func JudgeRecommendations(ctx context.Context, store *state.Store, cfg *wdchcl.Config, now func() time.Time) ([]Judgement, error) {
+	var out []Judgement
+	for {
+		recs, err := store.NewRecommendations(ctx, 256)
+		if err != nil || len(recs) == 0 {
+			return out, err
+		}
+		for _, r := range recs {
+			j, err := judge(ctx, store, cfg, r, now())
+			if err != nil {
+				return out, err
+			}
+			out = append(out, j)
+		}
+	}
+}
+
+func judge(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r state.Recommendation, now time.Time) (Judgement, error) {
+	j := Judgement{Recommendation: r}
+	in, reason, err := proposalFor(ctx, store, cfg, r)
+	if err != nil {
+		return j, err
+	}
+	if reason != "" {
+		j.Rejected = reason
+		err := store.RejectRecommendation(ctx, r.Token, r.Index, reason, now)
+		if errors.Is(err, state.ErrConflict) {
+			err = nil // judged meanwhile
+		}
+		return j, err
+	}
+	p, created, err := store.Propose(ctx, in, now)
+	if errors.Is(err, state.ErrConflict) {
+		return j, nil // rejected meanwhile
+	}
+	if err != nil {
+		return j, err
+	}
+	j.Proposal, j.Created = &p, created
+	return j, nil
+}
+
+// proposalFor renders the proposal a recommendation asks for, or says why
+// it is rejected.
+func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r state.Recommendation) (state.ProposeInput, string, error) {
+	var in state.ProposeInput
+	from, err := recommendingBlock(ctx, store, r.Task)
+	if err != nil {
+		return in, "", err
+	}
+	edge := cfg.EdgeFor(from, r.Type)
+	if edge == nil {
+		return in, noEdge(cfg, from, r.Type), nil
+	}
+	input, err := edge.ConvertInput(r.Input)
+	if err != nil {
+		return in, fmt.Sprintf("its input does not fit %s's input type: %v", edge.Address(), err), nil
+	}
+	t, diags := cfg.RenderProposal(edge, input, wdchcl.ProposalSource{Task: r.Task, Attempt: r.Attempt})
+	if diags.HasErrors() {
+		return in, fmt.Sprintf("task.%s does not render with its input: %s", edge.Propose, diagText(diags)), nil
+	}
+	inputJSON, err := ctyjson.Marshal(input, input.Type())
+	if err != nil {
+		return in, fmt.Sprintf("its input cannot be recorded: %v", err), nil
+	}
+	def := proposedDefinition(cfg.Dir, t)
+	settings, err := json.Marshal(ProposalSettings{
+		Placement: t.Placement, TimeoutMS: t.Timeout.Milliseconds(), LeaseGraceMS: t.LeaseGrace.Milliseconds(),
+		MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost,
+		BackoffMS: t.Retry.Backoff.Milliseconds(), MaxBackoffMS: t.Retry.MaxBackoff.Milliseconds(), DirSet: t.DirSet,
+	})
+	if err != nil {
+		return in, "", fmt.Errorf("encoding the settings of a proposal: %w", err)
+	}
+	in = state.ProposeInput{
+		Token: r.Token, Index: r.Index, Edge: edge.Name, EdgeHash: edge.Hash(), Propose: "task." + edge.Propose,
+		Input: inputJSON, DefHash: protocol.DefinitionHash(def, nil), Spec: def.Canonical(), Settings: settings,
+	}
+	if edge.Approval == wdchcl.ApprovalEarned {
+		in.EarnAfter = edge.EarnAfter
+	}
+	return in, "", nil
+}
+
+// recommendingBlock is the task block whose edges judge a recommendation of
+// the task at addr: NAME of task.NAME and task.NAME[i]; for a proposal's
+// run (proposal.N), the block of the task it proposed.
+func recommendingBlock(ctx context.Context, store *state.Store, addr string) (string, error) {
+	if id, ok := ProposalID(addr); ok {
+		p, err := store.Proposal(ctx, id)
+		if errors.Is(err, state.ErrNotFound) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		addr = p.Propose
+	}
+	name, _ := splitAddress(addr)
+	return name, nil
+}
+
+// ProposalID returns N of a proposal's address, "proposal.N".
+func ProposalID(addr string) (int64, bool) {
+	s, ok := strings.CutPrefix(addr, "proposal.")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 || strconv.FormatInt(id, 10) != s {
+		return 0, false
+	}
+	return id, true
+}
+
+func noEdge(cfg *wdchcl.Config, from, typ string) string {
+	var types []string
+	for _, e := range cfg.Edges {
+		if e.From == from {
+			types = append(types, strconv.Quote(e.Type))
+		}
+	}
+	sort.Strings(types)
+	if len(types) == 0 {
+		return fmt.Sprintf("no edge declares recommendations of task.%s: it may recommend nothing", from)
+	}
+	return fmt.Sprintf("no edge declares the type %q for task.%s (its edges take %s)", typ, from, strings.Join(types, ", "))
+}
+
+// diagText is the first error of diags in one line, with its position.
+func diagText(diags hcl.Diagnostics) string {
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		s := d.Summary
+		if d.Detail != "" {
+			s += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			s = d.Subject.String() + ": " + s
+		}
+		return s
+	}
+	return "unknown error"
+}
+
+// proposedDefinition is the canonical definition of a rendered
+// proposed_only task (which has no dependencies, inputs or mounts).
+func proposedDefinition(cfgDir string, t *wdchcl.Task) protocol.Definition {
+	d := protocol.Definition{Command: t.Command, Env: t.Env, Dir: relativeDir(cfgDir, t.Dir), Outputs: t.Outputs}
+	if !t.DirSet && len(d.Outputs) > 0 {
+		d.Dir = "" // it runs in its attempt's directory
+	}
+	return d
+}
+
+// ProposalDefinition decodes the definition a proposal recorded.
+func ProposalDefinition(p state.Proposal) (TaskDefinition, error) {
+	var d protocol.Definition
+	if err := json.Unmarshal(p.Spec, &d); err != nil {
+		return TaskDefinition{}, fmt.Errorf("%s: its recorded definition does not decode: %w", p.Address(), err)
+	}
+	return TaskDefinition{Definition: d, Hash: p.DefHash}, nil
+}
+
+// ProposalRuntime is how an apply runs an approved proposal: its recorded
+// definition and settings, with a relative dir taken from cfgDir, the
+// configuration directory of the apply.
+func ProposalRuntime(p state.Proposal, cfgDir string) (TaskRuntime, error) {
+	d, err := ProposalDefinition(p)
+	if err != nil {
+		return TaskRuntime{}, err
+	}
+	var s ProposalSettings
+	if err := json.Unmarshal(p.Settings, &s); err != nil {
+		return TaskRuntime{}, fmt.Errorf("%s: its recorded settings do not decode: %w", p.Address(), err)
+	}
+	workDir := ""
+	if !d.Definition.RunsInAttemptDir() {
+		workDir = d.Definition.Dir
+		if !filepath.IsAbs(workDir) {
+			workDir = filepath.Join(cfgDir, filepath.FromSlash(workDir))
+		}
+	}
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	return TaskRuntime{
+		Address: p.Address(), DefHash: p.DefHash, Definition: d.Definition, WorkDir: workDir, DefaultDir: !s.DirSet, InputRoot: cfgDir,
+		Placement: s.Placement, Timeout: ms(s.TimeoutMS), LeaseGrace: ms(s.LeaseGraceMS),
+		Retry: RetryPolicy{MaxAttempts: max(s.MaxAttempts, 1), MaxLost: s.MaxLost, Backoff: ms(s.BackoffMS), MaxBackoff: ms(s.MaxBackoffMS),
+			Immediate: s.BackoffMS == 0},
+	}, nil
+}
+
+// ProposalOrigin says where a proposal came from and who decided it, as
+// plans and listings print it: "task.ci_rerun proposed by
+// task.ci_doctor attempt 2 via edge.flake_rerun, approved by alice".
+func ProposalOrigin(p state.Proposal) string {
+	s := fmt.Sprintf("%s proposed by %s attempt %d via edge.%s", p.Propose, p.SourceTask, p.SourceAttempt, p.Edge)
+	switch p.Status {
+	case state.ProposalApproved:
+		s += ", approved by " + p.DecidedBy
+	case state.ProposalAutoApproved:
+		s += ", approved by the edge (" + p.Earned + ")"
+	case state.ProposalRejected:
+		s += ", rejected by " + p.DecidedBy + ": " + p.Reason
+	case state.ProposalPending:
+		s += ", waiting for approval"
+	}
+	return s
+}
+
+// judgementEvents are the progress events of judgements.
+func judgementEvents(js []Judgement, at time.Time) []Event {
+	var evs []Event
+	for _, j := range js {
+		r := j.Recommendation
+		switch {
+		case j.Rejected != "":
+			evs = append(evs, Event{At: at, Kind: EventRecommendationRejected, Task: r.Task, Attempt: r.Attempt, Token: r.Token,
+				Message: fmt.Sprintf("recommendation %d (type %q) rejected: %s", r.Index, r.Type, j.Rejected)})
+		case j.Proposal != nil && j.Created:
+			p := *j.Proposal
+			msg := ProposalOrigin(p)
+			if p.Status == state.ProposalPending {
+				msg += fmt.Sprintf(" (wdc approve %d, or wdc reject %d --reason TEXT)", p.ID, p.ID)
+			}
+			evs = append(evs, Event{At: at, Kind: EventProposed, Task: p.Address(), Token: r.Token, Message: msg})
+		}
+	}
+	return evs
+}
+
+// AttachProposals completes a plan rebuilt from a saved plan file with the
+// approved proposals it runs, from snap (the state it was made from):
+// each run of a proposal gets the proposal and its recorded definition.
+// Errors: a proposal the state does not have approved with the definition
+// hash the plan recorded.
+func AttachProposals(p *Plan, snap *state.Snapshot) error {
+	byAddr := map[string]*state.Proposal{}
+	for i := range snap.Proposals {
+		byAddr[snap.Proposals[i].Address()] = &snap.Proposals[i]
+	}
+	for i := range p.Tasks {
+		tc := &p.Tasks[i]
+		if _, ok := ProposalID(tc.Address); !ok || tc.Action == ActionCancel {
+			continue
+		}
+		prop := byAddr[tc.Address]
+		if prop == nil || !prop.Status.Approved() || prop.DefHash != tc.NewHash {
+			return fmt.Errorf("%s is not an approved proposal with the definition the plan recorded: save a new plan", tc.Address)
+		}
+		def, err := ProposalDefinition(*prop)
+		if err != nil {
+			return err
+		}
+		tc.Proposal = prop
+		p.Definitions[tc.Address] = def
+	}
+	for i := range snap.Proposals {
+		if snap.Proposals[i].Status == state.ProposalPending {
+			p.Waiting = append(p.Waiting, snap.Proposals[i])
+		}
+	}
+	return nil
+}
