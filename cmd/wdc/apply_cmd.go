@@ -165,6 +165,15 @@ func (c *ApplyCmd) Run(e *env) error {
 		if err := checkStateFresh(saved, lineage, serial); err != nil {
 			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
 		}
+		// The state is the one the plan was made from: the approved
+		// proposals it runs are recorded there.
+		snap, err := store.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		if err := engine.AttachProposals(savedPlan, snap); err != nil {
+			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
+		}
 		serialBefore = serial
 	}
 
@@ -307,6 +316,7 @@ func (c *ApplyCmd) Run(e *env) error {
 		OnEvent:  out.event,
 		Redact:   newRedactor(cfg).text,
 		Abort:    abort,
+		Config:   cfg,
 	})
 	out.close()
 	if err != nil {

@@ -35,6 +35,10 @@ type CLI struct {
 	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state, or complete one by hand."`
 	Logs        LogsCmd        `cmd:"" help:"Print an attempt's stdout (or --stderr) as its result delivered it."`
 	Artifacts   ArtifactsCmd   `cmd:"" help:"List and get the outputs tasks produced."`
+	Proposals   ProposalsCmd   `cmd:"" help:"List and show proposals: follow-up tasks that tasks recommended through edges, waiting for approval or approved."`
+	Approve     ApproveCmd     `cmd:"" help:"Approve a proposal: the next apply runs it (a running apply picks it up)."`
+	Reject      RejectCmd      `cmd:"" help:"Reject a proposal, with --reason: it never runs, and its edge's streak starts again."`
+	Edges       EdgesCmd       `cmd:"" help:"List the edges: which recommendation of which task proposes which task, the approval mode and each edge's record."`
 	Doctor      DoctorCmd      `cmd:"" help:"Check the state file and what it records (integrity, schema, a dead apply's lock and processes, stale workers, leases left active with no apply, unplaceable tasks); say what is wrong and what to do. Exit 0 clean, 3 warnings, 4 errors."`
 	GC          GCCmd          `cmd:"" name:"gc" help:"Remove the stored logs, outputs and inputs that no attempt of the current definitions refers to (--dry-run lists them); prints what it frees."`
 	JoinToken   JoinTokenCmd   `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`

@@ -23,7 +23,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const planFormatVersion = "1.4"
+const planFormatVersion = "1.5"
 
 // sensitiveText stands in for a sensitive variable's value in every output
 // and in plan files.
@@ -44,7 +44,28 @@ type planDoc struct {
 	Replace       []string          `json:"replace"`
 	Pools         []poolDoc         `json:"pools"`
 	Changes       []changeDoc       `json:"changes"`
-	Summary       summaryDoc        `json:"summary"`
+	// WaitingProposals are the proposals waiting for approval: not
+	// changes, they run once approved (1.5).
+	WaitingProposals []proposalRefDoc `json:"waiting_proposals"`
+	Summary          summaryDoc       `json:"summary"`
+}
+
+// proposalRefDoc is a proposal as a plan names it (1.5).
+type proposalRefDoc struct {
+	ID            int64  `json:"id"`
+	Address       string `json:"address"`
+	Status        string `json:"status"`
+	Edge          string `json:"edge"`
+	Task          string `json:"task"`
+	SourceTask    string `json:"source_task"`
+	SourceAttempt int    `json:"source_attempt"`
+	DecidedBy     string `json:"decided_by,omitempty"`
+	Earned        string `json:"earned,omitempty"`
+}
+
+func newProposalRefDoc(p state.Proposal) proposalRefDoc {
+	return proposalRefDoc{ID: p.ID, Address: p.Address(), Status: string(p.Status), Edge: p.Edge, Task: p.Propose,
+		SourceTask: p.SourceTask, SourceAttempt: p.SourceAttempt, DecidedBy: p.DecidedBy, Earned: p.Earned}
 }
 
 // stateRef identifies the state snapshot a plan was computed from; an
@@ -131,6 +152,8 @@ type changeDoc struct {
 	Candidates []string   `json:"candidates"`
 	Before     *beforeDoc `json:"before"`
 	After      *afterDoc  `json:"after"`
+	// Proposal is set on the run of an approved proposal (1.5).
+	Proposal *proposalRefDoc `json:"proposal,omitempty"`
 }
 
 type beforeDoc struct {
@@ -213,6 +236,11 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		Replace:       append([]string{}, replace...),
 		Pools:         make([]poolDoc, 0, len(p.Pools)),
 		Changes:       make([]changeDoc, 0, len(p.Tasks)),
+
+		WaitingProposals: make([]proposalRefDoc, 0, len(p.Waiting)),
+	}
+	for _, w := range p.Waiting {
+		doc.WaitingProposals = append(doc.WaitingProposals, newProposalRefDoc(w))
 	}
 	provider := map[string]*wdchcl.Pool{}
 	for _, pool := range cfg.Pools {
@@ -271,7 +299,17 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 				}
 				a.Placement = hideParts(a.Placement, t.Sensitive.Placement, t.Sensitive.PlacementKeys)
 			}
+			if tc.Proposal != nil {
+				var settings engine.ProposalSettings
+				if json.Unmarshal(tc.Proposal.Settings, &settings) == nil && settings.Placement != nil {
+					a.Placement = red.env(settings.Placement)
+				}
+			}
 			cd.After = a
+		}
+		if tc.Proposal != nil {
+			ref := newProposalRefDoc(*tc.Proposal)
+			cd.Proposal = &ref
 		}
 		doc.Changes = append(doc.Changes, cd)
 	}
@@ -535,6 +573,20 @@ func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
 		if cd.Before != nil {
 			tc.PriorStatus = state.TaskStatus(cd.Before.Status)
 			tc.OldHash = cd.Before.DefHash
+		}
+		_, isProposal := engine.ProposalID(cd.Address)
+		switch tc.Action {
+		case engine.ActionRun, engine.ActionRetry:
+			if !isProposal {
+				break
+			}
+			// Its definition is the state's (engine.AttachProposals).
+			if cd.After == nil {
+				return nil, fmt.Errorf("plan file: %s has no definition hash", cd.Address)
+			}
+			tc.NewHash = cd.After.DefHash
+			p.Tasks = append(p.Tasks, tc)
+			continue
 		}
 		switch tc.Action {
 		case engine.ActionRun, engine.ActionReplace, engine.ActionRetry:

@@ -34,6 +34,7 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 	}
 	if !doc.Summary.HasChanges {
 		b.WriteString(paint(colorBold, "No changes.") + " The state matches the configuration.\n")
+		writeWaiting(&b, doc.WaitingProposals)
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -109,9 +110,23 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 			}
 		}
 	}
+	writeWaiting(&b, doc.WaitingProposals)
 	b.WriteString("\n" + paint(colorBold, doc.Summary.Text) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeWaiting lists the proposals waiting for approval: they are not
+// changes, and nothing runs them until they are approved.
+func writeWaiting(b *strings.Builder, waiting []proposalRefDoc) {
+	if len(waiting) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s waiting for approval (not run until approved):\n", count(len(waiting), "proposal", "proposals"))
+	for _, p := range waiting {
+		fmt.Fprintf(b, "  %s  %s proposed by %s attempt %d via edge.%s: wdc approve %d, or wdc reject %d --reason TEXT\n",
+			p.Address, p.Task, p.SourceTask, p.SourceAttempt, p.Edge, p.ID, p.ID)
+	}
 }
 
 func actionPhrase(action string) string {

@@ -734,3 +734,80 @@ func TestSchemaProviders(t *testing.T) {
 		}
 	}
 }
+
+// chainSchemaConfig has a task whose recommendations an edge turns into
+// proposals.
+const chainSchemaConfig = `pool "p" {
+  provider = "local"
+}
+
+task "doctor" {
+  command = ["true"]
+}
+
+task "rerun" {
+  proposed_only = true
+  command       = ["echo", proposal.input.run]
+}
+
+edge "flake_rerun" {
+  from    = task.doctor
+  type    = "flake"
+  propose = task.rerun
+  input   = object({ run = string })
+}
+`
+
+// TestSchemaPlanWithProposals: a plan that runs an approved proposal and
+// lists a pending one fits the plan schema (1.5).
+func TestSchemaPlanWithProposals(t *testing.T) {
+	planSchema := loadSchema(t, "plan.schema.json")
+	stateSchema := loadSchema(t, "state.schema.json")
+	dir := writeConfig(t, chainSchemaConfig)
+	ctx := context.Background()
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	st, err := state.Open(ctx, filepath.Join(dir, defaultStatePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	d := engine.Definitions(cfg)["task.doctor"]
+	must(st.UpsertPool(ctx, state.Pool{Name: "p", Provider: "local", Max: 1, Capacity: 1}, now))
+	must(st.UpsertTask(ctx, state.TaskDef{Address: "task.doctor", Name: "doctor", Index: -1, DefHash: d.Hash,
+		Spec: d.Definition.Canonical(), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, now))
+	w, err := st.RegisterWorker(ctx, state.Worker{Pool: "p", Capacity: 1, HeartbeatInterval: 2 * time.Second, TTL: 10 * time.Second}, now)
+	must(err)
+	l, err := st.GrantLease(ctx, state.GrantRequest{Task: "task.doctor", WorkerID: w.ID, Timeout: time.Hour, Grace: time.Minute}, now)
+	must(err)
+	zero := 0
+	_, err = st.AcceptResult(ctx, state.ResultInput{Key: "k", Token: l.Token, WorkerID: w.ID, ExitCode: &zero, Recommendations: []state.RecommendationInput{
+		{Type: "flake", Input: []byte(`{"run":"1"}`)}, {Type: "flake", Input: []byte(`{"run":"2"}`)}}}, nil, now)
+	must(err)
+	js, err := engine.JudgeRecommendations(ctx, st, cfg, time.Now)
+	must(err)
+	if len(js) != 2 || js[0].Proposal == nil || js[1].Proposal == nil {
+		t.Fatalf("judgements %+v; want two proposals", js)
+	}
+	_, err = st.DecideProposal(ctx, js[0].Proposal.ID, true, "alice", "", now)
+	must(err)
+	must(st.Close())
+
+	plan := wdcOut(t, "--chdir", dir, "plan", "--json")
+	validateDoc(t, planSchema, "plan --json (proposals)", plan)
+	var doc planDoc
+	must(json.Unmarshal(plan, &doc))
+	if len(doc.Changes) != 1 || doc.Changes[0].Address != "proposal.1" || doc.Changes[0].Proposal == nil || doc.Changes[0].After == nil ||
+		len(doc.WaitingProposals) != 1 || doc.WaitingProposals[0].Address != "proposal.2" {
+		t.Errorf("plan changes %+v, waiting %+v; want proposal.1 to run and proposal.2 waiting", doc.Changes, doc.WaitingProposals)
+	}
+	validateDoc(t, stateSchema, "show --json (proposals)", wdcOut(t, "--chdir", dir, "show", "--json"))
+}

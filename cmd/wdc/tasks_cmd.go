@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -182,6 +183,9 @@ func (c *TasksShowCmd) Run(e *env) error {
 		if len(instances) > 0 {
 			return fmt.Errorf("%s is a counted task: show one instance, e.g. wdc tasks show %s (instances: %s)", addr, instances[0], strings.Join(instances, ", "))
 		}
+		if why := notRunYet(snap, addr); why != "" {
+			return errors.New(why)
+		}
 		return fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
 	}
 	attempts, err := st.Attempts(ctx, addr)
@@ -276,10 +280,32 @@ func (c *TasksShowCmd) Run(e *env) error {
 // address ("task.build", "task.build[2]").
 func normalizeAddress(s string) string {
 	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "task.") {
+	if strings.HasPrefix(s, "task.") || strings.HasPrefix(s, "proposal.") {
 		return s
 	}
 	return "task." + s
+}
+
+// notRunYet explains an address that names a proposal no apply has run
+// yet, or "" when it names none.
+func notRunYet(snap *state.Snapshot, addr string) string {
+	id, ok := engine.ProposalID(addr)
+	if !ok {
+		return ""
+	}
+	for _, p := range snap.Proposals {
+		if p.ID != id {
+			continue
+		}
+		switch {
+		case p.Status == state.ProposalPending:
+			return fmt.Sprintf("%s has not run: it waits for approval (wdc proposals show %d; wdc approve %d)", addr, id, id)
+		case p.Status == state.ProposalRejected:
+			return fmt.Sprintf("%s never runs: it was rejected by %s: %s", addr, p.DecidedBy, p.Reason)
+		}
+		return fmt.Sprintf("%s is approved and has not run yet: the next wdc apply runs it (wdc proposals show %d)", addr, id)
+	}
+	return ""
 }
 
 // oneLine folds a possibly multi-line message onto one line.
