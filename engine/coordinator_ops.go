@@ -523,6 +523,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 				c.judging++ // before the outcome: the apply is not done until they are judged
 			}
 			evs = c.applyOutcomeLocked(*dec.Outcome, now, evs)
+			evs = append(evs, intakeRejections(in, dec.Task, now)...)
 		case dec.Decision == state.DecisionRejected && !dec.Duplicate:
 			evs = append(evs, Event{At: now, Kind: EventRejected, Task: dec.Task, WorkerID: poster.id, Pool: poster.pool.rt.Name,
 				Attempt: req.Attempt, Token: token, Message: dec.Reason + ": " + dec.Detail})

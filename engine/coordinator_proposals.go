@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -43,6 +44,22 @@ func recommendationsOf(req protocol.ResultRequest) []state.RecommendationInput {
 		out = append(out, state.RecommendationInput{Type: r.Type, Input: r.Input, Reason: r.Problem})
 	}
 	return out
+}
+
+// intakeRejections are the events of the recommendations of an accepted
+// result that were rejected before any edge judged them (an entry that is
+// not {"type", "input"}, one past the cap, a file the agent could not
+// send): the state recorded them rejected in the result's write.
+func intakeRejections(in state.ResultInput, task string, at time.Time) []Event {
+	var evs []Event
+	for i, r := range in.Recommendations {
+		if r.Reason == "" {
+			continue
+		}
+		evs = append(evs, Event{At: at, Kind: EventRecommendationRejected, Task: task, Attempt: in.Attempt, Token: in.Token,
+			Message: fmt.Sprintf("recommendation %d (type %q) rejected: %s", i, r.Type, r.Reason)})
+	}
+	return evs
 }
 
 func truncate(s string, n int) string {

@@ -155,8 +155,20 @@ func TestCoordinatorJudgesRecommendations(t *testing.T) {
 					t.Errorf("recommendation %d: %s (%s); want %s", i, r.Status, r.Reason, want)
 				}
 			}
-			if got := h.stateEvents("", state.EventRecommendationRejected); len(got) != strings.Count(strings.Join(tt.want, "\n"), "rejected:") {
-				t.Errorf("%d recommendation_rejected events; want one per rejection", len(got))
+			rejections := strings.Count(strings.Join(tt.want, "\n"), "rejected:")
+			if got := h.stateEvents("", state.EventRecommendationRejected); len(got) != rejections {
+				t.Errorf("%d recommendation_rejected events in the state; want one per rejection", len(got))
+			}
+			h.mu.Lock()
+			told := 0
+			for _, e := range h.events {
+				if e.Kind == EventRecommendationRejected && e.Task == "task.doctor" {
+					told++
+				}
+			}
+			h.mu.Unlock()
+			if told != rejections {
+				t.Errorf("%d recommendation_rejected progress events; want one per rejection", told)
 			}
 		})
 	}
