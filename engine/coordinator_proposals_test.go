@@ -254,10 +254,10 @@ func TestApprovedProposalJoinsTheApply(t *testing.T) {
 	post(run, "")
 	// The next flake: the edge earned automatic approval (earn_after 1).
 	post(second, `[{"type":"flake","input":{"run":"2"}}]`)
-	waitFor(t, "proposal.2", 10*time.Second, func() bool {
-		p, err := h.store.Proposal(context.Background(), 2)
-		return err == nil && p.Status == state.ProposalAutoApproved
-	})
+	waitFor(t, "proposal.2 to join the apply", 10*time.Second, func() bool { return h.c.Progress().Total == 5 })
+	if p, err := h.store.Proposal(context.Background(), 2); err != nil || p.Status != state.ProposalAutoApproved {
+		t.Fatalf("proposal.2 = %+v, %v; want auto_approved", p, err)
+	}
 	next := w.claimOne()
 	if next.Task != "proposal.2" {
 		t.Fatalf("claimed %s; want proposal.2, approved by its edge", next.Task)
