@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
@@ -217,22 +218,48 @@ func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
 // gives neither. The coordinator judges the content; the agent only checks
 // that the request stays JSON and bounded.
 func readRecommendations(scratch string) (json.RawMessage, string) {
-	f, err := os.Open(filepath.Join(scratch, protocol.RecommendationsFile))
+	// Non-blocking, so a FIFO in its place cannot hold the agent (an
+	// open of a FIFO for reading waits for a writer); only a regular file
+	// is read.
+	f, err := os.OpenFile(filepath.Join(scratch, protocol.RecommendationsFile), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ""
 	}
 	if err != nil {
-		return nil, fmt.Sprintf("%s could not be read: %v", protocol.RecommendationsFile, err)
+		return nil, fmt.Sprintf("%s could not be read: %v", protocol.RecommendationsFile, withoutPath(err))
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		what := "not a regular file"
+		if err == nil && fi.IsDir() {
+			what = "a directory"
+		}
+		return nil, fmt.Sprintf("%s is %s", protocol.RecommendationsFile, what)
+	}
 	raw, err := io.ReadAll(io.LimitReader(f, protocol.MaxRecommendationsBytes+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Sprintf("%s could not be read: %v", protocol.RecommendationsFile, err)
+		return nil, fmt.Sprintf("%s could not be read: %v", protocol.RecommendationsFile, withoutPath(err))
 	case len(raw) > protocol.MaxRecommendationsBytes:
 		return nil, fmt.Sprintf("%s is larger than the %d bytes allowed", protocol.RecommendationsFile, protocol.MaxRecommendationsBytes)
-	case !json.Valid(raw):
-		return nil, protocol.RecommendationsFile + " is not valid JSON"
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Sprintf("%s is not valid JSON: %v (at byte %d)", protocol.RecommendationsFile, se, se.Offset)
+		}
+		return nil, fmt.Sprintf("%s is not valid JSON: %v", protocol.RecommendationsFile, err)
 	}
 	return json.RawMessage(raw), ""
+}
+
+// withoutPath is err without the path a *fs.PathError names: no path of
+// the worker's machine goes into the state.
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/wdc-dev/wdc/protocol"
 )
@@ -18,7 +20,8 @@ func TestReadRecommendations(t *testing.T) {
 	}{
 		{name: "no file"},
 		{name: "a list", content: ptr(`[{"type":"flake","input":{"run":"1"}}]`), wantRaw: `[{"type":"flake","input":{"run":"1"}}]`},
-		{name: "not JSON", content: ptr(`[{"type":`), wantProb: "is not valid JSON"},
+		{name: "not JSON", content: ptr(`[{"type":`), wantProb: "is not valid JSON: unexpected end of JSON input"},
+		{name: "not JSON at a byte", content: ptr(`[{"type" "flake"}]`), wantProb: `after object key (at byte 10)`},
 		{name: "too large", content: ptr(`"` + strings.Repeat("x", protocol.MaxRecommendationsBytes) + `"`), wantProb: "larger than the 65536 bytes"},
 		{name: "exactly the limit", content: ptr(`"` + strings.Repeat("x", protocol.MaxRecommendationsBytes-2) + `"`),
 			wantRaw: `"` + strings.Repeat("x", protocol.MaxRecommendationsBytes-2) + `"`},
@@ -45,8 +48,24 @@ func TestReadRecommendations(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, protocol.RecommendationsFile), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if raw, prob := readRecommendations(dir); raw != nil || !strings.Contains(prob, "could not be read") {
-			t.Errorf("got %q, %q; want a read problem", raw, prob)
+		if raw, prob := readRecommendations(dir); raw != nil || prob != "recommendations.json is a directory" {
+			t.Errorf("got %q, %q; want: is a directory", raw, prob)
+		}
+	})
+	t.Run("a FIFO in its place", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := syscall.Mkfifo(filepath.Join(dir, protocol.RecommendationsFile), 0o644); err != nil {
+			t.Skip("no FIFOs here:", err)
+		}
+		done := make(chan string, 1)
+		go func() { _, prob := readRecommendations(dir); done <- prob }()
+		select {
+		case prob := <-done:
+			if prob != "recommendations.json is not a regular file" {
+				t.Errorf("problem %q; want: not a regular file", prob)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("reading a FIFO blocks the agent")
 		}
 	})
 }

@@ -56,8 +56,12 @@ func intakeRejections(in state.ResultInput, task string, at time.Time) []Event {
 		if r.Reason == "" {
 			continue
 		}
+		what := fmt.Sprintf("recommendation %d (type %q)", i, r.Type)
+		if r.Type == "" {
+			what = fmt.Sprintf("recommendation %d", i)
+		}
 		evs = append(evs, Event{At: at, Kind: EventRecommendationRejected, Task: task, Attempt: in.Attempt, Token: in.Token,
-			Message: fmt.Sprintf("recommendation %d (type %q) rejected: %s", i, r.Type, r.Reason)})
+			Message: what + " rejected: " + r.Reason})
 	}
 	return evs
 }
@@ -175,7 +179,7 @@ func (c *Coordinator) AddTask(ctx context.Context, rt TaskRuntime, name string) 
 	c.broadcastLocked()
 	c.mu.Unlock()
 	c.emit([]Event{{At: c.now(), Kind: EventTaskAdded, Task: rt.Address, Pool: pools[0].rt.Name,
-		Message: rt.Address + " joined the apply"}})
+		Message: "approved while the apply runs: it runs in it, on pool." + pools[0].rt.Name}})
 	return true, "", nil
 }
 

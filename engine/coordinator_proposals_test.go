@@ -90,6 +90,8 @@ func TestCoordinatorJudgesRecommendations(t *testing.T) {
 		{name: "a flake", recs: `[{"type":"flake","input":{"run":"101"}}]`, want: []string{"proposed task.rerun"}},
 		{name: "two edges", recs: `[{"type":"ticket","input":{"run":"7"}},{"type":"flake","input":{"run":"8"}}]`,
 			want: []string{"proposed task.notify", "proposed task.rerun"}},
+		{name: "a NUL in the input", recs: `[{"type":"flake","input":{"run":"a\u0000b"}}]`,
+			want: []string{"rejected: task.rerun does not render a task that can run with its input: command element 2 holds a NUL character"}},
 		{name: "undeclared type", recs: `[{"type":"deploy"}]`, want: []string{`rejected: no edge declares the type "deploy" for task.doctor`}},
 		{name: "input does not fit", recs: `[{"type":"flake","input":{"build":"1"}}]`, want: []string{`rejected: its input does not fit edge.flake_rerun's input type`}},
 		{name: "not a list", recs: `{"type":"flake"}`, want: []string{"rejected: recommendations.json is not a JSON list"}},
@@ -284,4 +286,103 @@ func TestApprovedProposalJoinsTheApply(t *testing.T) {
 func isStatus(err error, code int) bool {
 	var pe *protocol.APIError
 	return errors.As(err, &pe) && pe.Status == code
+}
+
+// loopConfig has an edge from a proposed task to itself, which approves
+// by itself after one approval.
+const loopConfig = `
+pool "p" {
+  provider = "local"
+}
+
+task "start" {
+  command = ["true"]
+}
+
+task "again" {
+  proposed_only = true
+  command       = ["echo", proposal.source.task]
+}
+
+edge "begin" {
+  from    = task.start
+  type    = "go"
+  propose = task.again
+}
+
+edge "loop" {
+  from       = task.again
+  type       = "go"
+  propose    = task.again
+  approval   = "earned"
+  earn_after = 1
+}
+`
+
+// TestEdgesDoNotApproveChainsWithoutEnd: an edge approves by itself only
+// proposals fewer than MaxAutoApprovalDepth steps from a configured task;
+// a loop of edges stops there and waits for a person.
+func TestEdgesDoNotApproveChainsWithoutEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(loopConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	st, err := state.Open(ctx, filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := ct0
+	if err := st.UpsertPool(ctx, state.Pool{Name: "p", Provider: "local", Max: 1, Capacity: 1}, now); err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.RegisterWorker(ctx, state.Worker{Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: time.Minute}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run records task addr as run once, its result recommending "go",
+	// and judges it.
+	run := func(addr string) state.Proposal {
+		t.Helper()
+		if err := st.UpsertTask(ctx, state.TaskDef{Address: addr, Name: "x", Index: -1, DefHash: "h", Status: state.TaskQueued, MaxAttempts: 1}, now); err != nil {
+			t.Fatal(err)
+		}
+		l, err := st.GrantLease(ctx, state.GrantRequest{Task: addr, WorkerID: w.ID, Timeout: time.Hour}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero := 0
+		if _, err := st.AcceptResult(ctx, state.ResultInput{Key: addr, Token: l.Token, WorkerID: w.ID, ExitCode: &zero,
+			Recommendations: []state.RecommendationInput{{Type: "go", Input: []byte(`{}`)}}}, nil, now); err != nil {
+			t.Fatal(err)
+		}
+		js, err := JudgeRecommendations(ctx, st, cfg, func() time.Time { return now })
+		if err != nil || len(js) != 1 || js[0].Proposal == nil {
+			t.Fatalf("judgements %+v, %v; want one proposal", js, err)
+		}
+		return *js[0].Proposal
+	}
+	first := run("task.start") // depth 0, edge "begin": always
+	if first.Status != state.ProposalPending {
+		t.Fatalf("%s is %s; want pending", first.Address(), first.Status)
+	}
+	second := run(first.Address()) // depth 1, edge "loop", no record yet
+	if second.Status != state.ProposalPending {
+		t.Fatalf("%s is %s; want pending", second.Address(), second.Status)
+	}
+	if _, err := st.DecideProposal(ctx, second.ID, true, "alice", "", now); err != nil {
+		t.Fatal(err)
+	}
+	// The loop edge earned it: depth 2 is approved by itself, depth 3 waits.
+	third := run(second.Address())
+	fourth := run(third.Address())
+	if third.Status != state.ProposalAutoApproved || fourth.Status != state.ProposalPending {
+		t.Errorf("depth 2: %s, depth 3: %s; want auto_approved, then pending (MaxAutoApprovalDepth %d)", third.Status, fourth.Status, MaxAutoApprovalDepth)
+	}
 }

@@ -326,7 +326,7 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 			p.Tasks = append(p.Tasks, *c)
 		}
 	}
-	runs, pdiags := p.proposalChanges(snap, prior, leases, pools, configured, now)
+	runs, pdiags := p.proposalChanges(cfg, snap, prior, leases, pools, configured, replace, now)
 	p.Tasks = append(p.Tasks, runs...)
 	diags = append(diags, pdiags...)
 
@@ -370,14 +370,18 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 
 // proposalChanges are the runs of approved proposals, by id: an approved
 // proposal runs like a task whose definition never changes (it was
-// rendered when it was proposed), until it succeeds. Pending proposals go
-// to p.Waiting. configured gets their addresses (so they are not
-// cancelled). An approved proposal no pool can run is left out, with a
-// warning: it runs once a pool can.
-func (p *Plan) proposalChanges(snap *state.Snapshot, prior map[string]*state.Task, leases map[string]*state.Lease,
-	pools *poolIndex, configured map[string]bool, now time.Time) ([]TaskChange, hcl.Diagnostics) {
+// rendered when it was proposed), until its run finishes — succeeded,
+// failed or cancelled; replace (--replace proposal.N) runs a finished one
+// again. Pending proposals go to p.Waiting. configured gets the addresses
+// of those it keeps (so they are not cancelled). An approved proposal no
+// pool can run, or whose proposed task left the configuration, is left
+// out with a warning. A --replace of a proposal that is not approved is
+// an error.
+func (p *Plan) proposalChanges(cfg *wdchcl.Config, snap *state.Snapshot, prior map[string]*state.Task, leases map[string]*state.Lease,
+	pools *poolIndex, configured, replace map[string]bool, now time.Time) ([]TaskChange, hcl.Diagnostics) {
 	var out []TaskChange
 	var diags hcl.Diagnostics
+	approved := map[string]bool{}
 	for i := range snap.Proposals {
 		prop := snap.Proposals[i]
 		addr := prop.Address()
@@ -386,6 +390,18 @@ func (p *Plan) proposalChanges(snap *state.Snapshot, prior map[string]*state.Tas
 			p.Waiting = append(p.Waiting, prop)
 			continue
 		case !prop.Status.Approved():
+			continue
+		}
+		approved[addr] = true
+		old, ran := prior[addr]
+		if ran && old.Status.Finished() && !replace[addr] {
+			configured[addr] = true
+			continue // its run is over; --replace runs it again
+		}
+		if cfg.ProposedTask(strings.TrimPrefix(prop.Propose, "task.")) == nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Approved proposal will not run",
+				Detail: fmt.Sprintf("%s was approved, but %s is no longer a proposed_only task of the configuration, so it does not run (declare it again to run it).",
+					addr, prop.Propose)})
 			continue
 		}
 		configured[addr] = true
@@ -401,28 +417,25 @@ func (p *Plan) proposalChanges(snap *state.Snapshot, prior map[string]*state.Tas
 			}
 		}
 		if len(tc.Candidates) == 0 {
-			if t := prior[addr]; t == nil || t.Status != state.TaskSucceeded {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Approved proposal cannot run",
-					Detail: fmt.Sprintf("%s (%s) was approved, but no pool's labels satisfy its placement %v; it runs once a pool does.",
-						addr, prop.Propose, settings.Placement)})
-			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Approved proposal cannot run",
+				Detail: fmt.Sprintf("%s (%s) was approved, but no pool's labels satisfy its placement %s; it runs once a pool does.",
+					addr, prop.Propose, labelsText(settings.Placement))})
 			continue
 		}
 		tc.Pool = tc.Candidates[0]
 		origin := ProposalOrigin(prop)
-		old, ok := prior[addr]
 		switch {
-		case !ok:
+		case !ran:
 			tc.Action, tc.Reason = ActionRun, origin
 		default:
 			tc.PriorStatus, tc.OldHash, tc.OldSpec = old.Status, old.DefHash, old.Spec
 			switch {
 			case old.Status == state.TaskSucceeded:
-				continue
+				tc.Action, tc.Reason = ActionReplace, origin+"; replacement requested with --replace"
 			case old.Status == state.TaskFailed:
-				tc.Action, tc.Reason = ActionRetry, origin+"; failed earlier"+suffix(old.LastError)
+				tc.Action, tc.Reason = ActionRetry, origin+"; failed earlier"+suffix(old.LastError)+"; --replace runs it again"
 			case old.Status == state.TaskCancelled:
-				tc.Action, tc.Reason = ActionRetry, origin+"; cancelled earlier"+suffix(old.LastError)
+				tc.Action, tc.Reason = ActionRetry, origin+"; cancelled earlier"+suffix(old.LastError)+"; --replace runs it again"
 			case old.Status == state.TaskRunning:
 				tc.Action, tc.Reason = ActionRetry, origin+"; "+runningReason(leases[addr], now)
 			default:
@@ -432,7 +445,29 @@ func (p *Plan) proposalChanges(snap *state.Snapshot, prior map[string]*state.Tas
 		p.Definitions[addr] = def
 		out = append(out, tc)
 	}
+	for addr := range replace {
+		if _, ok := ProposalID(addr); ok && !approved[addr] {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid --replace address",
+				Detail: fmt.Sprintf("%s is not an approved proposal in the state (wdc proposals list shows them).", addr)})
+		}
+	}
 	return out, diags
+}
+
+// labelsText renders labels as "k=v, k=v" sorted by key, or "{}".
+func labelsText(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = k + "=" + m[k]
+	}
+	return strings.Join(keys, ", ")
 }
 
 // WorkersFor returns how many workers a pool with the given capacity, min
@@ -597,6 +632,10 @@ func resolveReplace(cfg *wdchcl.Config, targets []string) (map[string]bool, hcl.
 	out := map[string]bool{}
 	var diags hcl.Diagnostics
 	for _, target := range targets {
+		if _, ok := ProposalID(target); ok {
+			out[target] = true // checked against the state's proposals (proposalChanges)
+			continue
+		}
 		matched := false
 		for _, t := range cfg.Tasks {
 			if MatchesAddress(t, target) {

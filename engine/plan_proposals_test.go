@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -36,6 +37,8 @@ func TestPlanProposals(t *testing.T) {
 		status     state.ProposalStatus
 		placement  map[string]string
 		run        state.TaskStatus // status of its run in the state; "" none
+		replace    bool             // --replace proposal.1
+		removed    bool             // task.rerun is no longer in the configuration
 		wantAction Action           // "" no change
 		wantReason string
 		waiting    bool
@@ -48,13 +51,24 @@ func TestPlanProposals(t *testing.T) {
 		{name: "pending", status: state.ProposalPending, waiting: true},
 		{name: "rejected", status: state.ProposalRejected},
 		{name: "ran and succeeded", status: state.ProposalApproved, run: state.TaskSucceeded},
-		{name: "ran and failed", status: state.ProposalApproved, run: state.TaskFailed, wantAction: ActionRetry, wantReason: "; failed earlier"},
+		{name: "ran and failed", status: state.ProposalApproved, run: state.TaskFailed},
+		{name: "ran and failed, replaced", status: state.ProposalApproved, run: state.TaskFailed, replace: true,
+			wantAction: ActionRetry, wantReason: "; failed earlier: exit status 1; --replace runs it again"},
+		{name: "ran and succeeded, replaced", status: state.ProposalApproved, run: state.TaskSucceeded, replace: true,
+			wantAction: ActionReplace, wantReason: "replacement requested with --replace"},
+		{name: "ran and was cancelled", status: state.ProposalApproved, run: state.TaskCancelled},
+		{name: "proposed task removed", status: state.ProposalApproved, removed: true, warning: "task.rerun is no longer a proposed_only task"},
+		{name: "proposed task removed, run left queued", status: state.ProposalApproved, removed: true, run: state.TaskQueued,
+			wantAction: ActionCancel, warning: "task.rerun is no longer a proposed_only task"},
 		{name: "left queued", status: state.ProposalApproved, run: state.TaskQueued, wantAction: ActionRun, wantReason: "left queued by an earlier apply"},
-		{name: "no pool can run it", status: state.ProposalApproved, placement: map[string]string{"gpu": "yes"}, warning: "no pool's labels satisfy"},
+		{name: "no pool can run it", status: state.ProposalApproved, placement: map[string]string{"gpu": "yes"}, warning: "no pool's labels satisfy its placement gpu=yes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := baseConfig()
+			if !tt.removed {
+				cfg.ProposedTasks = []*wdchcl.ProposedTask{{Name: "rerun"}}
+			}
 			snap := stateOf(cfg, state.TaskSucceeded, nil)
 			prop := proposalOf(1, tt.status, tt.placement)
 			snap.Proposals = []state.Proposal{prop}
@@ -62,7 +76,11 @@ func TestPlanProposals(t *testing.T) {
 				snap.Tasks = append(snap.Tasks, state.Task{Address: "proposal.1", Name: "rerun", Index: -1, DefHash: prop.DefHash, Spec: prop.Spec,
 					Status: tt.run, LastError: map[bool]string{true: "exit status 1"}[tt.run == state.TaskFailed]})
 			}
-			p, diags := NewPlan(cfg, snap, now, PlanOptions{})
+			var opts PlanOptions
+			if tt.replace {
+				opts.Replace = []string{"proposal.1"}
+			}
+			p, diags := NewPlan(cfg, snap, now, opts)
 			if diags.HasErrors() {
 				t.Fatal(diags)
 			}
@@ -71,7 +89,7 @@ func TestPlanProposals(t *testing.T) {
 				if p.Tasks[i].Address == "proposal.1" {
 					got = &p.Tasks[i]
 				}
-				if p.Tasks[i].Action == ActionCancel {
+				if p.Tasks[i].Action == ActionCancel && p.Tasks[i].Address != "proposal.1" {
 					t.Errorf("the plan cancels %s", p.Tasks[i].Address)
 				}
 			}
@@ -81,6 +99,9 @@ func TestPlanProposals(t *testing.T) {
 			case tt.wantAction != "" && got == nil:
 				t.Fatalf("no change for proposal.1; want %s", tt.wantAction)
 			case got != nil:
+				if got.Action == ActionCancel && tt.wantAction == ActionCancel {
+					break
+				}
 				if got.Action != tt.wantAction || !strings.Contains(got.Reason, tt.wantReason) || got.Proposal == nil || got.Pool == "" {
 					t.Errorf("change %+v; want %s with a reason containing %q, on a pool", got, tt.wantAction, tt.wantReason)
 				}
@@ -106,6 +127,18 @@ func TestPlanProposals(t *testing.T) {
 
 // TestProposalRuntime: an approved proposal runs with the settings it
 // recorded; its relative dir resolves against the configuration directory.
+func TestPlanReplaceNotAnApprovedProposal(t *testing.T) {
+	cfg := baseConfig()
+	snap := stateOf(cfg, state.TaskSucceeded, nil)
+	snap.Proposals = []state.Proposal{proposalOf(1, state.ProposalPending, nil)}
+	for _, addr := range []string{"proposal.1", "proposal.2"} {
+		_, diags := NewPlan(cfg, snap, now, PlanOptions{Replace: []string{addr}})
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), addr+" is not an approved proposal") {
+			t.Errorf("--replace %s: %v; want an error", addr, diags)
+		}
+	}
+}
+
 func TestProposalRuntime(t *testing.T) {
 	p := proposalOf(4, state.ProposalApproved, map[string]string{"can": "build"})
 	rt, err := ProposalRuntime(p, "/cfg")

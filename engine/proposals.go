@@ -30,6 +30,14 @@ import (
 // approved — by a person (wdc approve), or by its edge once the edge has
 // earned it (approval = "earned": earn_after consecutive approvals).
 
+// MaxAutoApprovalDepth bounds chains an edge approves by itself: a
+// proposal recommended by the run of a proposal is depth 1 more than that
+// proposal (one recommended by a configured task is depth 0), and an edge
+// approves by itself only proposals of depth below it; deeper ones wait for
+// a person. So edges that propose each other (or a task itself) cannot run
+// without end.
+const MaxAutoApprovalDepth = 3
+
 // ProposalSettings are the scheduling settings of a proposal's rendered
 // task, kept as the proposal's settings (JSON) beside its definition: what
 // a run of it needs beyond protocol.Definition. Durations are milliseconds.
@@ -125,6 +133,9 @@ func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r 
 	if diags.HasErrors() {
 		return in, fmt.Sprintf("task.%s does not render with its input: %s", edge.Propose, diagText(diags)), nil
 	}
+	if msg := unrunnable(t); msg != "" {
+		return in, fmt.Sprintf("task.%s does not render a task that can run with its input: %s", edge.Propose, msg), nil
+	}
 	inputJSON, err := ctyjson.Marshal(input, input.Type())
 	if err != nil {
 		return in, fmt.Sprintf("its input cannot be recorded: %v", err), nil
@@ -143,9 +154,61 @@ func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r 
 		Input: inputJSON, DefHash: protocol.DefinitionHash(def, nil), Spec: def.Canonical(), Settings: settings,
 	}
 	if edge.Approval == wdchcl.ApprovalEarned {
-		in.EarnAfter = edge.EarnAfter
+		depth, err := chainDepth(ctx, store, r.Task)
+		if err != nil {
+			return in, "", err
+		}
+		if depth < MaxAutoApprovalDepth {
+			in.EarnAfter = edge.EarnAfter
+		}
 	}
 	return in, "", nil
+}
+
+// chainDepth is the depth (MaxAutoApprovalDepth) a proposal recommended by
+// the task at addr gets: 0 for a configured task, 1 more than the proposal
+// for a proposal's run. It looks no deeper than MaxAutoApprovalDepth.
+func chainDepth(ctx context.Context, store *state.Store, addr string) (int, error) {
+	depth := 0
+	for depth < MaxAutoApprovalDepth {
+		id, ok := ProposalID(addr)
+		if !ok {
+			return depth, nil
+		}
+		p, err := store.Proposal(ctx, id)
+		if errors.Is(err, state.ErrNotFound) {
+			return depth, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		depth++
+		addr = p.SourceTask
+	}
+	return depth, nil
+}
+
+// unrunnable says why a rendered task cannot be started, or "": a NUL in
+// its command, env or dir (exec refuses it), an env name that is empty or
+// holds "=".
+func unrunnable(t *wdchcl.Task) string {
+	for i, a := range t.Command {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Sprintf("command element %d holds a NUL character", i)
+		}
+	}
+	for k, v := range t.Env {
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			return fmt.Sprintf("the env name %q is empty or holds \"=\" or a NUL character", k)
+		case strings.ContainsRune(v, 0):
+			return fmt.Sprintf("the env value of %s holds a NUL character", k)
+		}
+	}
+	if strings.ContainsRune(t.Dir, 0) {
+		return "its dir holds a NUL character"
+	}
+	return ""
 }
 
 // recommendingBlock is the task block whose edges judge a recommendation of

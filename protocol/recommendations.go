@@ -24,6 +24,9 @@ const (
 	MaxRecommendations = 32
 	// MaxRecommendationTypeLength is the longest type, in bytes.
 	MaxRecommendationTypeLength = 64
+	// MaxRecommendationDepth is how deep the arrays and objects of an
+	// input may nest (the input object itself is depth 1).
+	MaxRecommendationDepth = 32
 )
 
 // Recommendation is one entry of a recommendations file, as
@@ -52,12 +55,12 @@ func DecodeRecommendations(raw []byte) []Recommendation {
 	}
 	out := make([]Recommendation, 0, len(list))
 	for i, item := range list {
+		r := decodeRecommendation(i, item)
 		if i >= MaxRecommendations {
-			out = append(out, Recommendation{Problem: fmt.Sprintf("entry %d is beyond the first %d: at most %d recommendations are judged per attempt",
-				i, MaxRecommendations, MaxRecommendations)})
-			continue
+			r = Recommendation{Type: r.Type, Problem: fmt.Sprintf("entry %d is beyond the first %d: at most %d recommendations are judged per attempt",
+				i, MaxRecommendations, MaxRecommendations)}
 		}
-		out = append(out, decodeRecommendation(i, item))
+		out = append(out, r)
 	}
 	return out
 }
@@ -66,11 +69,6 @@ func decodeRecommendation(i int, item json.RawMessage) Recommendation {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(item, &fields); err != nil || fields == nil {
 		return Recommendation{Problem: fmt.Sprintf("entry %d is not a JSON object", i)}
-	}
-	for k := range fields {
-		if k != "type" && k != "input" {
-			return Recommendation{Problem: fmt.Sprintf(`entry %d has the field %q; an entry has only "type" and "input"`, i, k)}
-		}
 	}
 	var typ string
 	if t, ok := fields["type"]; !ok || json.Unmarshal(t, &typ) != nil {
@@ -84,14 +82,24 @@ func decodeRecommendation(i int, item json.RawMessage) Recommendation {
 		r.Type = ""
 		r.Problem = fmt.Sprintf("entry %d has a type longer than %d bytes or not UTF-8", i, MaxRecommendationTypeLength)
 	}
+	for k := range fields {
+		if k != "type" && k != "input" && r.Problem == "" {
+			r.Problem = fmt.Sprintf(`entry %d has the field %q; an entry has only "type" and "input"`, i, k)
+		}
+	}
 	if in, ok := fields["input"]; ok {
 		trimmed := bytes.TrimSpace(in)
 		var obj map[string]json.RawMessage
-		if json.Unmarshal(trimmed, &obj) != nil || obj == nil {
+		switch {
+		case json.Unmarshal(trimmed, &obj) != nil || obj == nil:
 			if r.Problem == "" {
 				r.Problem = fmt.Sprintf(`entry %d (type %q): "input" is not a JSON object`, i, typ)
 			}
-		} else {
+		case depth(trimmed) > MaxRecommendationDepth:
+			if r.Problem == "" {
+				r.Problem = fmt.Sprintf(`entry %d (type %q): "input" nests arrays and objects deeper than %d levels`, i, typ, MaxRecommendationDepth)
+			}
+		default:
 			var buf bytes.Buffer
 			if json.Compact(&buf, trimmed) == nil {
 				r.Input = buf.Bytes()
@@ -99,4 +107,29 @@ func decodeRecommendation(i int, item json.RawMessage) Recommendation {
 		}
 	}
 	return r
+}
+
+// depth is how deep the arrays and objects of the JSON value raw nest,
+// outside its strings.
+func depth(raw []byte) int {
+	d, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString:
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+			deepest = max(deepest, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
 }

@@ -26,13 +26,19 @@ func TestDecodeRecommendations(t *testing.T) {
 		{"long type", `[{"type":"` + strings.Repeat("x", 65) + `"}]`, []Recommendation{{Problem: "longer than 64 bytes"}}},
 		{"input not object", `[{"type":"a","input":[1]}]`, []Recommendation{{Type: "a", Problem: `"input" is not a JSON object`}}},
 		{"input null", `[{"type":"a","input":null}]`, []Recommendation{{Type: "a", Problem: `"input" is not a JSON object`}}},
-		{"extra field", `[{"type":"a","run":"x"}]`, []Recommendation{{Problem: `has the field "run"`}}},
+		{"extra field", `[{"type":"a","run":"x"}]`, []Recommendation{{Type: "a", Problem: `has the field "run"`}}},
+		{"deep input", `[{"type":"a","input":{"x":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}}]`,
+			[]Recommendation{{Type: "a", Problem: "deeper than 32 levels"}}},
+		{"as deep as allowed", `[{"type":"a","input":{"x":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}}]`,
+			[]Recommendation{{Type: "a", Input: json.RawMessage(`{"x":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}`)}}},
+		{"brackets in strings do not nest", `[{"type":"a","input":{"x":"` + strings.Repeat("[{", 40) + `\"]"}}]`,
+			[]Recommendation{{Type: "a", Input: json.RawMessage(`{"x":"` + strings.Repeat("[{", 40) + `\"]"}`)}}},
 		{"beyond the cap", many, func() []Recommendation {
 			out := make([]Recommendation, MaxRecommendations+1)
 			for i := range out[:MaxRecommendations] {
 				out[i] = Recommendation{Type: "t"}
 			}
-			out[MaxRecommendations] = Recommendation{Problem: "beyond the first 32"}
+			out[MaxRecommendations] = Recommendation{Type: "t", Problem: "beyond the first 32"}
 			return out
 		}()},
 		{"too large", `[` + strings.Repeat(" ", MaxRecommendationsBytes) + `]`, []Recommendation{{Problem: "more than the 65536 allowed"}}},
@@ -78,6 +84,9 @@ func FuzzDecodeRecommendations(f *testing.F) {
 			var obj map[string]any
 			if err := json.Unmarshal(r.Input, &obj); err != nil || obj == nil {
 				t.Fatalf("entry %d accepted with input %q, not an object", i, r.Input)
+			}
+			if depth(r.Input) > MaxRecommendationDepth {
+				t.Fatalf("entry %d accepted with input nested %d deep", i, depth(r.Input))
 			}
 		}
 	})

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"time"
@@ -116,12 +118,17 @@ func (e *env) readProposals(ctx context.Context) ([]state.Proposal, map[string]s
 
 // ProposalsListCmd lists proposals.
 type ProposalsListCmd struct {
-	Status string `name:"status" enum:",pending,approved,auto_approved,rejected" default:"" help:"Only proposals with this status (pending, approved, auto_approved, rejected)."`
+	Status string `name:"status" placeholder:"STATUS" help:"Only proposals with this status: pending, approved, auto_approved or rejected."`
 	JSON   bool   `name:"json" help:"Print a JSON array instead of a table."`
 }
 
 // Run prints the proposals, oldest first.
 func (c *ProposalsListCmd) Run(e *env) error {
+	switch state.ProposalStatus(c.Status) {
+	case "", state.ProposalPending, state.ProposalApproved, state.ProposalAutoApproved, state.ProposalRejected:
+	default:
+		return fmt.Errorf("--status %q is not a proposal status: give pending, approved, auto_approved or rejected", c.Status)
+	}
 	list, runs, exists, path, err := e.readProposals(context.Background())
 	if err != nil {
 		return err
@@ -267,7 +274,12 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 		by = e.getenv("USER")
 	}
 	if by == "" {
-		by = "unknown"
+		if u, err := user.Current(); err == nil {
+			by = u.Username
+		}
+	}
+	if by == "" {
+		return errors.New("who decides? give --by NAME (USER is not set)")
 	}
 	path, err := e.statePathForReading()
 	if err != nil {
@@ -287,14 +299,21 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 	var locked *state.LockedError
 	switch {
 	case errors.As(err, &locked):
-		cl, _, cerr := e.operatorClient(verb)
+		cl, ap, cerr := e.operatorClient(verb)
 		if cerr != nil {
 			return cerr
 		}
 		cctx, cancel := callContext(0)
 		defer cancel()
 		resp, cerr := cl.DecideProposal(cctx, id, protocol.ProposalDecisionRequest{Approve: approve, By: by, Reason: reason})
-		if cerr != nil {
+		var apiErr *protocol.APIError
+		switch {
+		case errors.As(cerr, &apiErr) && apiErr.Status == http.StatusConflict:
+			return fmt.Errorf("%s: a proposal is decided once", apiErr.Message)
+		case cerr != nil && !errors.As(cerr, &apiErr):
+			return fmt.Errorf("the apply holding the state's lock (%s, pid %d on %s) does not answer at %s: %v. If it is gone, wdc status says so, and the next wdc apply takes its lock over; decide again after that",
+				ap.lock.Holder, ap.lock.PID, ap.lock.Host, ap.lock.CoordinatorURL, cerr)
+		case cerr != nil:
 			return describeAPIError(cerr)
 		}
 		note = resp.Note
@@ -315,12 +334,34 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 	}
 	if recs, err := store.EdgeRecords(ctx); err == nil {
 		for _, r := range recs {
-			if r.Edge == p.Edge {
-				fmt.Fprintf(e.stdout, "edge.%s: %d approved in a row, %d approved and %d rejected in all.\n", r.Edge, r.Streak, r.Approvals, r.Rejections)
+			if r.Edge != p.Edge {
+				continue
 			}
+			streak := fmt.Sprintf("%d approved in a row", r.Streak)
+			// The configuration's edge, when it loads: a changed edge
+			// starts its streak again at its next proposal.
+			if dir, err := e.configDir(); err == nil {
+				cfg, noConfig := e.loadOptionalConfig(dir)
+				if noConfig != "" {
+					cfg = nil
+				}
+				for _, ed := range cfgEdges(cfg) {
+					if ed.Name == r.Edge && ed.Hash() != r.EdgeHash {
+						streak = "its streak starts again at its next proposal (the edge changed)"
+					}
+				}
+			}
+			fmt.Fprintf(e.stdout, "edge.%s: %s, %d approved and %d rejected in all.\n", r.Edge, streak, r.Approvals, r.Rejections)
 		}
 	}
 	return nil
+}
+
+func cfgEdges(cfg *wdchcl.Config) []*wdchcl.Edge {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.Edges
 }
 
 func capitalize(s string) string {
@@ -431,7 +472,7 @@ func approvalMode(j edgeJSON) string {
 	case j.Approval != wdchcl.ApprovalEarned:
 		return "always (a person approves each)"
 	case j.Earned:
-		return fmt.Sprintf("earned: approves by itself (%d of %d in a row)", j.Streak, j.EarnAfter)
+		return fmt.Sprintf("earned: approves by itself (%d in a row, needs %d)", j.Streak, j.EarnAfter)
 	}
 	return fmt.Sprintf("earned: %d of %d approvals in a row", j.Streak, j.EarnAfter)
 }

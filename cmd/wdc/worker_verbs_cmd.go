@@ -202,7 +202,10 @@ type LeasesCompleteCmd struct {
 	Stdout         string   `name:"stdout" placeholder:"FILE" help:"The command's stdout, sent as the attempt's stdout log (wdc logs)."`
 	Stderr         string   `name:"stderr" placeholder:"FILE" help:"The command's stderr, sent as the attempt's stderr log (its last lines are shown where a failure is reported)."`
 	Output         []string `name:"output" sep:"none" placeholder:"NAME=FILE" help:"An output of the task (repeatable): NAME is its path relative to the attempt's directory, as the task's outputs match it; FILE is where it is here."`
-	JSON           bool     `name:"json" help:"Print the coordinator's answer as JSON."`
+	// Recommendations is a recommendations file, as an agent sends the
+	// one an attempt left in its directory.
+	Recommendations string `name:"recommendations" placeholder:"FILE" help:"The follow-up work the attempt recommends: a JSON list of {\"type\", \"input\"} objects (at most 64 KiB), judged by the configuration's edges when the result is accepted and the exit code is 0."`
+	JSON            bool   `name:"json" help:"Print the coordinator's answer as JSON."`
 }
 
 // artifacts hashes the files named by --stdout, --stderr and --output and
@@ -274,6 +277,18 @@ func (c *LeasesCompleteCmd) Run(e *env) error {
 		}
 	}
 	req.Artifacts = refs
+	if c.Recommendations != "" {
+		raw, err := os.ReadFile(c.Recommendations)
+		switch {
+		case err != nil:
+			return fmt.Errorf("--recommendations: %w", err)
+		case len(raw) > protocol.MaxRecommendationsBytes:
+			return fmt.Errorf("--recommendations: %s is %d bytes; at most %d are sent", c.Recommendations, len(raw), protocol.MaxRecommendationsBytes)
+		case !json.Valid(raw):
+			return fmt.Errorf("--recommendations: %s is not JSON", c.Recommendations)
+		}
+		req.Recommendations = raw
+	}
 	var resp protocol.ResultResponse
 	for round := 0; ; round++ {
 		ctx, cancel := callContext(0)
