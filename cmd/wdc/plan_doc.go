@@ -576,7 +576,7 @@ func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
 		}
 		_, isProposal := engine.ProposalID(cd.Address)
 		switch tc.Action {
-		case engine.ActionRun, engine.ActionRetry:
+		case engine.ActionRun, engine.ActionRetry, engine.ActionReplace:
 			if !isProposal {
 				break
 			}
