@@ -123,11 +123,19 @@ func writeWaiting(b *strings.Builder, waiting []proposalRefDoc) {
 		return
 	}
 	fmt.Fprintf(b, "\n%s waiting for approval (not run until approved):\n", count(len(waiting), "proposal", "proposals"))
-	for _, p := range waiting {
+	for i, p := range waiting {
+		if i == maxWaitingShown && len(waiting) > maxWaitingShown+1 {
+			fmt.Fprintf(b, "  … and %d more: wdc proposals list --status pending\n", len(waiting)-i)
+			break
+		}
 		fmt.Fprintf(b, "  %s  %s proposed by %s attempt %d via edge.%s: wdc approve %d, or wdc reject %d --reason TEXT\n",
 			p.Address, p.Task, p.SourceTask, p.SourceAttempt, p.Edge, p.ID, p.ID)
 	}
 }
+
+// maxWaitingShown is how many waiting proposals a plan names; the JSON
+// document lists all.
+const maxWaitingShown = 10
 
 func actionPhrase(action string) string {
 	switch action {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 
@@ -167,8 +168,19 @@ func (c *ProposalsListCmd) Run(e *env) error {
 	return tw.Flush()
 }
 
+// clip shortens s to n runes, with every rune that is not graphic (a
+// control character, a bidirectional override that would make a column
+// read otherwise than it is) written as a Go escape.
 func clip(s string, n int) string {
-	if len([]rune(s)) <= n {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsGraphic(r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
+		}
+	}
+	if s = b.String(); len([]rune(s)) <= n {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
@@ -207,7 +219,7 @@ func (c *ProposalsShowCmd) Run(e *env) error {
 		fmt.Fprintf(w, "  task:        %s\n", p.Propose)
 		fmt.Fprintf(w, "  proposed by: %s attempt %d (fencing token %d), recommendation %d of type %q\n", p.SourceTask, p.SourceAttempt, p.SourceToken, p.SourceIndex, p.Type)
 		fmt.Fprintf(w, "  via:         edge.%s\n", p.Edge)
-		fmt.Fprintf(w, "  input:       %s\n", j.Input)
+		fmt.Fprintf(w, "  input:       %s\n", clip(string(j.Input), protocol.MaxRecommendationsBytes))
 		fmt.Fprintf(w, "  command:     %s\n", commandText(d.Command))
 		if len(d.Env) > 0 {
 			fmt.Fprintf(w, "  env:         %s\n", hclMap(d.Env))
