@@ -270,8 +270,12 @@ func (c *TasksShowCmd) Run(e *env) error {
 	if len(events) == 0 {
 		fmt.Fprintf(w, "  none\n")
 	}
+	width := 10 // the kinds' column: as wide as the longest kind shown
 	for _, ev := range events {
-		fmt.Fprintf(w, "  %s  %-10s %s\n", formatTime(ev.At), ev.Kind, oneLine(ev.Message))
+		width = max(width, len(ev.Kind))
+	}
+	for _, ev := range events {
+		fmt.Fprintf(w, "  %s  %-*s %s\n", formatTime(ev.At), width, ev.Kind, oneLine(ev.Message))
 	}
 	return nil
 }
