@@ -125,12 +125,16 @@ func (l *loader) checkProposed() {
 			}
 		}
 		if len(edges) == 0 {
-			l.add(&hcl.Diagnostic{
-				Severity: hcl.DiagWarning,
-				Summary:  "Proposed task that no edge proposes",
-				Detail:   fmt.Sprintf("task.%s is proposed_only, and no edge block has propose = task.%s, so it never runs. Add an edge for it, or remove proposed_only.", p.Name, p.Name),
-				Subject:  p.DeclRange.Ptr(),
-			})
+			if !hcl.Diagnostics(l.diags).HasErrors() {
+				// (With errors, an edge that proposes it may be among the
+				// blocks that did not decode: no warning that would mislead.)
+				l.add(&hcl.Diagnostic{
+					Severity: hcl.DiagWarning,
+					Summary:  "Proposed task that no edge proposes",
+					Detail:   fmt.Sprintf("task.%s is proposed_only, and no edge block has propose = task.%s, so it never runs. Add an edge for it, or remove proposed_only.", p.Name, p.Name),
+					Subject:  p.DeclRange.Ptr(),
+				})
+			}
 			edges = append(edges, &Edge{Input: cty.DynamicPseudoType})
 		}
 		for _, e := range edges {
