@@ -213,20 +213,28 @@ func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
 }
 
 // readRecommendations reads the recommendations file a succeeded attempt
-// left in its directory: its content when it is JSON of at most
-// protocol.MaxRecommendationsBytes, else why it cannot be sent. No file
-// gives neither. The coordinator judges the content; the agent only checks
-// that the request stays JSON and bounded.
+// left in its directory (ReadRecommendationsFile); no file gives neither a
+// content nor a problem.
 func readRecommendations(scratch string) (json.RawMessage, string) {
-	// Non-blocking, so a FIFO in its place cannot hold the agent (an
-	// open of a FIFO for reading waits for a writer); only a regular file
-	// is read.
-	f, err := os.OpenFile(filepath.Join(scratch, protocol.RecommendationsFile), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return ReadRecommendationsFile(filepath.Join(scratch, protocol.RecommendationsFile))
+}
+
+// ReadRecommendationsFile reads a recommendations file as a worker sends
+// it: its content when it is JSON of at most
+// protocol.MaxRecommendationsBytes, else why it cannot be sent (a path of
+// this machine is never in it). A missing file gives neither. It opens the
+// file without blocking and reads only a regular file, so a FIFO in its
+// place cannot hold the caller (an open of a FIFO for reading waits for a
+// writer). The coordinator judges the content; this only checks that the
+// request stays JSON and bounded.
+func ReadRecommendationsFile(path string) (json.RawMessage, string) {
+	name := filepath.Base(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ""
 	}
 	if err != nil {
-		return nil, fmt.Sprintf("%s could not be read: %v", protocol.RecommendationsFile, withoutPath(err))
+		return nil, fmt.Sprintf("%s could not be read: %v", name, withoutPath(err))
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
@@ -234,22 +242,23 @@ func readRecommendations(scratch string) (json.RawMessage, string) {
 		if err == nil && fi.IsDir() {
 			what = "a directory"
 		}
-		return nil, fmt.Sprintf("%s is %s", protocol.RecommendationsFile, what)
+		return nil, fmt.Sprintf("%s is %s", name, what)
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, protocol.MaxRecommendationsBytes+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Sprintf("%s could not be read: %v", protocol.RecommendationsFile, withoutPath(err))
+		return nil, fmt.Sprintf("%s could not be read: %v", name, withoutPath(err))
 	case len(raw) > protocol.MaxRecommendationsBytes:
-		return nil, fmt.Sprintf("%s is larger than the %d bytes allowed", protocol.RecommendationsFile, protocol.MaxRecommendationsBytes)
+		return nil, fmt.Sprintf("%s is larger than the %d bytes allowed", name, protocol.MaxRecommendationsBytes)
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	// Syntax only: a number too large for a float64 is valid JSON.
+	var syntax json.RawMessage
+	if err := json.Unmarshal(raw, &syntax); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, fmt.Sprintf("%s is not valid JSON: %v (at byte %d)", protocol.RecommendationsFile, se, se.Offset)
+			return nil, fmt.Sprintf("%s is not valid JSON: %v (at byte %d)", name, se, se.Offset)
 		}
-		return nil, fmt.Sprintf("%s is not valid JSON: %v", protocol.RecommendationsFile, err)
+		return nil, fmt.Sprintf("%s is not valid JSON: %v", name, err)
 	}
 	return json.RawMessage(raw), ""
 }

@@ -21,6 +21,7 @@ func TestReadRecommendations(t *testing.T) {
 		{name: "no file"},
 		{name: "a list", content: ptr(`[{"type":"flake","input":{"run":"1"}}]`), wantRaw: `[{"type":"flake","input":{"run":"1"}}]`},
 		{name: "not JSON", content: ptr(`[{"type":`), wantProb: "is not valid JSON: unexpected end of JSON input"},
+		{name: "a number beyond float64", content: ptr(`[{"type":"a","input":{"n":1e400}}]`), wantRaw: `[{"type":"a","input":{"n":1e400}}]`},
 		{name: "not JSON at a byte", content: ptr(`[{"type" "flake"}]`), wantProb: `after object key (at byte 10)`},
 		{name: "too large", content: ptr(`"` + strings.Repeat("x", protocol.MaxRecommendationsBytes) + `"`), wantProb: "larger than the 65536 bytes"},
 		{name: "exactly the limit", content: ptr(`"` + strings.Repeat("x", protocol.MaxRecommendationsBytes-2) + `"`),

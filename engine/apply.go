@@ -141,6 +141,10 @@ type ApplyOptions struct {
 	// approved while it runs join it (CoordinatorOptions.Config). Nil
 	// leaves recommendations to a later apply.
 	Config *wdchcl.Config
+	// SavedPlan: Plan is a saved plan, carried out exactly; proposals
+	// approved while it runs wait for a later apply
+	// (CoordinatorOptions.FixedPlan).
+	SavedPlan bool
 }
 
 func (o ApplyOptions) supervisorTick() time.Duration {
@@ -555,7 +559,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	coord, err := NewCoordinator(CoordinatorOptions{
 		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
 		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: a.blobs, MetricsOpen: a.opts.Serve.Loopback(),
-		Config: a.opts.Config,
+		Config: a.opts.Config, FixedPlan: a.opts.SavedPlan,
 	})
 	if err != nil {
 		return err

@@ -151,6 +151,10 @@ type CoordinatorOptions struct {
 	// proposals approved while the apply runs join it. Nil leaves
 	// recommendations to a later apply's coordinator.
 	Config *wdchcl.Config
+	// FixedPlan: the apply carries out a saved plan, exactly what it
+	// recorded: proposals approved while it runs (by an operator or by
+	// their edge) join no task to it; a later apply runs them.
+	FixedPlan bool
 }
 
 // Event kinds passed to OnEvent.
@@ -276,6 +280,7 @@ type Coordinator struct {
 	judgeWake  chan struct{}
 	judging    int
 	doneClosed bool
+	fixedPlan  bool
 
 	failOnce sync.Once
 	failed   chan struct{} // closed by fail
@@ -369,6 +374,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		maxClaimWait:  opts.MaxClaimWait,
 		metricsOpen:   opts.MetricsOpen,
 		cfg:           opts.Config,
+		fixedPlan:     opts.FixedPlan,
 		judgeWake:     make(chan struct{}, 1),
 		applyID:       opts.ApplyID,
 		poolByNam:     map[string]*poolState{},

@@ -69,6 +69,8 @@ type harnessOpts struct {
 	// config judges recommendations; with it the harness runs the
 	// coordinator's loop (Run) until the test ends.
 	config *wdchcl.Config
+	// fixedPlan: the apply carries out a saved plan.
+	fixedPlan bool
 }
 
 // task is a shorthand TaskRuntime: name, placement "k=v,…", deps.
@@ -158,7 +160,7 @@ func newHarness(t *testing.T, pools []PoolRuntime, tasks []TaskRuntime, o harnes
 	h.blobs = blobs
 	h.c, err = NewCoordinator(CoordinatorOptions{
 		Store: s, Pools: pools, Tasks: tasks, Now: now, MaxClaimWait: o.maxClaimWait, Artifacts: blobs, MetricsOpen: o.metricsOpen,
-		Config: o.config,
+		Config: o.config, FixedPlan: o.fixedPlan,
 		OnEvent: func(e Event) {
 			h.mu.Lock()
 			defer h.mu.Unlock()

@@ -501,11 +501,14 @@ func (c *Coordinator) serveRevokeJoinToken(w http.ResponseWriter, r *http.Reques
 
 func (c *Coordinator) serveProposalDecision(w http.ResponseWriter, r *http.Request) {
 	_, req, _, ok := decodeRequest(c, w, r, func(req protocol.ProposalDecisionRequest) error {
+		if err := CheckDecisionText("by", req.By); err != nil {
+			return err
+		}
 		switch {
-		case req.By == "":
-			return errors.New("by must name who decides")
 		case !req.Approve && strings.TrimSpace(req.Reason) == "":
 			return errors.New("a rejection needs a reason")
+		case req.Reason != "":
+			return CheckDecisionText("reason", req.Reason)
 		}
 		return nil
 	}, credOperator)

@@ -129,7 +129,7 @@ func (c *Coordinator) runProposal(ctx context.Context, p state.Proposal) string 
 		c.log.Warn("running an approved proposal", "proposal", p.Address(), "err", err)
 		return "it could not join this apply (" + err.Error() + "); it runs in the next apply"
 	case !added:
-		return why + "; it runs in the next apply"
+		return why + "; it runs in a later apply (wdc plan shows it)"
 	}
 	return "it runs in this apply"
 }
@@ -157,7 +157,9 @@ func (c *Coordinator) AddTask(ctx context.Context, rt TaskRuntime, name string) 
 	case c.tasks[rt.Address] != nil:
 		why = "the apply already runs it"
 	case len(pools) == 0:
-		why = fmt.Sprintf("no pool of this apply satisfies its placement %v", rt.Placement)
+		why = fmt.Sprintf("no pool of this apply satisfies its placement %s", labelsText(rt.Placement))
+	case c.fixedPlan:
+		why = "this apply carries out a saved plan, which did not record it"
 	}
 	c.mu.Unlock()
 	if why != "" {

@@ -95,7 +95,7 @@ func TestCoordinatorJudgesRecommendations(t *testing.T) {
 		{name: "undeclared type", recs: `[{"type":"deploy"}]`, want: []string{`rejected: no edge declares the type "deploy" for task.doctor`}},
 		{name: "input does not fit", recs: `[{"type":"flake","input":{"build":"1"}}]`, want: []string{`rejected: its input does not fit edge.flake_rerun's input type`}},
 		{name: "not a list", recs: `{"type":"flake"}`, want: []string{"rejected: recommendations.json is not a JSON list"}},
-		{name: "bad entry among good", recs: `[7, {"type":"flake","input":{"run":"1"}}]`, want: []string{"rejected: entry 0 is not a JSON object", "proposed task.rerun"}},
+		{name: "bad entry among good", recs: `[7, {"type":"flake","input":{"run":"1"}}]`, want: []string{"rejected: it is not a JSON object", "proposed task.rerun"}},
 		{name: "the agent could not send it", agentErr: "recommendations.json is larger than the 65536 bytes allowed", want: []string{"rejected: larger than the 65536"}},
 		{name: "failed attempt", recs: `[{"type":"flake","input":{"run":"1"}}]`, class: "failure"},
 		{name: "late result", recs: `[{"type":"flake","input":{"run":"1"}}]`, late: true},
@@ -384,5 +384,34 @@ func TestEdgesDoNotApproveChainsWithoutEnd(t *testing.T) {
 	fourth := run(third.Address())
 	if third.Status != state.ProposalAutoApproved || fourth.Status != state.ProposalPending {
 		t.Errorf("depth 2: %s, depth 3: %s; want auto_approved, then pending (MaxAutoApprovalDepth %d)", third.Status, fourth.Status, MaxAutoApprovalDepth)
+	}
+}
+
+// TestSavedPlanRunsWhatItRecorded: an apply that carries out a saved plan
+// adds no task while it runs: an approval through it is recorded, and its
+// proposal runs in a later apply.
+func TestSavedPlanRunsWhatItRecorded(t *testing.T) {
+	t.Parallel()
+	cfg := loadChainConfig(t)
+	h := newHarness(t, []PoolRuntime{rtPool("p", 2)}, []TaskRuntime{rtTask("doctor"), rtTask("other")}, harnessOpts{config: cfg, fixedPlan: true})
+	w := h.register("p")
+	doctor := w.claimOne()
+	w.claimOne()
+	zero := 0
+	if _, err := w.cl.PostResult(context.Background(), doctor.FencingToken, protocol.ResultRequest{WorkerID: w.id, Task: doctor.Task,
+		Attempt: doctor.Attempt, IdempotencyKey: "k", ExitCode: &zero, Recommendations: json.RawMessage(`[{"type":"ticket","input":{"run":"1"}}]`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "proposal.1", 10*time.Second, func() bool { _, err := h.store.Proposal(context.Background(), 1); return err == nil })
+	op := protocol.NewClient(h.srv.URL, h.c.OperatorCredential(), nil)
+	resp, err := op.DecideProposal(context.Background(), 1, protocol.ProposalDecisionRequest{Approve: true, By: "alice"})
+	if err != nil || resp.Queued || resp.Status != "approved" || !strings.Contains(resp.Note, "saved plan") {
+		t.Fatalf("approve = %+v, %v; want approved, not queued: the apply carries out a saved plan", resp, err)
+	}
+	if p := h.c.Progress(); p.Total != 2 {
+		t.Errorf("the apply has %d tasks; want the 2 it recorded", p.Total)
+	}
+	if _, err := op.DecideProposal(context.Background(), 1, protocol.ProposalDecisionRequest{Approve: true, By: "two\nlines"}); !isStatus(err, 400) {
+		t.Errorf("a decider with a newline: %v; want a 400", err)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/wdc-dev/wdc/artifact"
@@ -465,9 +467,20 @@ func labelsText(m map[string]string) string {
 	}
 	sort.Strings(keys)
 	for i, k := range keys {
-		keys[i] = k + "=" + m[k]
+		keys[i] = graphic(k) + "=" + graphic(m[k])
 	}
 	return strings.Join(keys, ", ")
+}
+
+// graphic is s, or s quoted with Go escapes when it holds a character
+// that is not graphic.
+func graphic(s string) string {
+	for _, r := range s {
+		if !unicode.IsGraphic(r) {
+			return strconv.QuoteToGraphic(s)
+		}
+	}
+	return s
 }
 
 // WorkersFor returns how many workers a pool with the given capacity, min
@@ -647,7 +660,7 @@ func resolveReplace(cfg *wdchcl.Config, targets []string) (map[string]bool, hcl.
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid --replace address",
-				Detail:   fmt.Sprintf("No task in the configuration has the address %q. Use task.NAME, task.NAME[INDEX] or a bare task name.", target),
+				Detail:   fmt.Sprintf("No task in the configuration has the address %q. Use task.NAME, task.NAME[INDEX] or a bare task name, or proposal.N for an approved proposal.", target),
 			})
 		}
 	}

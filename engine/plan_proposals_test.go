@@ -154,3 +154,54 @@ func TestProposalRuntime(t *testing.T) {
 		t.Error("settings that do not decode: no error")
 	}
 }
+
+func TestCheckDecisionText(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // "" ok, else part of the error
+	}{
+		{"alice", ""},
+		{"Zoë O'Brien, on call", ""},
+		{"not a flake: the test fails on main too", ""},
+		{"", "is blank"},
+		{"   ", "is blank"},
+		{"ev\u202eil", `'\u202e', which is not printable`},
+		{"two\nlines", `'\n', which is not printable`},
+		{"esc\x1b[2J", `'\x1b', which is not printable`},
+		{strings.Repeat("x", 501), "longer than 500 bytes"},
+	}
+	for _, tt := range tests {
+		err := CheckDecisionText("--by", tt.in)
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("CheckDecisionText(%q) = %v; want %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestUnrunnable(t *testing.T) {
+	ok := func() *wdchcl.Task {
+		return &wdchcl.Task{Command: []string{"echo", "x"}, Env: map[string]string{"A": "b"}, Dir: "/cfg",
+			Placement: map[string]string{"k": "v"}, Outputs: []string{"out/*"}}
+	}
+	tests := []struct {
+		name   string
+		change func(*wdchcl.Task)
+		want   string
+	}{
+		{"runnable", func(*wdchcl.Task) {}, ""},
+		{"NUL in the command", func(t *wdchcl.Task) { t.Command[1] = "a\x00b" }, "command element 1 holds a NUL"},
+		{"NUL in an env value", func(t *wdchcl.Task) { t.Env["A"] = "\x00" }, "env value of A"},
+		{"= in an env name", func(t *wdchcl.Task) { t.Env["A=B"] = "x" }, `env name "A=B"`},
+		{"empty env name", func(t *wdchcl.Task) { t.Env[""] = "x" }, `env name ""`},
+		{"NUL in the dir", func(t *wdchcl.Task) { t.Dir = "/a\x00" }, "dir holds a NUL"},
+		{"NUL in placement", func(t *wdchcl.Task) { t.Placement["k"] = "a\x00b" }, `placement "k" holds a NUL`},
+		{"NUL in an output", func(t *wdchcl.Task) { t.Outputs = []string{"o\x00"} }, `output pattern "o\x00" holds a NUL`},
+	}
+	for _, tt := range tests {
+		task := ok()
+		tt.change(task)
+		if got := unrunnable(task); (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: unrunnable = %q; want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -208,7 +209,37 @@ func unrunnable(t *wdchcl.Task) string {
 	if strings.ContainsRune(t.Dir, 0) {
 		return "its dir holds a NUL character"
 	}
+	for k, v := range t.Placement {
+		if strings.ContainsRune(k+v, 0) {
+			return fmt.Sprintf("its placement %s holds a NUL character", strconv.QuoteToGraphic(k))
+		}
+	}
+	for _, o := range t.Outputs {
+		if strings.ContainsRune(o, 0) {
+			return fmt.Sprintf("its output pattern %s holds a NUL character", strconv.QuoteToGraphic(o))
+		}
+	}
 	return ""
+}
+
+// CheckDecisionText refuses who decided a proposal, or why, when it is
+// blank, longer than 500 bytes, or holds a character that is not graphic
+// (a newline would start a line of its own in a plan someone reviews; a
+// bidirectional override would make it read otherwise): what is the name,
+// "--by" or "--reason".
+func CheckDecisionText(what, s string) error {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return fmt.Errorf("%s is blank", what)
+	case len(s) > 500:
+		return fmt.Errorf("%s is longer than 500 bytes", what)
+	}
+	for _, r := range s {
+		if !unicode.IsGraphic(r) {
+			return fmt.Errorf("%s holds the character %s, which is not printable: write it on one line, with letters, digits, punctuation and spaces", what, strconv.QuoteRuneToASCII(r))
+		}
+	}
+	return nil
 }
 
 // recommendingBlock is the task block whose edges judge a recommendation of

@@ -180,6 +180,20 @@ func (e *Edge) ConvertInput(raw []byte) (v cty.Value, err error) {
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("the input does not match %s: %s", typeexpr.TypeString(e.Input), pathError(err))
 	}
+	// A null is no value: an attribute the type requires must have one
+	// (an optional one may be null, or left out).
+	if ty := e.Input; ty.IsObjectType() {
+		names := make([]string, 0, len(ty.AttributeTypes()))
+		for name := range ty.AttributeTypes() {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if !ty.AttributeOptional(name) && cv.GetAttr(name).IsNull() {
+				return cty.NilVal, fmt.Errorf("the input does not match %s: attribute %q is null, and it is required", typeexpr.TypeString(e.Input), name)
+			}
+		}
+	}
 	return cv, nil
 }
 

@@ -41,7 +41,8 @@ type Recommendation struct {
 
 // DecodeRecommendations reads a recommendations file: a JSON list of
 // objects with a string "type" and an optional object "input", nothing
-// else. It never fails as a whole: a file that is not a list gives one entry
+// else. A Problem says what is wrong with its entry ("its type is empty"),
+// without naming the entry: the caller does. It never fails as a whole: a file that is not a list gives one entry
 // with a Problem; an entry that does not fit, and every entry after the
 // first MaxRecommendations, gives an entry with a Problem, in place. An
 // empty list gives none.
@@ -55,36 +56,36 @@ func DecodeRecommendations(raw []byte) []Recommendation {
 	}
 	out := make([]Recommendation, 0, len(list))
 	for i, item := range list {
-		r := decodeRecommendation(i, item)
+		r := decodeRecommendation(item)
 		if i >= MaxRecommendations {
-			r = Recommendation{Type: r.Type, Problem: fmt.Sprintf("entry %d is beyond the first %d: at most %d recommendations are judged per attempt",
-				i, MaxRecommendations, MaxRecommendations)}
+			r = Recommendation{Type: r.Type, Problem: fmt.Sprintf("it is beyond the first %d: at most %d recommendations are judged per attempt",
+				MaxRecommendations, MaxRecommendations)}
 		}
 		out = append(out, r)
 	}
 	return out
 }
 
-func decodeRecommendation(i int, item json.RawMessage) Recommendation {
+func decodeRecommendation(item json.RawMessage) Recommendation {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(item, &fields); err != nil || fields == nil {
-		return Recommendation{Problem: fmt.Sprintf("entry %d is not a JSON object", i)}
+		return Recommendation{Problem: "it is not a JSON object"}
 	}
 	var typ string
 	if t, ok := fields["type"]; !ok || json.Unmarshal(t, &typ) != nil {
-		return Recommendation{Problem: fmt.Sprintf(`entry %d has no "type" string`, i)}
+		return Recommendation{Problem: `it has no "type" string`}
 	}
 	r := Recommendation{Type: typ, Input: json.RawMessage("{}")}
 	switch {
 	case typ == "":
-		r.Problem = fmt.Sprintf("entry %d has an empty type", i)
+		r.Problem = "its type is empty"
 	case len(typ) > MaxRecommendationTypeLength || !utf8.ValidString(typ):
 		r.Type = ""
-		r.Problem = fmt.Sprintf("entry %d has a type longer than %d bytes or not UTF-8", i, MaxRecommendationTypeLength)
+		r.Problem = fmt.Sprintf("its type is longer than %d bytes or not UTF-8", MaxRecommendationTypeLength)
 	}
 	for k := range fields {
 		if k != "type" && k != "input" && r.Problem == "" {
-			r.Problem = fmt.Sprintf(`entry %d has the field %q; an entry has only "type" and "input"`, i, k)
+			r.Problem = fmt.Sprintf(`it has the field %q; an entry has only "type" and "input"`, k)
 		}
 	}
 	if in, ok := fields["input"]; ok {
@@ -93,11 +94,11 @@ func decodeRecommendation(i int, item json.RawMessage) Recommendation {
 		switch {
 		case json.Unmarshal(trimmed, &obj) != nil || obj == nil:
 			if r.Problem == "" {
-				r.Problem = fmt.Sprintf(`entry %d (type %q): "input" is not a JSON object`, i, typ)
+				r.Problem = `its "input" is not a JSON object`
 			}
 		case depth(trimmed) > MaxRecommendationDepth:
 			if r.Problem == "" {
-				r.Problem = fmt.Sprintf(`entry %d (type %q): "input" nests arrays and objects deeper than %d levels`, i, typ, MaxRecommendationDepth)
+				r.Problem = fmt.Sprintf(`its "input" nests arrays and objects deeper than %d levels`, MaxRecommendationDepth)
 			}
 		default:
 			var buf bytes.Buffer

@@ -317,6 +317,8 @@ func (c *ApplyCmd) Run(e *env) error {
 		Redact:   newRedactor(cfg).text,
 		Abort:    abort,
 		Config:   cfg,
+
+		SavedPlan: saved != nil,
 	})
 	out.close()
 	if err != nil {

@@ -44,6 +44,11 @@ func (c *PlanCmd) Run(e *env) error {
 				l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
 		}
 	}
+	if n := unjudgedRecommendations(ctx, path); n > 0 {
+		fmt.Fprintf(e.stderr, "Note: %s of accepted results %s not judged yet (an apply stopped before it judged them): "+
+			"the next apply judges them first, and runs what their edges approve by themselves.\n",
+			count(n, "recommendation", "recommendations"), map[bool]string{true: "is", false: "are"}[n == 1])
+	}
 	plan, diags := engine.NewPlan(cfg, snap, e.now(), engine.PlanOptions{Replace: c.Replace})
 	e.printDiags(cfg, diags)
 	if diags.HasErrors() {

@@ -293,6 +293,14 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 	if by == "" {
 		return errors.New("who decides? give --by NAME (USER is not set)")
 	}
+	if err := engine.CheckDecisionText("--by", by); err != nil {
+		return err
+	}
+	if reason != "" {
+		if err := engine.CheckDecisionText("--reason", reason); err != nil {
+			return err
+		}
+	}
 	path, err := e.statePathForReading()
 	if err != nil {
 		return err
@@ -495,4 +503,20 @@ func edgeRecord(j edgeJSON) string {
 		s += " (streak reset: the edge changed)"
 	}
 	return s
+}
+
+// unjudgedRecommendations counts the recommendations of accepted results
+// that no coordinator judged yet (0 when the state cannot be read: the
+// plan says why on its own).
+func unjudgedRecommendations(ctx context.Context, path string) int {
+	st, err := openForReading(ctx, path)
+	if err != nil || st == nil {
+		return 0
+	}
+	defer st.Close()
+	recs, err := st.NewRecommendations(ctx, 0)
+	if err != nil {
+		return 0
+	}
+	return len(recs)
 }

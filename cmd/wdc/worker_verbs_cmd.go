@@ -278,14 +278,13 @@ func (c *LeasesCompleteCmd) Run(e *env) error {
 	}
 	req.Artifacts = refs
 	if c.Recommendations != "" {
-		raw, err := os.ReadFile(c.Recommendations)
-		switch {
-		case err != nil:
+		if _, err := os.Stat(c.Recommendations); err != nil {
 			return fmt.Errorf("--recommendations: %w", err)
-		case len(raw) > protocol.MaxRecommendationsBytes:
-			return fmt.Errorf("--recommendations: %s is %d bytes; at most %d are sent", c.Recommendations, len(raw), protocol.MaxRecommendationsBytes)
-		case !json.Valid(raw):
-			return fmt.Errorf("--recommendations: %s is not JSON", c.Recommendations)
+		}
+		// As an agent reads the file an attempt left.
+		raw, problem := agent.ReadRecommendationsFile(c.Recommendations)
+		if problem != "" {
+			return fmt.Errorf("--recommendations %s: %s", c.Recommendations, problem)
 		}
 		req.Recommendations = raw
 	}
