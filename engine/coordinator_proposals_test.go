@@ -348,6 +348,7 @@ func TestEdgesDoNotApproveChainsWithoutEnd(t *testing.T) {
 	}
 	// run records task addr as run once, its result recommending "go",
 	// and judges it.
+	var last Judgement
 	run := func(addr string) state.Proposal {
 		t.Helper()
 		if err := st.UpsertTask(ctx, state.TaskDef{Address: addr, Name: "x", Index: -1, DefHash: "h", Status: state.TaskQueued, MaxAttempts: 1}, now); err != nil {
@@ -366,6 +367,7 @@ func TestEdgesDoNotApproveChainsWithoutEnd(t *testing.T) {
 		if err != nil || len(js) != 1 || js[0].Proposal == nil {
 			t.Fatalf("judgements %+v, %v; want one proposal", js, err)
 		}
+		last = js[0]
 		return *js[0].Proposal
 	}
 	first := run("task.start") // depth 0, edge "begin": always
@@ -384,6 +386,12 @@ func TestEdgesDoNotApproveChainsWithoutEnd(t *testing.T) {
 	fourth := run(third.Address())
 	if third.Status != state.ProposalAutoApproved || fourth.Status != state.ProposalPending {
 		t.Errorf("depth 2: %s, depth 3: %s; want auto_approved, then pending (MaxAutoApprovalDepth %d)", third.Status, fourth.Status, MaxAutoApprovalDepth)
+	}
+	if !last.TooDeep {
+		t.Error("the depth-3 judgement does not say it waits because its chain is too deep")
+	}
+	if evs := judgementEvents([]Judgement{last}, now); len(evs) != 1 || !strings.Contains(evs[0].Message, "only proposals fewer than 3 steps") {
+		t.Errorf("events %+v; want one that says why it waits", evs)
 	}
 }
 

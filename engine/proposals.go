@@ -64,6 +64,9 @@ type Judgement struct {
 	Proposal       *state.Proposal
 	Created        bool
 	Rejected       string
+	// TooDeep is true when the edge would have approved the proposal by
+	// itself but its chain is MaxAutoApprovalDepth deep: it waits.
+	TooDeep bool
 }
 
 // JudgeRecommendations judges every recommendation still new in the state
@@ -91,10 +94,11 @@ func JudgeRecommendations(ctx context.Context, store *state.Store, cfg *wdchcl.C
 
 func judge(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r state.Recommendation, now time.Time) (Judgement, error) {
 	j := Judgement{Recommendation: r}
-	in, reason, err := proposalFor(ctx, store, cfg, r)
+	in, reason, tooDeep, err := proposalFor(ctx, store, cfg, r)
 	if err != nil {
 		return j, err
 	}
+	j.TooDeep = tooDeep
 	if reason != "" {
 		j.Rejected = reason
 		err := store.RejectRecommendation(ctx, r.Token, r.Index, reason, now)
@@ -116,30 +120,31 @@ func judge(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r state.
 
 // proposalFor renders the proposal a recommendation asks for, or says why
 // it is rejected.
-func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r state.Recommendation) (state.ProposeInput, string, error) {
-	var in state.ProposeInput
+// tooDeep says the edge would approve it by itself but for the depth of
+// its chain.
+func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r state.Recommendation) (in state.ProposeInput, reason string, tooDeep bool, err error) {
 	from, err := recommendingBlock(ctx, store, r.Task)
 	if err != nil {
-		return in, "", err
+		return in, "", false, err
 	}
 	edge := cfg.EdgeFor(from, r.Type)
 	if edge == nil {
-		return in, noEdge(cfg, from, r.Type), nil
+		return in, noEdge(cfg, from, r.Type), false, nil
 	}
 	input, err := edge.ConvertInput(r.Input)
 	if err != nil {
-		return in, fmt.Sprintf("its input does not fit %s's input type: %v", edge.Address(), err), nil
+		return in, fmt.Sprintf("its input does not fit %s's input type: %v", edge.Address(), err), false, nil
 	}
 	t, diags := cfg.RenderProposal(edge, input, wdchcl.ProposalSource{Task: r.Task, Attempt: r.Attempt})
 	if diags.HasErrors() {
-		return in, fmt.Sprintf("task.%s does not render with its input: %s", edge.Propose, diagText(diags)), nil
+		return in, fmt.Sprintf("task.%s does not render with its input: %s", edge.Propose, diagText(diags)), false, nil
 	}
 	if msg := unrunnable(t); msg != "" {
-		return in, fmt.Sprintf("task.%s does not render a task that can run with its input: %s", edge.Propose, msg), nil
+		return in, fmt.Sprintf("task.%s does not render a task that can run with its input: %s", edge.Propose, msg), false, nil
 	}
 	inputJSON, err := ctyjson.Marshal(input, input.Type())
 	if err != nil {
-		return in, fmt.Sprintf("its input cannot be recorded: %v", err), nil
+		return in, fmt.Sprintf("its input cannot be recorded: %v", err), false, nil
 	}
 	def := proposedDefinition(cfg.Dir, t)
 	settings, err := json.Marshal(ProposalSettings{
@@ -148,7 +153,7 @@ func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r 
 		BackoffMS: t.Retry.Backoff.Milliseconds(), MaxBackoffMS: t.Retry.MaxBackoff.Milliseconds(), DirSet: t.DirSet,
 	})
 	if err != nil {
-		return in, "", fmt.Errorf("encoding the settings of a proposal: %w", err)
+		return in, "", false, fmt.Errorf("encoding the settings of a proposal: %w", err)
 	}
 	in = state.ProposeInput{
 		Token: r.Token, Index: r.Index, Edge: edge.Name, EdgeHash: edge.Hash(), Propose: "task." + edge.Propose,
@@ -157,13 +162,15 @@ func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r 
 	if edge.Approval == wdchcl.ApprovalEarned {
 		depth, err := chainDepth(ctx, store, r.Task)
 		if err != nil {
-			return in, "", err
+			return in, "", false, err
 		}
 		if depth < MaxAutoApprovalDepth {
 			in.EarnAfter = edge.EarnAfter
+		} else {
+			tooDeep = true
 		}
 	}
-	return in, "", nil
+	return in, "", tooDeep, nil
 }
 
 // chainDepth is the depth (MaxAutoApprovalDepth) a proposal recommended by
@@ -384,6 +391,10 @@ func judgementEvents(js []Judgement, at time.Time) []Event {
 			msg := ProposalOrigin(p)
 			if p.Status == state.ProposalPending {
 				msg += fmt.Sprintf(" (wdc approve %d, or wdc reject %d --reason TEXT)", p.ID, p.ID)
+				if j.TooDeep {
+					msg += fmt.Sprintf("; its edge approves by itself only proposals fewer than %d steps from a configured task, and this one is %d steps deep",
+						MaxAutoApprovalDepth, MaxAutoApprovalDepth)
+				}
 			}
 			evs = append(evs, Event{At: at, Kind: EventProposed, Task: p.Address(), Token: r.Token, Message: msg})
 		}
