@@ -445,12 +445,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 			return nil, fmt.Errorf("coordinator: task %s: durations must not be negative", rt.Address)
 		}
 		rt = normalizeRuntime(rt)
-		ts := &taskState{rt: rt, pos: i}
-		for _, p := range c.pools {
-			if Satisfies(p.rt.Labels, rt.Placement) {
-				ts.pools = append(ts.pools, p)
-			}
-		}
+		ts := &taskState{rt: rt, pos: i, pools: c.poolsFor(rt.Placement)}
 		if len(ts.pools) == 0 {
 			return nil, fmt.Errorf("coordinator: task %s: no pool's labels satisfy its placement %v", rt.Address, rt.Placement)
 		}
@@ -500,6 +495,18 @@ func normalizeRuntime(rt TaskRuntime) TaskRuntime {
 		rt.Retry.MaxBackoff = max(DefaultMaxBackoff, rt.Retry.Backoff)
 	}
 	return rt
+}
+
+// poolsFor returns the pools, in order, whose labels satisfy placement
+// (c.pools does not change once NewCoordinator made it).
+func (c *Coordinator) poolsFor(placement map[string]string) []*poolState {
+	var out []*poolState
+	for _, p := range c.pools {
+		if Satisfies(p.rt.Labels, placement) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func maps(m map[string]string) map[string]string {

@@ -56,14 +56,20 @@ func intakeRejections(in state.ResultInput, task string, at time.Time) []Event {
 		if r.Reason == "" {
 			continue
 		}
-		what := fmt.Sprintf("recommendation %d (type %q)", i, r.Type)
-		if r.Type == "" {
-			what = fmt.Sprintf("recommendation %d", i)
-		}
 		evs = append(evs, Event{At: at, Kind: EventRecommendationRejected, Task: task, Attempt: in.Attempt, Token: in.Token,
-			Message: what + " rejected: " + r.Reason})
+			Message: rejectedText(i, r.Type, r.Reason)})
 	}
 	return evs
+}
+
+// rejectedText is the message of a recommendation_rejected event:
+// `recommendation 2 (type "flake") rejected: REASON`, without the type when
+// the entry has none.
+func rejectedText(index int, typ, reason string) string {
+	if typ == "" {
+		return fmt.Sprintf("recommendation %d rejected: %s", index, reason)
+	}
+	return fmt.Sprintf("recommendation %d (type %q) rejected: %s", index, typ, reason)
 }
 
 func truncate(s string, n int) string {
@@ -144,13 +150,8 @@ func (c *Coordinator) AddTask(ctx context.Context, rt TaskRuntime, name string) 
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	rt = normalizeRuntime(rt)
+	pools := c.poolsFor(rt.Placement)
 	c.mu.Lock()
-	var pools []*poolState
-	for _, p := range c.pools {
-		if Satisfies(p.rt.Labels, rt.Placement) {
-			pools = append(pools, p)
-		}
-	}
 	switch {
 	case c.stopped || c.draining || c.interrupted || c.doneClosed:
 		why = "the apply is finishing"

@@ -119,11 +119,10 @@ func judge(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r state.
 }
 
 // proposalFor renders the proposal a recommendation asks for, or says why
-// it is rejected.
-// tooDeep says the edge would approve it by itself but for the depth of
-// its chain.
+// it is rejected; tooDeep says the edge would approve it by itself but for
+// the depth of its chain.
 func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r state.Recommendation) (in state.ProposeInput, reason string, tooDeep bool, err error) {
-	from, err := recommendingBlock(ctx, store, r.Task)
+	from, source, err := recommendingBlock(ctx, store, r.Task)
 	if err != nil {
 		return in, "", false, err
 	}
@@ -160,9 +159,14 @@ func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r 
 		Input: inputJSON, DefHash: protocol.DefinitionHash(def, nil), Spec: def.Canonical(), Settings: settings,
 	}
 	if edge.Approval == wdchcl.ApprovalEarned {
-		depth, err := chainDepth(ctx, store, r.Task)
-		if err != nil {
-			return in, "", false, err
+		depth := 0 // recommended by a configured task
+		if source != nil {
+			// By a proposal's run: one step deeper than that proposal.
+			d, err := chainDepth(ctx, store, source.SourceTask)
+			if err != nil {
+				return in, "", false, err
+			}
+			depth = d + 1
 		}
 		if depth < MaxAutoApprovalDepth {
 			in.EarnAfter = edge.EarnAfter
@@ -251,20 +255,22 @@ func CheckDecisionText(what, s string) error {
 
 // recommendingBlock is the task block whose edges judge a recommendation of
 // the task at addr: NAME of task.NAME and task.NAME[i]; for a proposal's
-// run (proposal.N), the block of the task it proposed.
-func recommendingBlock(ctx context.Context, store *state.Store, addr string) (string, error) {
+// run (proposal.N), the block of the task it proposed, and that proposal
+// (source; nil for a configured task, or a proposal the state lacks,
+// whose block is "").
+func recommendingBlock(ctx context.Context, store *state.Store, addr string) (block string, source *state.Proposal, err error) {
 	if id, ok := ProposalID(addr); ok {
 		p, err := store.Proposal(ctx, id)
 		if errors.Is(err, state.ErrNotFound) {
-			return "", nil
+			return "", nil, nil
 		}
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
-		addr = p.Propose
+		addr, source = p.Propose, &p
 	}
 	name, _ := splitAddress(addr)
-	return name, nil
+	return name, source, nil
 }
 
 // ProposalID returns N of a proposal's address, "proposal.N".
@@ -385,7 +391,7 @@ func judgementEvents(js []Judgement, at time.Time) []Event {
 		switch {
 		case j.Rejected != "":
 			evs = append(evs, Event{At: at, Kind: EventRecommendationRejected, Task: r.Task, Attempt: r.Attempt, Token: r.Token,
-				Message: fmt.Sprintf("recommendation %d (type %q) rejected: %s", r.Index, r.Type, j.Rejected)})
+				Message: rejectedText(r.Index, r.Type, j.Rejected)})
 		case j.Proposal != nil && j.Created:
 			p := *j.Proposal
 			msg := ProposalOrigin(p)

@@ -19,6 +19,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/wdc-dev/wdc/protocol"
 )
 
 // Approval modes of an edge.
@@ -32,9 +34,6 @@ const (
 
 // DefaultEarnAfter is earn_after's default with approval = "earned".
 const DefaultEarnAfter = 5
-
-// MaxRecommendationTypeLength bounds an edge's type.
-const MaxRecommendationTypeLength = 64
 
 // Edge is one edge "NAME" block: recommendations of type Type made by an
 // attempt of a task From are proposals of the proposed_only task Propose.
@@ -504,8 +503,8 @@ func checkRecommendationType(v cty.Value) string {
 	switch {
 	case s == "":
 		return "type must not be empty; it is the type of recommendation the edge takes, as in type = \"flake\"."
-	case len(s) > MaxRecommendationTypeLength:
-		return fmt.Sprintf("type is at most %d characters long; this one has %d.", MaxRecommendationTypeLength, len(s))
+	case len(s) > protocol.MaxRecommendationTypeLength:
+		return fmt.Sprintf("type is at most %d characters long; this one has %d.", protocol.MaxRecommendationTypeLength, len(s))
 	case !isName(s):
 		return fmt.Sprintf("%q is not a valid recommendation type: it starts with an ASCII letter or underscore and holds only ASCII letters, digits, underscores and dashes.", s)
 	}

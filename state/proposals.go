@@ -197,6 +197,16 @@ func (s *Store) NewRecommendations(ctx context.Context, limit int) ([]Recommenda
 	return out, err
 }
 
+// NewRecommendationCount returns how many recommendations have status new:
+// what NewRecommendations(ctx, 0) would list, without reading them.
+func (s *Store) NewRecommendationCount(ctx context.Context) (int, error) {
+	var n int
+	err := s.read(ctx, func(tx *Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM recommendations WHERE status = 'new'`).Scan(&n)
+	})
+	return n, err
+}
+
 // Recommendations returns every recorded recommendation of the task (task
 // "" = of every task), by (token, index). The list is non-nil.
 func (s *Store) Recommendations(ctx context.Context, task string) ([]Recommendation, error) {

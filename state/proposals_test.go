@@ -144,6 +144,10 @@ func TestRecommendationsOnlyFromAcceptedResult(t *testing.T) {
 			if err != nil || len(news) != 1 || news[0].Index != 0 {
 				t.Errorf("NewRecommendations(1) = %+v, %v", news, err)
 			}
+			all, _ := s.NewRecommendations(ctx, 0)
+			if n, err := s.NewRecommendationCount(ctx); err != nil || n != len(all) {
+				t.Errorf("NewRecommendationCount = %d, %v; want %d, as NewRecommendations lists", n, err, len(all))
+			}
 		})
 	}
 }

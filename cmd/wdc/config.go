@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
@@ -151,6 +152,22 @@ func readSnapshot(ctx context.Context, path string) (*state.Snapshot, error) {
 		return nil, fmt.Errorf("reading state %s: %w", path, err)
 	}
 	return snap, nil
+}
+
+// openExistingState opens the state for a command that changes what is
+// in it and never creates it: with no state file it fails with "no state
+// file at PATH: " and why (what there is not to change). It returns the
+// store and its path.
+func (e *env) openExistingState(why string) (*state.Store, string, error) {
+	path, err := e.statePathForReading()
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, path, fmt.Errorf("no state file at %s: %s", path, why)
+	}
+	store, err := state.Open(context.Background(), path)
+	return store, path, err
 }
 
 // openForReading opens the state read-only, for commands that only read

@@ -243,19 +243,12 @@ type JoinTokenRevokeCmd struct {
 // apply holds the lock (its workers are asked to drain), else under the
 // lock for one transaction.
 func (c *JoinTokenRevokeCmd) Run(e *env) error {
-	path, err := e.statePathForReading()
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("no state file at %s: there is no join token to revoke", path)
-	}
-	ctx := context.Background()
-	store, err := state.Open(ctx, path)
+	store, _, err := e.openExistingState("there is no join token to revoke")
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	ctx := context.Background()
 	j, err := store.RevokeJoinToken(ctx, c.ID, e.now())
 	var locked *state.LockedError
 	switch {

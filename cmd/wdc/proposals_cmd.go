@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/user"
 	"strconv"
 	"strings"
@@ -301,19 +300,12 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 			return err
 		}
 	}
-	path, err := e.statePathForReading()
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("no state file at %s: there is no proposal to decide", path)
-	}
-	ctx := context.Background()
-	store, err := state.Open(ctx, path)
+	store, path, err := e.openExistingState("there is no proposal to decide")
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	ctx := context.Background()
 	p, err := store.DecideProposal(ctx, id, approve, by, reason, e.now())
 	note := "it runs in the next wdc apply"
 	var locked *state.LockedError
@@ -361,13 +353,11 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 			// The configuration's edge, when it loads: a changed edge
 			// starts its streak again at its next proposal.
 			if dir, err := e.configDir(); err == nil {
-				cfg, noConfig := e.loadOptionalConfig(dir)
-				if noConfig != "" {
-					cfg = nil
-				}
-				for _, ed := range cfgEdges(cfg) {
-					if ed.Name == r.Edge && ed.Hash() != r.EdgeHash {
-						streak = "its streak starts again at its next proposal (the edge changed)"
+				if cfg, noConfig := e.loadOptionalConfig(dir); noConfig == "" {
+					for _, ed := range cfg.Edges {
+						if ed.Name == r.Edge && ed.Hash() != r.EdgeHash {
+							streak = "its streak starts again at its next proposal (the edge changed)"
+						}
 					}
 				}
 			}
@@ -375,13 +365,6 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 		}
 	}
 	return nil
-}
-
-func cfgEdges(cfg *wdchcl.Config) []*wdchcl.Edge {
-	if cfg == nil {
-		return nil
-	}
-	return cfg.Edges
 }
 
 func capitalize(s string) string {
@@ -514,9 +497,9 @@ func unjudgedRecommendations(ctx context.Context, path string) int {
 		return 0
 	}
 	defer st.Close()
-	recs, err := st.NewRecommendations(ctx, 0)
+	n, err := st.NewRecommendationCount(ctx)
 	if err != nil {
 		return 0
 	}
-	return len(recs)
+	return n
 }
