@@ -799,9 +799,20 @@ func TestSchemaPlanWithProposals(t *testing.T) {
 	}
 	_, err = st.DecideProposal(ctx, js[0].Proposal.ID, true, "alice", "", now)
 	must(err)
+	_, serial, err := st.Info(ctx)
+	must(err)
 	must(st.Close())
 
 	plan := wdcOut(t, "--chdir", dir, "plan", "--json")
+	// Invariant 8: the plan read the proposals and wrote nothing.
+	ro, err := state.OpenReadOnly(ctx, filepath.Join(dir, defaultStatePath))
+	must(err)
+	_, after, err := ro.Info(ctx)
+	must(err)
+	ro.Close()
+	if after != serial {
+		t.Errorf("the plan moved the state's serial from %d to %d", serial, after)
+	}
 	validateDoc(t, planSchema, "plan --json (proposals)", plan)
 	var doc planDoc
 	must(json.Unmarshal(plan, &doc))
