@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/operator"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -125,6 +126,25 @@ func (e *env) operatorClient(verb string) (*protocol.Client, *runningApply, erro
 		return nil, ap, err
 	}
 	return protocol.NewClient(ap.lock.CoordinatorURL, strings.TrimSpace(string(b)), hc), ap, nil
+}
+
+// remoteOperator returns the operator of the running apply (its operator
+// routes, with the operator credential). Errors: those of operatorClient.
+func (e *env) remoteOperator(verb string) (operator.Operator, error) {
+	cl, ap, err := e.operatorClient(verb)
+	if err != nil {
+		return nil, err
+	}
+	return &operator.Remote{Client: cl, Lock: ap.lock}, nil
+}
+
+// stateOperator returns the operator of the state at path, open as store:
+// it writes the state itself, and through the running apply when one holds
+// the lock. pin gives the CA fingerprint of a join file made locally (nil
+// when the verb makes none).
+func (e *env) stateOperator(verb string, store *state.Store, path string, pin func() (string, error)) *operator.Fallback {
+	local := &operator.Local{Store: store, ArtifactDir: engine.ArtifactFolder(filepath.Dir(path)), Pin: pin, Now: e.now}
+	return &operator.Fallback{Local: local, Remote: func() (operator.Operator, error) { return e.remoteOperator(verb) }}
 }
 
 // sessionToken returns WDC_SESSION_TOKEN, or an error saying where it

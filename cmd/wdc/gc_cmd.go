@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/wdc-dev/wdc/artifact"
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/operator"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -41,54 +40,37 @@ func (c *GCCmd) Run(e *env) error {
 	return c.report(e, resp)
 }
 
+// collect asks the running apply when one holds the lock (it also keeps
+// what results in flight are uploading), else the state itself.
 func (c *GCCmd) collect(e *env, path string) (protocol.GCResponse, error) {
+	var op operator.Operator
+	ctx := context.Background()
 	_, err := e.findApply("wdc gc", false)
 	var none errNoApply
 	switch {
 	case err == nil:
-		return c.remote(e)
+		if op, err = e.remoteOperator("wdc gc"); err != nil {
+			return protocol.GCResponse{}, err
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = callContext(0)
+		defer cancel()
 	case !errors.As(err, &none):
 		return protocol.GCResponse{}, err
-	}
-	ctx := context.Background()
-	dir := engine.ArtifactFolder(filepath.Dir(path))
-	var st *state.Store
-	var blobs *artifact.Store
-	if c.DryRun {
-		if st, err = openForReading(ctx, path); err == nil {
-			blobs, err = artifact.OpenForReading(dir)
+	default:
+		var st *state.Store
+		if c.DryRun {
+			st, err = openForReading(ctx, path)
+		} else {
+			st, err = state.Open(ctx, path)
 		}
-	} else {
-		if st, err = state.Open(ctx, path); err == nil {
-			blobs, err = artifact.Open(dir, 1) // never Puts: the size cap is unused
+		if err != nil {
+			return protocol.GCResponse{}, err
 		}
-	}
-	if st != nil {
 		defer st.Close()
+		op = e.stateOperator("wdc gc", st, path, nil)
 	}
-	if errors.Is(err, artifact.ErrNotFound) {
-		return protocol.GCResponse{DryRun: c.DryRun, Removed: []protocol.GCBlob{}}, nil
-	}
-	if err != nil {
-		return protocol.GCResponse{}, err
-	}
-	resp, err := engine.CollectGarbage(ctx, st, blobs, engine.GCOptions{DryRun: c.DryRun})
-	var locked *state.LockedError
-	if errors.As(err, &locked) {
-		// An apply took the lock since: its coordinator collects.
-		return c.remote(e)
-	}
-	return resp, err
-}
-
-func (c *GCCmd) remote(e *env) (protocol.GCResponse, error) {
-	cl, _, err := e.operatorClient("wdc gc")
-	if err != nil {
-		return protocol.GCResponse{}, err
-	}
-	ctx, cancel := callContext(0)
-	defer cancel()
-	resp, err := cl.GC(ctx, protocol.GCRequest{DryRun: c.DryRun})
+	resp, err := op.CollectGarbage(ctx, c.DryRun)
 	if err != nil {
 		return resp, describeAPIError(err)
 	}

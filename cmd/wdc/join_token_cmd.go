@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -94,41 +95,22 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 		return err
 	}
 	defer store.Close()
-	jf := protocol.JoinFile{FormatVersion: protocol.JoinFileFormatVersion, Pool: pool.Name, Labels: labels}
-	secret := engine.NewJoinCredential()
-	j, err := store.CreateJoinToken(ctx, state.JoinToken{Pool: pool.Name, Labels: labels, ExpiresAt: e.now().Add(c.TTL)},
-		engine.HashSecret(secret), e.now())
-	var locked *state.LockedError
-	switch {
-	case errors.As(err, &locked):
-		// An apply runs: its coordinator writes the token.
-		cl, ap, err := e.operatorClient("wdc join-token create")
-		if err != nil {
-			return err
-		}
-		cctx, cancel := callContext(0)
-		defer cancel()
-		resp, err := cl.CreateJoinToken(cctx, protocol.JoinTokenRequest{Pool: pool.Name, Labels: labels, TTLMS: c.TTL.Milliseconds()})
-		if err != nil {
-			return describeAPIError(err)
-		}
-		jf.ID, jf.Credential, jf.ExpiresAt, jf.CASHA256 = resp.ID, resp.Credential, resp.ExpiresAt, ap.lock.CASHA256
-	case err != nil:
-		return err
-	default:
-		if jf.CASHA256, err = serve.Pin(); err != nil {
-			return err
-		}
-		jf.ID, jf.Credential, jf.ExpiresAt = j.ID, secret, j.ExpiresAt
+	op := e.stateOperator("wdc join-token create", store, path, serve.Pin)
+	cctx, cancel := callContext(0)
+	defer cancel()
+	jf, err := op.CreateJoinToken(cctx, operator.JoinTokenRequest{Pool: pool.Name, Labels: labels, TTL: c.TTL})
+	if err != nil {
+		return describeAPIError(err)
 	}
 	if c.Out == "" {
 		_, err := e.stdout.Write(jf.Encode())
 		return err
 	}
 	if err := protocol.WriteJoinFile(out, jf); err != nil {
-		// Nobody holds the secret: take the token back.
-		if _, rerr := store.RevokeJoinToken(ctx, jf.ID, e.now()); rerr != nil {
-			return fmt.Errorf("writing the join file: %w (and revoking join token %s failed: %v; run wdc join-token revoke %s)", err, jf.ID, rerr, jf.ID)
+		// Nobody holds the secret: take the token back, the way it was
+		// made (the running apply's coordinator, when one holds the lock).
+		if _, rerr := op.RevokeJoinToken(cctx, jf.ID); rerr != nil {
+			return fmt.Errorf("writing the join file: %w (and revoking join token %s failed: %v; run wdc join-token revoke %s)", err, jf.ID, describeAPIError(rerr), jf.ID)
 		}
 		return fmt.Errorf("writing the join file: %w (join token %s was revoked again)", err, jf.ID)
 	}
@@ -243,37 +225,24 @@ type JoinTokenRevokeCmd struct {
 // apply holds the lock (its workers are asked to drain), else under the
 // lock for one transaction.
 func (c *JoinTokenRevokeCmd) Run(e *env) error {
-	store, _, err := e.openExistingState("there is no join token to revoke")
+	store, path, err := e.openExistingState("there is no join token to revoke")
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	ctx := context.Background()
-	j, err := store.RevokeJoinToken(ctx, c.ID, e.now())
-	var locked *state.LockedError
+	cctx, cancel := callContext(0)
+	defer cancel()
+	resp, err := e.stateOperator("wdc join-token revoke", store, path, nil).RevokeJoinToken(cctx, c.ID)
 	switch {
-	case errors.As(err, &locked):
-		cl, _, err := e.operatorClient("wdc join-token revoke")
-		if err != nil {
-			return err
-		}
-		cctx, cancel := callContext(0)
-		defer cancel()
-		resp, err := cl.RevokeJoinToken(cctx, c.ID)
-		if err != nil {
-			return describeAPIError(err)
-		}
-		fmt.Fprintf(e.stdout, "Revoked join token %s of pool %s.", resp.ID, resp.Pool)
-		if len(resp.Draining) > 0 {
-			fmt.Fprintf(e.stdout, " Draining its workers: %s.", strings.Join(resp.Draining, ", "))
-		}
-		fmt.Fprintln(e.stdout)
-		return nil
-	case errors.Is(err, state.ErrNotFound):
+	case errors.Is(err, operator.ErrNotFound):
 		return fmt.Errorf("no join token %q in the state (wdc join-token list shows them)", c.ID)
 	case err != nil:
-		return err
+		return describeAPIError(err)
 	}
-	fmt.Fprintf(e.stdout, "Revoked join token %s of pool %s.\n", j.ID, j.Pool)
+	fmt.Fprintf(e.stdout, "Revoked join token %s of pool %s.", resp.ID, resp.Pool)
+	if len(resp.Draining) > 0 {
+		fmt.Fprintf(e.stdout, " Draining its workers: %s.", strings.Join(resp.Draining, ", "))
+	}
+	fmt.Fprintln(e.stdout)
 	return nil
 }

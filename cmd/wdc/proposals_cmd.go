@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os/user"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -306,37 +306,26 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 	}
 	defer store.Close()
 	ctx := context.Background()
-	p, err := store.DecideProposal(ctx, id, approve, by, reason, e.now())
-	note := "it runs in the next wdc apply"
-	var locked *state.LockedError
+	cctx, cancel := callContext(0)
+	defer cancel()
+	resp, err := e.stateOperator(verb, store, path, nil).DecideProposal(cctx, id, protocol.ProposalDecisionRequest{Approve: approve, By: by, Reason: reason})
+	var decided *operator.DecidedError
+	var gone *operator.UnreachableError
 	switch {
-	case errors.As(err, &locked):
-		cl, ap, cerr := e.operatorClient(verb)
-		if cerr != nil {
-			return cerr
-		}
-		cctx, cancel := callContext(0)
-		defer cancel()
-		resp, cerr := cl.DecideProposal(cctx, id, protocol.ProposalDecisionRequest{Approve: approve, By: by, Reason: reason})
-		var apiErr *protocol.APIError
-		switch {
-		case errors.As(cerr, &apiErr) && apiErr.Status == http.StatusConflict:
-			return fmt.Errorf("%s: a proposal is decided once", apiErr.Message)
-		case cerr != nil && !errors.As(cerr, &apiErr):
-			return fmt.Errorf("the apply holding the state's lock (%s, pid %d on %s) does not answer at %s: %v. If it is gone, wdc status says so, and the next wdc apply takes its lock over; decide again after that",
-				ap.lock.Holder, ap.lock.PID, ap.lock.Host, ap.lock.CoordinatorURL, cerr)
-		case cerr != nil:
-			return describeAPIError(cerr)
-		}
-		note = resp.Note
-		if p, err = store.Proposal(ctx, id); err != nil {
-			return err
-		}
-	case errors.Is(err, state.ErrNotFound):
+	case errors.Is(err, operator.ErrNotFound):
 		return fmt.Errorf("no proposal.%d in the state %s (wdc proposals list shows them)", id, path)
-	case errors.Is(err, state.ErrConflict):
-		return fmt.Errorf("%v: a proposal is decided once", err)
+	case errors.As(err, &decided):
+		return fmt.Errorf("%s: a proposal is decided once", decided.Why)
+	case errors.As(err, &gone):
+		l := gone.Lock
+		return fmt.Errorf("the apply holding the state's lock (%s, pid %d on %s) does not answer at %s: %v. If it is gone, wdc status says so, and the next wdc apply takes its lock over; decide again after that",
+			l.Holder, l.PID, l.Host, l.CoordinatorURL, gone.Err)
 	case err != nil:
+		return describeAPIError(err)
+	}
+	note := resp.Note
+	p, err := store.Proposal(ctx, id)
+	if err != nil {
 		return err
 	}
 	if approve {
