@@ -184,7 +184,10 @@ func TestRemoteMapsTheCoordinatorsAnswers(t *testing.T) {
 		{name: "404", status: 404, body: protocol.Error{Code: "not_found", Message: "no proposal.3 in the state"},
 			check: func(err error) bool { return errors.Is(err, ErrNotFound) }},
 		{name: "409", status: 409, body: protocol.Error{Code: "conflict", Message: "proposal.3 is already approved"},
-			check: func(err error) bool { var d *DecidedError; return errors.As(err, &d) && d.Why == "proposal.3 is already approved" }},
+			check: func(err error) bool {
+				var d *DecidedError
+				return errors.As(err, &d) && d.Why == "proposal.3 is already approved"
+			}},
 		{name: "400", status: 400, body: protocol.Error{Code: "bad_request", Message: "give a reason"},
 			check: func(err error) bool {
 				var ae *protocol.APIError
