@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -73,7 +74,7 @@ func (j judge) describeLeases(v View) string {
 }
 
 func (j judge) describeTask(t TaskView) string {
-	return fmt.Sprintf("%s %s, %s", t.Address, t.Status, plural(t.Attempts, "attempt", "attempts"))
+	return fmt.Sprintf("%s %s, %s", t.Address, t.Status, plural.Count(t.Attempts, "attempt", "attempts"))
 }
 
 func (j judge) describeWorker(w WorkerView) string {
@@ -87,13 +88,6 @@ func orWorkerID(name, id string) string {
 		return name
 	}
 	return id
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // registerChecks: both workers are active, and nothing is leased yet.
@@ -125,7 +119,7 @@ func (j judge) assignChecks(cur View, got protocol.Assignment, othersGranted int
 			j.describeLease(got.FencingToken, l)),
 		check("one_active", len(cur.active()) == 1 && othersGranted == 0,
 			"at most one active lease per task (worker B's claim is granted nothing)",
-			fmt.Sprintf("%s; worker B's claim was granted %s", plural(len(cur.active()), "active lease", "active leases"), tasksGranted(othersGranted))),
+			fmt.Sprintf("%s; worker B's claim was granted %s", plural.Count(len(cur.active()), "active lease", "active leases"), tasksGranted(othersGranted))),
 		check("expiry", expiryOK, "a lease expires at min(renewed_at + ttl, hard_expires_at)",
 			expiryText),
 		check("task_running", cur.Task.Status == state.TaskRunning && cur.Task.Attempts == 1,
@@ -198,7 +192,7 @@ func (j judge) sweepChecks(prev, cur View, token int64, now time.Time) []Check {
 			fmt.Sprintf("%s %s, lost %d of %d", cur.Task.Address, cur.Task.Status, cur.Task.LostUsed, j.maxLost)),
 		check("retry", retryOK, "a lost attempt gets a retry directive for the next attempt, due at once (backoff is for failures)", retryText),
 		check("no_active", len(cur.active()) == 0, "no lease of the task is active after the expiry",
-			plural(len(cur.active()), "active lease", "active leases")),
+			plural.Count(len(cur.active()), "active lease", "active leases")),
 	}
 }
 
@@ -269,7 +263,7 @@ func (j judge) resultChecks(cur View, resp protocol.ResultResponse, token int64,
 		check("task_succeeded", cur.Task.Status == state.TaskSucceeded && l != nil && cur.Task.Attempts == l.Attempt,
 			"an accepted result marks the task done", j.describeTask(cur.Task)),
 		check("no_active", len(cur.active()) == 0, "no lease of a finished task is active",
-			plural(len(cur.active()), "active lease", "active leases")),
+			plural.Count(len(cur.active()), "active lease", "active leases")),
 	}
 }
 
@@ -282,7 +276,7 @@ func (j judge) returnChecks(prev, cur View, resp protocol.HeartbeatResponse, now
 			"a stale worker that heartbeats is active again", fmt.Sprintf("%s; drain %t", j.describeWorker(a), resp.Drain)),
 		check("nothing_renewed", resp.Renewed == 0 && a.LeasesHeld == 0,
 			"a heartbeat renews only active leases, and worker A holds none",
-			fmt.Sprintf("renewed %d; worker A holds %s", resp.Renewed, plural(a.LeasesHeld, "lease", "leases"))),
+			fmt.Sprintf("renewed %d; worker A holds %s", resp.Renewed, plural.Count(a.LeasesHeld, "lease", "leases"))),
 		check("history_unchanged", cur.Task == prev.Task && reflect.DeepEqual(cur.Leases, prev.Leases),
 			"coming back changes no lease and no task",
 			fmt.Sprintf("%s; %s", j.describeTask(cur.Task), j.describeLeases(cur))),
@@ -294,7 +288,7 @@ func tasksGranted(n int) string {
 	if n == 0 {
 		return "nothing"
 	}
-	return plural(n, "task", "tasks")
+	return plural.Count(n, "task", "tasks")
 }
 
 func orNone(s string) string {

@@ -23,6 +23,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/internal/plural"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
@@ -363,10 +364,9 @@ type applier struct {
 	lockLost bool
 
 	mu         sync.Mutex
-	registered []Event         // registrations of launched workers, not yet matched to their launch
-	joined     map[string]int  // pool → workers that joined with a join token
-	added      map[string]int  // pool → tasks that joined the apply while it ran (approved proposals)
-	stale      map[string]bool // worker ids gone silent
+	registered []Event        // registrations of launched workers, not yet matched to their launch
+	joined     map[string]int // pool → workers that joined with a join token
+	added      map[string]int // pool → tasks that joined the apply while it ran (approved proposals)
 }
 
 // joinedCount is the number of workers that joined the pool.
@@ -549,7 +549,6 @@ func (l *launched) describe() string {
 }
 
 func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
-	a.stale = map[string]bool{}
 	a.joined = map[string]int{}
 	a.added = map[string]int{}
 	var pools []PoolRuntime
@@ -1095,13 +1094,13 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 		msg := "draining workers"
 		if len(live) > 0 {
 			msg += fmt.Sprintf(": %s asked to drain, waiting up to %s for them to finish and exit (their drain_timeout of %s, plus %s to post results and exit)",
-				count(len(live), "worker", "workers"), drainFor, drainTimeout, drainExitGrace)
+				plural.Count(len(live), "worker", "workers"), drainFor, drainTimeout, drainExitGrace)
 		}
 		a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: msg})
 		live = waitFor(live, drainFor)
 		if len(live) > 0 && !aborted() {
 			a.emit(Event{At: a.opts.Now(), Kind: EventStopping, Message: fmt.Sprintf("%s still running after waiting %s, stopped through the provider (%s); waiting up to %s more",
-				count(len(live), "worker", "workers"), drainFor, names(live), stopGrace)})
+				plural.Count(len(live), "worker", "workers"), drainFor, names(live), stopGrace)})
 			for _, w := range live {
 				if err := provs[w.pool.Provider].Stop(ctx, providers.StopRequest{ID: w.id}); err != nil {
 					a.opts.logger().Warn("stopping a worker", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
@@ -1117,9 +1116,9 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 		case abort:
 		case aborted(): // a second interrupt cut the wait short
 			a.emit(Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("interrupted again: %s still running, killed at once (%s)",
-				count(len(live), "worker", "workers"), names(live))})
+				plural.Count(len(live), "worker", "workers"), names(live))})
 		default:
-			a.emit(Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("%s still running, killed (%s)", count(len(live), "worker", "workers"), names(live))})
+			a.emit(Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("%s still running, killed (%s)", plural.Count(len(live), "worker", "workers"), names(live))})
 		}
 		for _, w := range live {
 			prov := provs[w.pool.Provider]
@@ -1151,25 +1150,12 @@ func (a *applier) onCoordinatorEvent(e Event) {
 			a.joined[e.Pool]++
 		}
 		a.mu.Unlock()
-	case EventStale:
-		a.mu.Lock()
-		a.stale[e.WorkerID] = true
-		a.mu.Unlock()
 	case EventTaskAdded:
 		a.mu.Lock()
 		a.added[e.Pool]++
 		a.mu.Unlock()
 	}
 	a.emit(e)
-}
-
-func (a *applier) isStale(workerID string) bool {
-	if workerID == "" {
-		return false
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.stale[workerID]
 }
 
 // matchRegistrations ties registered workers to their launches, by the

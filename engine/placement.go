@@ -45,12 +45,6 @@ func Unmet(labels, placement map[string]string) []string {
 	return out
 }
 
-// CandidatePools returns the pools, in declaration order, whose labels
-// satisfy the task's placement.
-func CandidatePools(cfg *wdchcl.Config, t *wdchcl.Task) []*wdchcl.Pool {
-	return newPoolIndex(cfg.Pools).candidates(t.Placement)
-}
-
 // poolIndex finds the pools whose labels satisfy a placement without
 // checking every pool: a plan asks it once per task, and thousands of
 // tasks each checked against each of hundreds of pools cost more than the

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/wdc-dev/wdc/artifact"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -171,7 +172,7 @@ func (p *Plan) HasChanges() bool {
 func (s Summary) String() string {
 	var parts []string
 	if s.WorkersToLaunch > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s to launch", s.WorkersToLaunch, plural(s.WorkersToLaunch, "worker", "workers")))
+		parts = append(parts, fmt.Sprintf("%d %s to launch", s.WorkersToLaunch, plural.Word(s.WorkersToLaunch, "worker", "workers")))
 	}
 	first := true
 	for _, item := range []struct {
@@ -182,7 +183,7 @@ func (s Summary) String() string {
 			continue
 		}
 		if first {
-			parts = append(parts, fmt.Sprintf("%d %s to %s", item.n, plural(item.n, "task", "tasks"), item.verb))
+			parts = append(parts, fmt.Sprintf("%d %s to %s", item.n, plural.Word(item.n, "task", "tasks"), item.verb))
 			first = false
 		} else {
 			parts = append(parts, fmt.Sprintf("%d to %s", item.n, item.verb))
@@ -192,13 +193,6 @@ func (s Summary) String() string {
 		return "No changes."
 	}
 	return "Plan: " + strings.Join(parts, ", ") + "."
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // PlanOptions are the user's choices that shape a plan.
@@ -290,10 +284,10 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 					}
 				}
 				if len(replacedUp) > 0 {
-					why = append(why, fmt.Sprintf("depends on %s, which %s replaced", strings.Join(replacedUp, ", "), plural(len(replacedUp), "is", "are")))
+					why = append(why, fmt.Sprintf("depends on %s, which %s replaced", strings.Join(replacedUp, ", "), plural.Word(len(replacedUp), "is", "are")))
 				}
 				if len(newUp) > 0 {
-					why = append(why, fmt.Sprintf("depends on %s, which %s to run", strings.Join(newUp, ", "), plural(len(newUp), "is", "are")))
+					why = append(why, fmt.Sprintf("depends on %s, which %s to run", strings.Join(newUp, ", "), plural.Word(len(newUp), "is", "are")))
 				}
 				tc.Reason = strings.Join(why, "; ")
 			case replace[addr] && old.Status == state.TaskSucceeded:

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/wdc-dev/wdc/internal/plural"
 	"time"
 )
 
@@ -110,15 +111,15 @@ func Supervise(o PoolObservation) Decision {
 		return Decision{Action: SuperviseLaunch, Count: n, Reason: fmt.Sprintf("below min: %d live workers (%s)", live, counts)}
 	case o.Queued > free && live < o.Max:
 		return Decision{Action: SuperviseLaunch, Count: 1, Reason: fmt.Sprintf("%s and %s (%s)",
-			count(o.Queued, "queued task", "queued tasks"), count(free, "free slot", "free slots"), counts)}
+			plural.Count(o.Queued, "queued task", "queued tasks"), plural.Count(free, "free slot", "free slots"), counts)}
 	case o.Queued > free:
-		return Decision{Action: SuperviseHold, Reason: fmt.Sprintf("at the ceiling: %s for %s", count(live, "worker", "workers"), count(o.Queued, "queued task", "queued tasks"))}
+		return Decision{Action: SuperviseHold, Reason: fmt.Sprintf("at the ceiling: %s for %s", plural.Count(live, "worker", "workers"), plural.Count(o.Queued, "queued task", "queued tasks"))}
 	case o.Queued == 0 && o.Drainable > 0 && live > o.Min:
-		return Decision{Action: SuperviseDrain, Reason: fmt.Sprintf("no queued task and %s above min (%s)", count(o.Drainable, "idle worker", "idle workers"), counts)}
+		return Decision{Action: SuperviseDrain, Reason: fmt.Sprintf("no queued task and %s above min (%s)", plural.Count(o.Drainable, "idle worker", "idle workers"), counts)}
 	case o.Pending > 0 && o.Queued > o.FreeSlots:
-		return Decision{Action: SuperviseHold, Reason: fmt.Sprintf("waiting for %s to register", count(o.Pending, "pending worker", "pending workers"))}
+		return Decision{Action: SuperviseHold, Reason: fmt.Sprintf("waiting for %s to register", plural.Count(o.Pending, "pending worker", "pending workers"))}
 	case o.Queued > 0:
-		return Decision{Action: SuperviseHold, Reason: fmt.Sprintf("%s fit the free slots", count(o.Queued, "queued task", "queued tasks"))}
+		return Decision{Action: SuperviseHold, Reason: fmt.Sprintf("%s fit the free slots", plural.Count(o.Queued, "queued task", "queued tasks"))}
 	case o.Idle > 0 && live <= o.Min:
 		return Decision{Action: SuperviseHold, Reason: "at min"}
 	case o.Idle > 0:
@@ -141,9 +142,4 @@ func InitialWorkers(workers, min int) int {
 
 func clampInt(n, lo, hi int) int {
 	return max(lo, min(n, hi))
-}
-
-// count writes n and the noun: "1 queued task", "3 queued tasks".
-func count(n int, one, many string) string {
-	return fmt.Sprintf("%d %s", n, plural(n, one, many))
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/big"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -94,18 +93,6 @@ func functions() map[string]function.Function {
 		"values":          stdlib.ValuesFunc,
 		"zipmap":          stdlib.ZipmapFunc,
 	}
-}
-
-// FunctionNames returns the names of the functions available in
-// expressions, sorted.
-func FunctionNames() []string {
-	fns := functions()
-	names := make([]string, 0, len(fns))
-	for n := range fns {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // scope says which names an expression may reference.

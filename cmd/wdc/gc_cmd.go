@@ -9,6 +9,7 @@ import (
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine/operator"
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -78,14 +79,14 @@ func (c *GCCmd) collect(e *env, path string) (protocol.GCResponse, error) {
 }
 
 func (c *GCCmd) report(e *env, r protocol.GCResponse) error {
-	kept := fmt.Sprintf("%s (%s)", plural(r.Kept, "blob"), artifact.FormatSize(r.KeptBytes))
+	kept := fmt.Sprintf("%s (%s)", plural.Count(r.Kept, "blob", "blobs"), artifact.FormatSize(r.KeptBytes))
 	switch {
 	case len(r.Removed) == 0:
 		_, err := fmt.Fprintf(e.stdout, "Nothing to remove: the attempts of the current definitions refer to every blob. Kept %s.\n", kept)
 		return err
 	case r.DryRun:
 		fmt.Fprintf(e.stdout, "Would remove %s (%s) that no attempt of the current definitions refers to:\n",
-			plural(len(r.Removed), "blob"), artifact.FormatSize(r.RemovedBytes))
+			plural.Count(len(r.Removed), "blob", "blobs"), artifact.FormatSize(r.RemovedBytes))
 		for _, b := range r.Removed {
 			fmt.Fprintf(e.stdout, "  %s  %s\n", b.SHA256, artifact.FormatSize(b.Size))
 		}
@@ -93,14 +94,6 @@ func (c *GCCmd) report(e *env, r protocol.GCResponse) error {
 		return err
 	}
 	_, err := fmt.Fprintf(e.stdout, "Removed %s (%s freed) that no attempt of the current definitions referred to; kept %s.\n",
-		plural(len(r.Removed), "blob"), artifact.FormatSize(r.RemovedBytes), kept)
+		plural.Count(len(r.Removed), "blob", "blobs"), artifact.FormatSize(r.RemovedBytes), kept)
 	return err
-}
-
-// plural writes n and the noun, with an "s" unless n is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

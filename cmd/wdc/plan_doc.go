@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/renameio/v2"
+
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
@@ -469,25 +471,17 @@ func hideParts(m map[string]string, whole bool, keys map[string]bool) map[string
 	return out
 }
 
-// writePlanFile writes doc to path as indented JSON, atomically.
+// writePlanFile writes doc to path as indented JSON, atomically and synced
+// to disk before apply may read it.
 func writePlanFile(path string, doc *planDoc) error {
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".wdc-plan-*")
-	if err != nil {
-		return fmt.Errorf("writing plan file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing plan file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing plan file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	// renameio syncs the file before it renames it into place: a crash
+	// leaves the old plan or the whole new one, never a torn one. Mode 0600
+	// as before: a plan may name what only its user should read.
+	if err := renameio.WriteFile(path, append(b, '\n'), 0o600, renameio.WithStaticPermissions(0o600)); err != nil {
 		return fmt.Errorf("writing plan file: %w", err)
 	}
 	return nil
