@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/state"
 	"golang.org/x/term"
 )
@@ -237,14 +238,14 @@ func (c *ApplyCmd) Run(e *env) error {
 		fmt.Fprintf(e.stderr, "Warning: %v\n", err)
 	} else if rec.Stopped+rec.Orphans > 0 {
 		fmt.Fprintf(e.stderr, "Stopped %s and %s left running by an earlier apply.\n",
-			count(rec.Stopped, "worker", "workers"), count(rec.Orphans, "orphaned attempt or worker", "orphaned attempts or workers"))
+			plural.Count(rec.Stopped, "worker", "workers"), plural.Count(rec.Orphans, "orphaned attempt or worker", "orphaned attempts or workers"))
 	}
 	revoked, err := engine.RecoverState(ctx, store, "the apply that granted the lease is gone", now)
 	if err != nil {
 		return err
 	}
 	if revoked > 0 {
-		fmt.Fprintf(e.stderr, "Revoked %s left by an earlier apply; their tasks are retried as lost.\n", count(revoked, "lease", "leases"))
+		fmt.Fprintf(e.stderr, "Revoked %s left by an earlier apply; their tasks are retried as lost.\n", plural.Count(revoked, "lease", "leases"))
 	}
 
 	var plan *engine.Plan

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/demo"
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -121,7 +122,7 @@ func renderWorkerLeases(w io.Writer, r *demo.Report) error {
 func demoStateRows(r *demo.Report, v demo.View) []string {
 	var rows []string
 	t := v.Task
-	rows = append(rows, fmt.Sprintf("%s\t%s\t%s, lost %d of %d", t.Address, t.Status, count(t.Attempts, "attempt", "attempts"), t.LostUsed, r.Task.MaxLost))
+	rows = append(rows, fmt.Sprintf("%s\t%s\t%s, lost %d of %d", t.Address, t.Status, plural.Count(t.Attempts, "attempt", "attempts"), t.LostUsed, r.Task.MaxLost))
 	if d := v.Retry; d != nil {
 		status, when := "open", "not before "+demoRel(r, d.NotBefore)
 		if !d.ConsumedAt.IsZero() {
@@ -138,7 +139,7 @@ func demoStateRows(r *demo.Report, v demo.View) []string {
 	}
 	for _, w := range v.Workers {
 		rows = append(rows, fmt.Sprintf("worker %s\t%s\tlast heartbeat %s, %s", w.Name, w.Status, demoRel(r, w.LastHeartbeatAt),
-			count(w.LeasesHeld, "lease", "leases")))
+			plural.Count(w.LeasesHeld, "lease", "leases")))
 	}
 	for _, res := range v.Results {
 		detail := fmt.Sprintf("lease %d from worker %s at %s", res.Token, demoWorker(res.Worker, ""), demoRel(r, res.ReceivedAt))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wdc-dev/wdc/demo"
+	"github.com/wdc-dev/wdc/internal/plural"
 )
 
 // The whole text output of `wdc demo worker-leases` is compared with a
@@ -26,7 +27,7 @@ func TestDemoRenderFailedCheck(t *testing.T) {
 	c := r.Steps[5].Checks[0]
 	for _, want := range []string{
 		"   FAIL  " + c.Invariant + ": " + c.Observed + "\n",
-		"\n1 of " + count(r.CheckCount(), "check", "checks") + " did not hold.\n",
+		"\n1 of " + plural.Count(r.CheckCount(), "check", "checks") + " did not hold.\n",
 		"  step 6 (reassign): " + c.Invariant + ": " + c.Observed + "\n",
 	} {
 		if !strings.Contains(out, want) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/demo"
+	"github.com/wdc-dev/wdc/internal/plural"
 )
 
 // demoFormatVersion is the format_version of the demo document
@@ -173,9 +174,9 @@ func newDemoDoc(r *demo.Report) demoDoc {
 // invariant held: 34 checks in 9 steps." or "2 of 34 checks did not hold."
 func demoSummaryText(r *demo.Report) string {
 	if r.OK() {
-		return fmt.Sprintf("Every invariant held: %s in %s.", count(r.CheckCount(), "check", "checks"), count(len(r.Steps), "step", "steps"))
+		return fmt.Sprintf("Every invariant held: %s in %s.", plural.Count(r.CheckCount(), "check", "checks"), plural.Count(len(r.Steps), "step", "steps"))
 	}
-	return fmt.Sprintf("%d of %s did not hold.", len(r.Failed()), count(r.CheckCount(), "check", "checks"))
+	return fmt.Sprintf("%d of %s did not hold.", len(r.Failed()), plural.Count(r.CheckCount(), "check", "checks"))
 }
 
 func newDemoState(v demo.View) demoStateJSON {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/plural"
 )
 
 // Doctor's exit codes (docs/cli.md, "Exit codes"): 0 when it found
@@ -148,11 +149,11 @@ func newDoctorDoc(r *engine.DoctorReport, threshold time.Duration, now time.Time
 	case s.Errors+s.Warnings == 0:
 		s.Text = "No problems found."
 	case s.Warnings == 0:
-		s.Text = fmt.Sprintf("Found %s.", count(s.Errors, "error", "errors"))
+		s.Text = fmt.Sprintf("Found %s.", plural.Count(s.Errors, "error", "errors"))
 	case s.Errors == 0:
-		s.Text = fmt.Sprintf("Found %s.", count(s.Warnings, "warning", "warnings"))
+		s.Text = fmt.Sprintf("Found %s.", plural.Count(s.Warnings, "warning", "warnings"))
 	default:
-		s.Text = fmt.Sprintf("Found %s and %s.", count(s.Errors, "error", "errors"), count(s.Warnings, "warning", "warnings"))
+		s.Text = fmt.Sprintf("Found %s and %s.", plural.Count(s.Errors, "error", "errors"), plural.Count(s.Warnings, "warning", "warnings"))
 	}
 	return doc
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/internal/plural"
 )
 
 // PlanCmd computes and prints a plan. It opens the state read-only and
@@ -47,7 +48,7 @@ func (c *PlanCmd) Run(e *env) error {
 	if n := unjudgedRecommendations(ctx, path); n > 0 {
 		fmt.Fprintf(e.stderr, "Note: %s of accepted results %s not judged yet (an apply stopped before it judged them): "+
 			"the next apply judges them first, and runs what their edges approve by themselves.\n",
-			count(n, "recommendation", "recommendations"), map[bool]string{true: "is", false: "are"}[n == 1])
+			plural.Count(n, "recommendation", "recommendations"), map[bool]string{true: "is", false: "are"}[n == 1])
 	}
 	plan, diags := engine.NewPlan(cfg, snap, e.now(), engine.PlanOptions{Replace: c.Replace})
 	e.printDiags(cfg, diags)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -47,16 +48,16 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 		}
 		if pd.Provider == engine.ProviderExternal {
 			fmt.Fprintf(&b, "\n  # %s will wait for up to %s to join (%s counted toward it, capacity %d, max %d): wdc join-token create %s\n",
-				pd.Address, count(pd.Workers, "worker", "workers"), count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Max, pd.Name)
+				pd.Address, plural.Count(pd.Workers, "worker", "workers"), plural.Count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Max, pd.Name)
 			fmt.Fprintf(&b, "%s %s (external)\n", sym("+"), pd.Address)
 			continue
 		}
-		launch := count(pd.Workers, "worker", "workers")
+		launch := plural.Count(pd.Workers, "worker", "workers")
 		if pd.InitialWorkers < pd.Workers {
 			launch = fmt.Sprintf("up to %s, starting with %d", launch, pd.InitialWorkers)
 		}
 		fmt.Fprintf(&b, "\n  # %s will launch %s (%s counted toward it, capacity %d, min %d, max %d)\n",
-			pd.Address, launch, count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Min, pd.Max)
+			pd.Address, launch, plural.Count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Min, pd.Max)
 		fmt.Fprintf(&b, "%s %s\n", sym("+"), pd.Address)
 		if len(pd.LaunchPreview) > 0 {
 			b.WriteString("      each launch creates (names and the apply-id label are known after apply):\n")
@@ -122,7 +123,7 @@ func writeWaiting(b *strings.Builder, waiting []proposalRefDoc) {
 	if len(waiting) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n%s waiting for approval (not run until approved):\n", count(len(waiting), "proposal", "proposals"))
+	fmt.Fprintf(b, "\n%s waiting for approval (not run until approved):\n", plural.Count(len(waiting), "proposal", "proposals"))
 	for i, p := range waiting {
 		if i == maxWaitingShown && len(waiting) > maxWaitingShown+1 {
 			fmt.Fprintf(b, "  … and %d more: wdc proposals list --status pending\n", len(waiting)-i)

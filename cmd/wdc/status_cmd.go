@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -207,7 +208,7 @@ func renderStatus(e *env, d statusDoc, total int) error {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
 	}
-	line := fmt.Sprintf("Tasks: %s", count(total, "task", "tasks"))
+	line := fmt.Sprintf("Tasks: %s", plural.Count(total, "task", "tasks"))
 	if len(parts) > 0 {
 		line += ": " + strings.Join(parts, ", ")
 	}

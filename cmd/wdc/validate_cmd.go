@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/internal/plural"
 )
 
 // ValidateCmd checks the configuration. It never opens the state.
@@ -23,20 +24,12 @@ func (c *ValidateCmd) Run(e *env) error {
 	}
 	extra := ""
 	if n := len(cfg.ProposedTasks); n > 0 {
-		extra += ", " + count(n, "proposed task", "proposed tasks")
+		extra += ", " + plural.Count(n, "proposed task", "proposed tasks")
 	}
 	if n := len(cfg.Edges); n > 0 {
-		extra += ", " + count(n, "edge", "edges")
+		extra += ", " + plural.Count(n, "edge", "edges")
 	}
 	_, err = fmt.Fprintf(e.stdout, "Success! The configuration is valid: %s, %s%s.\n",
-		count(len(cfg.Pools), "pool", "pools"), count(len(cfg.Tasks), "task", "tasks"), extra)
+		plural.Count(len(cfg.Pools), "pool", "pools"), plural.Count(len(cfg.Tasks), "task", "tasks"), extra)
 	return err
-}
-
-// count renders "1 pool" or "3 pools".
-func count(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
