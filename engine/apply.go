@@ -195,6 +195,9 @@ type ApplyResult struct {
 	Workers, Joined int
 	// Interrupted is true when ctx was cancelled or Abort closed.
 	Interrupted bool
+	// NoChanges is true when the plan had nothing to do (Operation.Run):
+	// nothing was launched.
+	NoChanges bool
 	// Wall is the apply's wall time.
 	Wall time.Duration
 }

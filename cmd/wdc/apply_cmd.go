@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +32,9 @@ type ApplyCmd struct {
 	Replace     []string      `name:"replace" sep:"none" placeholder:"ADDR" predictor:"address" help:"Run this succeeded task again, and the tasks downstream of it (repeatable)."`
 }
 
-// Run takes the lock, plans, confirms, applies and prints a summary.
+// Run parses what the operation needs (configuration, state path, a saved
+// plan), runs it (engine.Operation: lock, recover, plan, confirm, apply)
+// and renders what it is told, then the summary.
 // Exit codes: 0 when every task succeeded or there was nothing to do; 1 on
 // an error, a failed or cancelled task, or an interruption.
 func (c *ApplyCmd) Run(e *env) error {
@@ -81,251 +81,37 @@ func (c *ApplyCmd) Run(e *env) error {
 	if !c.AutoApprove && c.PlanFile == "" && (c.JSON || !e.stdinIsTerminal()) {
 		return c.applyUnconfirmed(e, cfg, path)
 	}
-
-	// First signal: stop cleanly. Second: stop at once.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	abort := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	// Before the lock is ours an interrupt only stops the wait for it:
-	// nothing was changed, and there are no workers to drain.
-	var phase struct {
-		sync.Mutex
-		locked, interruptedWaiting bool
-	}
-	go func() {
-		select {
-		case <-sigs:
-		case <-ctx.Done():
-			return
-		}
-		phase.Lock()
-		if !phase.locked {
-			phase.interruptedWaiting = true
-			phase.Unlock()
-			cancel()
-			return
-		}
-		phase.Unlock()
-		fmt.Fprintln(e.stderr, "\nInterrupt received: no new leases; draining workers (interrupt again to stop at once).")
-		cancel()
-		select {
-		case <-sigs:
-			fmt.Fprintln(e.stderr, "Second interrupt: killing workers.")
-			close(abort)
-		case <-time.After(24 * time.Hour):
-		}
-	}()
-
-	var saved *planDoc
-	var savedPlan *engine.Plan
-	if c.PlanFile != "" {
-		if len(c.Replace) > 0 {
-			return errors.New("--replace cannot be used with a saved plan: the plan already records what to replace")
-		}
-		dir, err := e.configDir()
-		if err != nil {
-			return err
-		}
-		if saved, err = readPlanFile(resolve(dir, c.PlanFile)); err != nil {
-			return err
-		}
-		if err := checkPlanFresh(saved, cfg); err != nil {
-			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
-		}
-		// Every check that needs no state runs before anything is written.
-		if savedPlan, err = planFromDoc(saved, cfg); err != nil {
-			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
-		}
-		if saved.State.Lineage != "" {
-			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("refusing the saved plan %s: it was made for the state with lineage %s, and there is no state file at %s (check --state)",
-					c.PlanFile, saved.State.Lineage, path)
-			}
-		}
-	}
-
-	store, err := state.Open(context.Background(), path)
+	saved, savedPlan, err := c.readSaved(e, cfg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	// A damaged state is refused before anything is written (the lock
-	// included); a read or write that finds damage later says the same.
-	if err := store.QuickCheck(ctx); err != nil {
-		return err
-	}
-	var serialBefore int64
-	if saved != nil {
-		lineage, serial, err := store.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if err := checkStateFresh(saved, lineage, serial); err != nil {
-			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
-		}
-		// The state is the one the plan was made from: the approved
-		// proposals it runs are recorded there.
-		snap, err := store.Snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		if err := engine.AttachProposals(savedPlan, snap); err != nil {
-			return fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
-		}
-		serialBefore = serial
-	}
-
-	lock, err := engine.AcquireApplyLock(ctx, store, engine.LockOptions{Wait: c.LockTimeout, OnWait: func(l state.Lock) {
-		fmt.Fprintf(e.stderr, "The state lock is held by another apply (%s, host %s, pid %d, since %s); waiting up to %s for it (Ctrl-C gives up).\n",
-			l.Holder, l.Host, l.PID, formatTime(l.StartedAt), c.LockTimeout)
-	}})
-	phase.Lock()
-	phase.locked = err == nil
-	interrupted := phase.interruptedWaiting
-	phase.Unlock()
-	var waitErr *engine.LockWaitInterruptedError
-	switch {
-	case errors.As(err, &waitErr):
-		return waitErr
-	case err != nil && interrupted:
-		return errors.New("interrupted while taking the state lock: nothing was changed")
-	case err != nil:
-		return fmt.Errorf("acquiring the state lock: %w", err)
-	case interrupted:
-		// The lock came as the interrupt did: give it back untouched.
-		lock.Release(context.Background()) //nolint:errcheck // the next apply takes it over if this failed
-		return errors.New("interrupted while taking the state lock: nothing was changed")
-	}
-	lock.KeepAlive(context.Background())
-	defer lock.Release(context.Background()) //nolint:errcheck // reported by the next apply if it failed
-	go func() {
-		select {
-		case <-lock.Lost():
-			// Apply sees LockLost too: it kills the workers and writes
-			// nothing more.
-			fmt.Fprintln(e.stderr, "wdc: error: the state lock was removed or taken over; stopping")
-		case <-ctx.Done():
-		}
-	}()
-	// From here on every write of this apply checks, in its own
-	// transaction, that the lock is still ours.
-	store.GuardWrites(lock.ID())
-	if saved != nil {
-		// Taking the lock does not move the serial; anything that did means
-		// another apply ran between the check above and the lock.
-		if _, serial, err := store.Info(ctx); err != nil {
-			return err
-		} else if serial != serialBefore {
-			return fmt.Errorf("refusing the saved plan %s: the state changed while taking the lock (serial %d, now %d): save a new plan", c.PlanFile, serialBefore, serial)
-		}
-	}
-	now := e.now()
-	if prev := lock.Previous; prev != nil {
-		why := "that is gone"
-		if h, _ := os.Hostname(); engine.JudgeHolder(*prev, h, os.Getpid(), now, nil) != engine.HolderDead {
-			why = "that stopped renewing it (its lock expired at " + formatTime(prev.ExpiresAt) + ")"
-		}
-		fmt.Fprintf(e.stderr, "Took over the state lock of an apply %s (%s, host %s, pid %d, started %s).\n",
-			why, prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
-	}
-	// Stop what an earlier apply launched and left running before its tasks
-	// run again (under our lock, no other apply's worker is legitimate):
-	// each provider stops its own, by what it recorded at launch.
-	if rec, err := engine.ReclaimStrays(ctx, store, filepath.Dir(path), lock.ID(), engine.ProviderSettings(cfg), now); err != nil {
-		fmt.Fprintf(e.stderr, "Warning: %v\n", err)
-	} else if rec.Stopped+rec.Orphans > 0 {
-		fmt.Fprintf(e.stderr, "Stopped %s and %s left running by an earlier apply.\n",
-			plural.Count(rec.Stopped, "worker", "workers"), plural.Count(rec.Orphans, "orphaned attempt or worker", "orphaned attempts or workers"))
-	}
-	revoked, err := engine.RecoverState(ctx, store, "the apply that granted the lease is gone", now)
-	if err != nil {
-		return err
-	}
-	if revoked > 0 {
-		fmt.Fprintf(e.stderr, "Revoked %s left by an earlier apply; their tasks are retried as lost.\n", plural.Count(revoked, "lease", "leases"))
-	}
-
-	var plan *engine.Plan
-	doc := saved
-	if saved != nil {
-		plan = savedPlan
-	} else {
-		snap, err := store.Snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		var diags hcl.Diagnostics
-		plan, diags = engine.NewPlan(cfg, snap, now, engine.PlanOptions{Replace: c.Replace})
-		e.printDiags(cfg, diags)
-		if diags.HasErrors() {
-			return errExit{1}
-		}
-		if doc, err = newPlanDoc(cfg, plan, c.Replace); err != nil {
-			return err
-		}
-	}
-	var out applyOutput
+	view := &applyCmdView{e: e, cfg: cfg, replace: c.Replace, saved: saved}
 	if c.JSON {
-		out = newJSONOutput(e.stdout)
+		view.out = newJSONOutput(e.stdout)
 	} else {
-		out = newProgressView(e.stdout, e.isTerminal(e.stdout))
+		view.out = newProgressView(e.stdout, e.isTerminal(e.stdout))
 	}
-	if err := out.plan(doc, e.color(e.stdout)); err != nil {
+	ctx, abort, stop := view.interrupts()
+	defer stop()
+	op := &engine.Operation{Config: cfg, StatePath: path, Serve: serve, Saved: savedPlan, SavedName: c.PlanFile,
+		Replace: c.Replace, LockTimeout: c.LockTimeout, View: view, Now: e.now, Redact: newRedactor(cfg).text, Abort: abort}
+	if !c.AutoApprove {
+		op.Confirm = func(*engine.Plan) (bool, error) { return e.confirm() }
+	}
+	res, err := op.Run(ctx)
+	if view.shown {
+		view.out.close()
+	}
+	switch {
+	case errors.Is(err, engine.ErrApplyCancelled):
+		fmt.Fprintln(e.stdout, "\nApply cancelled.")
+		return errExit{1}
+	case errors.Is(err, engine.ErrPlanFailed):
+		return errExit{1}
+	case err != nil:
 		return err
 	}
-	if !plan.HasChanges() {
-		out.close()
-		return out.summary(&engine.ApplyResult{}, true)
-	}
-	if !c.AutoApprove && saved == nil {
-		ok, err := e.confirm()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			fmt.Fprintln(e.stdout, "\nApply cancelled.")
-			return errExit{1}
-		}
-	}
-	out.start()
-
-	pools, tasks := engine.ApplyInputs(cfg, plan)
-	lineage, _, err := store.Info(ctx)
-	if err != nil {
-		return err
-	}
-	res, err := engine.Apply(ctx, engine.ApplyOptions{
-		Store:           store,
-		Plan:            plan,
-		Pools:           pools,
-		Tasks:           tasks,
-		Serve:           serve,
-		MaxArtifactSize: cfg.Settings.MaxArtifactSize,
-		ApplyID:         lock.ID(),
-		Lineage:         lineage,
-		OnServing: func(ep *engine.Endpoint) {
-			if ep.Warning != "" {
-				fmt.Fprintf(e.stderr, "Warning: %s.\n", ep.Warning)
-			}
-		},
-		LockLost: lock.Lost(),
-		WorkDir:  filepath.Dir(path),
-		Now:      e.now,
-		OnEvent:  out.event,
-		Redact:   newRedactor(cfg).text,
-		Abort:    abort,
-		Config:   cfg,
-
-		SavedPlan: saved != nil,
-	})
-	out.close()
-	if err != nil {
-		return err
-	}
-	if err := out.summary(res, false); err != nil {
+	if err := view.out.summary(res, res.NoChanges); err != nil {
 		return err
 	}
 	if !res.OK() {
@@ -333,6 +119,151 @@ func (c *ApplyCmd) Run(e *env) error {
 	}
 	return nil
 }
+
+// readSaved reads the saved plan of the command line, if any, and runs
+// every check of it that needs no state: it was made by this wdc, from
+// this configuration, and rebuilds to the definitions it recorded.
+func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*planDoc, *engine.Plan, error) {
+	if c.PlanFile == "" {
+		return nil, nil, nil
+	}
+	if len(c.Replace) > 0 {
+		return nil, nil, errors.New("--replace cannot be used with a saved plan: the plan already records what to replace")
+	}
+	dir, err := e.configDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	saved, err := readPlanFile(resolve(dir, c.PlanFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkPlanFresh(saved, cfg); err != nil {
+		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
+	}
+	p, err := planFromDoc(saved, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
+	}
+	return saved, p, nil
+}
+
+// applyCmdView renders what an apply operation tells: lock and recovery
+// notes on stderr, the plan, progress and events on stdout (text or
+// NDJSON).
+type applyCmdView struct {
+	e       *env
+	cfg     *wdchcl.Config
+	replace []string
+	saved   *planDoc // the saved plan's document, shown as it was saved
+	out     applyOutput
+	shown   bool // the plan was shown: the output is closed at the end
+
+	mu     sync.Mutex
+	locked bool // an interrupt from now on drains workers
+}
+
+var _ engine.OperationView = (*applyCmdView)(nil)
+
+// interrupts turns signals into the operation's stops. First signal: stop
+// cleanly (ctx is cancelled). Second: stop at once (abort is closed).
+// Before the lock is taken an interrupt only stops the wait for it:
+// nothing was changed, and there are no workers to drain.
+func (v *applyCmdView) interrupts() (ctx context.Context, abort chan struct{}, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	abort = make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		v.mu.Lock()
+		locked := v.locked
+		v.mu.Unlock()
+		if !locked {
+			cancel()
+			return
+		}
+		fmt.Fprintln(v.e.stderr, "\nInterrupt received: no new leases; draining workers (interrupt again to stop at once).")
+		cancel()
+		select {
+		case <-sigs:
+			fmt.Fprintln(v.e.stderr, "Second interrupt: killing workers.")
+			close(abort)
+		case <-time.After(24 * time.Hour):
+		}
+	}()
+	return ctx, abort, func() { signal.Stop(sigs); cancel() }
+}
+
+func (v *applyCmdView) LockWaiting(l state.Lock, wait time.Duration) {
+	fmt.Fprintf(v.e.stderr, "The state lock is held by another apply (%s, host %s, pid %d, since %s); waiting up to %s for it (Ctrl-C gives up).\n",
+		l.Holder, l.Host, l.PID, formatTime(l.StartedAt), wait)
+}
+
+func (v *applyCmdView) Locked() {
+	v.mu.Lock()
+	v.locked = true
+	v.mu.Unlock()
+}
+
+func (v *applyCmdView) LockLost() {
+	fmt.Fprintln(v.e.stderr, "wdc: error: the state lock was removed or taken over; stopping")
+}
+
+func (v *applyCmdView) TookOver(prev state.Lock, dead bool) {
+	why := "that is gone"
+	if !dead {
+		why = "that stopped renewing it (its lock expired at " + formatTime(prev.ExpiresAt) + ")"
+	}
+	fmt.Fprintf(v.e.stderr, "Took over the state lock of an apply %s (%s, host %s, pid %d, started %s).\n",
+		why, prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
+}
+
+func (v *applyCmdView) Reclaimed(rec engine.ReclaimResult, err error) {
+	if err != nil {
+		fmt.Fprintf(v.e.stderr, "Warning: %v\n", err)
+	} else if rec.Stopped+rec.Orphans > 0 {
+		fmt.Fprintf(v.e.stderr, "Stopped %s and %s left running by an earlier apply.\n",
+			plural.Count(rec.Stopped, "worker", "workers"), plural.Count(rec.Orphans, "orphaned attempt or worker", "orphaned attempts or workers"))
+	}
+}
+
+func (v *applyCmdView) Recovered(n int) {
+	fmt.Fprintf(v.e.stderr, "Revoked %s left by an earlier apply; their tasks are retried as lost.\n", plural.Count(n, "lease", "leases"))
+}
+
+// Planned prints the diagnostics of planning, then the plan: a saved
+// plan's document as it was saved, else the document of the plan just
+// made.
+func (v *applyCmdView) Planned(p *engine.Plan, diags hcl.Diagnostics) error {
+	v.e.printDiags(v.cfg, diags)
+	if diags.HasErrors() {
+		return nil
+	}
+	doc := v.saved
+	if doc == nil {
+		var err error
+		if doc, err = newPlanDoc(v.cfg, p, v.replace); err != nil {
+			return err
+		}
+	}
+	v.shown = true
+	return v.out.plan(doc, v.e.color(v.e.stdout))
+}
+
+func (v *applyCmdView) Started() { v.out.start() }
+
+func (v *applyCmdView) Serving(ep *engine.Endpoint) {
+	if ep.Warning != "" {
+		fmt.Fprintf(v.e.stderr, "Warning: %s.\n", ep.Warning)
+	}
+}
+
+func (v *applyCmdView) Event(ev engine.Event) { v.out.event(ev) }
 
 // applyUnconfirmed is apply without --auto-approve where it cannot ask
 // (no terminal, or --json): it plans against the state opened read-only

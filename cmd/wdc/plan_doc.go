@@ -536,23 +536,6 @@ func checkPlanFresh(doc *planDoc, cfg *wdchcl.Config) error {
 	return nil
 }
 
-// checkStateFresh refuses a saved plan whose state moved: another lineage
-// (another state file) or another serial (something wrote it since).
-func checkStateFresh(doc *planDoc, lineage string, serial int64) error {
-	planned := doc.State
-	switch {
-	case planned.Lineage == "" && serial == 0:
-		return nil // planned against an absent state; this one is new and untouched
-	case planned.Lineage == "":
-		return fmt.Errorf("the plan was made when there was no state, but the state now exists (lineage %s, serial %d): save a new plan (wdc plan --out FILE)", lineage, serial)
-	case planned.Lineage != lineage:
-		return fmt.Errorf("the plan was made for another state (lineage %s; this state is %s): check --state, or save a new plan", planned.Lineage, lineage)
-	case planned.Serial != serial:
-		return fmt.Errorf("the state changed since the plan was made (serial %d, now %d): save a new plan (wdc plan --out FILE) and review it", planned.Serial, serial)
-	}
-	return nil
-}
-
 // planFromDoc rebuilds the plan apply carries out from a saved plan: its
 // recorded changes and worker counts; the task definitions come from cfg
 // (already checked to hash the same as when the plan was made) and must

@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// Operation is one `wdc apply` from the state file to the summary, as
+// Terraform's local backend runs an apply operation: open and check the
+// state, take the lock (taking over a dead apply's), check a saved plan
+// against the state, stop what an earlier apply left running and recover
+// its leases, plan (or take the saved plan), confirm, carry the plan out
+// (Apply), and give the lock back. The caller parses flags, renders what
+// the View is told, and reads the configuration; the Operation decides
+// nothing from flags it was not given and writes to no terminal.
+type Operation struct {
+	// Config is the validated configuration.
+	Config *wdchcl.Config
+	// StatePath is the state file; it is created when missing (but not
+	// for a saved plan made against a state that exists).
+	StatePath string
+	// Serve says where the coordinator listens (see Listen).
+	Serve ListenSettings
+	// Saved, when set, is a saved plan rebuilt against Config (Lineage and
+	// Serial those of the state it was made from): it is carried out
+	// exactly, without confirmation, and refused when the state moved on.
+	// SavedName names its file in refusals.
+	Saved     *Plan
+	SavedName string
+	// Replace lists the addresses to run again (PlanOptions.Replace);
+	// unused with Saved.
+	Replace []string
+	// LockTimeout is how long to wait for a lock another live apply holds
+	// (0: fail at once). The lock is taken, renewed and judged on the wall
+	// clock, never on Now.
+	LockTimeout time.Duration
+	// Confirm, when set, is asked once the plan is shown and has changes
+	// (never for a saved plan); false cancels with ErrApplyCancelled.
+	Confirm func(*Plan) (bool, error)
+	// View is told what happens, in order; required.
+	View OperationView
+	// Now is the clock of every decision (default time.Now).
+	Now func() time.Time
+	// Redact rewrites error texts workers report (ApplyOptions.Redact).
+	Redact func(string) string
+	// Abort, when closed, stops at once (a second interrupt): workers are
+	// killed instead of drained. Cancelling Run's ctx stops cleanly.
+	Abort <-chan struct{}
+}
+
+// OperationView is told what an Operation does, in order, from Run's
+// goroutine (Event and Serving also from the apply's own goroutines, one
+// call at a time).
+type OperationView interface {
+	// LockWaiting: another live apply holds the lock; Run waits up to
+	// LockTimeout for it.
+	LockWaiting(holder state.Lock, wait time.Duration)
+	// Locked: the lock is this apply's; an interrupt from now on drains.
+	Locked()
+	// LockLost: the lock was removed or taken over while applying; Run
+	// stops its workers and writes nothing more.
+	LockLost()
+	// TookOver: the lock was a dead apply's (dead: its pid is gone on this
+	// host; else it stopped renewing it).
+	TookOver(previous state.Lock, dead bool)
+	// Reclaimed: what an earlier apply left running was stopped (err: it
+	// could not be, which does not stop the apply).
+	Reclaimed(r ReclaimResult, err error)
+	// Recovered: the leases an earlier apply left were revoked (n > 0).
+	Recovered(n int)
+	// Planned: the plan to carry out, with the diagnostics of planning
+	// (nil for a saved plan). An error of the view stops Run.
+	Planned(p *Plan, diags hcl.Diagnostics) error
+	// Started: confirmed; the apply begins.
+	Started()
+	// Serving: the coordinator listens (ApplyOptions.OnServing).
+	Serving(ep *Endpoint)
+	// Event: progress (ApplyOptions.OnEvent).
+	Event(e Event)
+}
+
+var (
+	// ErrApplyCancelled: Confirm said no; nothing was carried out.
+	ErrApplyCancelled = errors.New("apply cancelled")
+	// ErrPlanFailed: planning found errors (given to View.Planned);
+	// nothing was carried out.
+	ErrPlanFailed = errors.New("the plan has errors")
+	// ErrInterruptedLocking: Run's ctx ended while it took the lock;
+	// nothing was changed.
+	ErrInterruptedLocking = errors.New("interrupted while taking the state lock: nothing was changed")
+)
+
+// SavedPlanError refuses a saved plan: the state it was made for moved on
+// or is not there.
+type SavedPlanError struct {
+	Name string // the plan file
+	Err  error
+}
+
+func (e *SavedPlanError) Error() string {
+	return fmt.Sprintf("refusing the saved plan %s: %v", e.Name, e.Err)
+}
+
+func (e *SavedPlanError) Unwrap() error { return e.Err }
+
+// Run carries the operation out. It returns the apply's result (NoChanges
+// set when the plan had none) or an error: ErrApplyCancelled,
+// ErrPlanFailed, ErrInterruptedLocking, a *LockWaitInterruptedError, a
+// *SavedPlanError, the state's errors, or Apply's.
+func (op *Operation) Run(ctx context.Context) (*ApplyResult, error) {
+	if op.Now == nil {
+		op.Now = time.Now
+	}
+	if op.Saved != nil && op.Saved.Lineage != "" {
+		if _, err := os.Stat(op.StatePath); errors.Is(err, fs.ErrNotExist) {
+			return nil, op.refuse(fmt.Errorf("it was made for the state with lineage %s, and there is no state file at %s (check --state)",
+				op.Saved.Lineage, op.StatePath))
+		}
+	}
+	store, err := state.Open(context.Background(), op.StatePath)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	// A damaged state is refused before anything is written (the lock
+	// included); a read or write that finds damage later says the same.
+	if err := store.QuickCheck(ctx); err != nil {
+		return nil, err
+	}
+	if err := op.checkSaved(ctx, store); err != nil {
+		return nil, err
+	}
+	lock, err := op.lock(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release(context.Background()) //nolint:errcheck // reported by the next apply if it failed
+	go func() {
+		select {
+		case <-lock.Lost():
+			// Apply sees LockLost too: it kills the workers and writes
+			// nothing more.
+			op.View.LockLost()
+		case <-ctx.Done():
+		}
+	}()
+	if err := op.recover(ctx, store, lock); err != nil {
+		return nil, err
+	}
+	plan, err := op.plan(ctx, store)
+	if err != nil || !plan.HasChanges() {
+		return &ApplyResult{NoChanges: err == nil}, err
+	}
+	if op.Confirm != nil && op.Saved == nil {
+		ok, err := op.Confirm(plan)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, ErrApplyCancelled
+		}
+	}
+	op.View.Started()
+	return op.apply(ctx, store, lock, plan)
+}
+
+func (op *Operation) refuse(err error) error {
+	return &SavedPlanError{Name: op.SavedName, Err: err}
+}
+
+// checkSaved refuses a saved plan whose state moved: another lineage
+// (another state file) or another serial (something wrote it since), and
+// attaches the approved proposals it runs, read from that state.
+func (op *Operation) checkSaved(ctx context.Context, store *state.Store) error {
+	if op.Saved == nil {
+		return nil
+	}
+	lineage, serial, err := store.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if err := CheckStateFresh(op.Saved, lineage, serial); err != nil {
+		return op.refuse(err)
+	}
+	snap, err := store.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if err := AttachProposals(op.Saved, snap); err != nil {
+		return op.refuse(err)
+	}
+	return nil
+}
+
+// CheckStateFresh refuses a saved plan p whose state moved: another
+// lineage (another state file) or another serial (something wrote it
+// since the plan was made).
+func CheckStateFresh(p *Plan, lineage string, serial int64) error {
+	switch {
+	case p.Lineage == "" && serial == 0:
+		return nil // planned against an absent state; this one is new and untouched
+	case p.Lineage == "":
+		return fmt.Errorf("the plan was made when there was no state, but the state now exists (lineage %s, serial %d): save a new plan (wdc plan --out FILE)", lineage, serial)
+	case p.Lineage != lineage:
+		return fmt.Errorf("the plan was made for another state (lineage %s; this state is %s): check --state, or save a new plan", p.Lineage, lineage)
+	case p.Serial != serial:
+		return fmt.Errorf("the state changed since the plan was made (serial %d, now %d): save a new plan (wdc plan --out FILE) and review it", p.Serial, serial)
+	}
+	return nil
+}
+
+// lock takes the apply lock, keeps it alive and guards every later write
+// with it. A ctx that ends before the lock is held (the first interrupt)
+// gives it back untouched: ErrInterruptedLocking.
+func (op *Operation) lock(ctx context.Context, store *state.Store) (*ApplyLock, error) {
+	lock, err := AcquireApplyLock(ctx, store, LockOptions{Wait: op.LockTimeout, OnWait: func(l state.Lock) {
+		op.View.LockWaiting(l, op.LockTimeout)
+	}})
+	var waitErr *LockWaitInterruptedError
+	switch {
+	case errors.As(err, &waitErr):
+		return nil, waitErr
+	case err != nil && ctx.Err() != nil:
+		return nil, ErrInterruptedLocking
+	case err != nil:
+		return nil, fmt.Errorf("acquiring the state lock: %w", err)
+	}
+	op.View.Locked()
+	if ctx.Err() != nil {
+		// The lock came as the interrupt did: give it back untouched.
+		lock.Release(context.Background()) //nolint:errcheck // the next apply takes it over if this failed
+		return nil, ErrInterruptedLocking
+	}
+	lock.KeepAlive(context.Background())
+	// From here on every write of this apply checks, in its own
+	// transaction, that the lock is still ours.
+	store.GuardWrites(lock.ID())
+	if op.Saved != nil {
+		// Taking the lock does not move the serial; anything that did
+		// means another apply ran between the check and the lock.
+		_, serial, err := store.Info(ctx)
+		if err == nil && serial != op.Saved.Serial {
+			err = op.refuse(fmt.Errorf("the state changed while taking the lock (serial %d, now %d): save a new plan", op.Saved.Serial, serial))
+		}
+		if err != nil {
+			lock.Release(context.Background()) //nolint:errcheck // as above
+			return nil, err
+		}
+	}
+	return lock, nil
+}
+
+// recover ends what an earlier apply left: the launches it left running
+// are stopped by their providers (under this lock no other apply's worker
+// is legitimate), and its active leases are revoked and retried as lost.
+func (op *Operation) recover(ctx context.Context, store *state.Store, lock *ApplyLock) error {
+	now := op.Now()
+	if prev := lock.Previous; prev != nil {
+		h, _ := os.Hostname()
+		op.View.TookOver(*prev, JudgeHolder(*prev, h, os.Getpid(), now, nil) == HolderDead)
+	}
+	rec, err := ReclaimStrays(ctx, store, filepath.Dir(op.StatePath), lock.ID(), ProviderSettings(op.Config), now)
+	op.View.Reclaimed(rec, err)
+	revoked, err := RecoverState(ctx, store, "the apply that granted the lease is gone", now)
+	if err != nil {
+		return err
+	}
+	if revoked > 0 {
+		op.View.Recovered(revoked)
+	}
+	return nil
+}
+
+// plan computes the plan against the state as it now is, under the lock
+// (or takes the saved one), and shows it.
+func (op *Operation) plan(ctx context.Context, store *state.Store) (*Plan, error) {
+	if op.Saved != nil {
+		return op.Saved, op.View.Planned(op.Saved, nil)
+	}
+	snap, err := store.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan, diags := NewPlan(op.Config, snap, op.Now(), PlanOptions{Replace: op.Replace})
+	if err := op.View.Planned(plan, diags); err != nil {
+		return nil, err
+	}
+	if diags.HasErrors() {
+		return nil, ErrPlanFailed
+	}
+	return plan, nil
+}
+
+// apply carries plan out (Apply) with the lock held.
+func (op *Operation) apply(ctx context.Context, store *state.Store, lock *ApplyLock, plan *Plan) (*ApplyResult, error) {
+	lineage, _, err := store.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pools, tasks := ApplyInputs(op.Config, plan)
+	return Apply(ctx, ApplyOptions{
+		Store:           store,
+		Plan:            plan,
+		Pools:           pools,
+		Tasks:           tasks,
+		Serve:           op.Serve,
+		MaxArtifactSize: op.Config.Settings.MaxArtifactSize,
+		ApplyID:         lock.ID(),
+		Lineage:         lineage,
+		OnServing:       op.View.Serving,
+		LockLost:        lock.Lost(),
+		WorkDir:         filepath.Dir(op.StatePath),
+		Now:             op.Now,
+		OnEvent:         op.View.Event,
+		Redact:          op.Redact,
+		Abort:           op.Abort,
+		Config:          op.Config,
+		SavedPlan:       op.Saved != nil,
+	})
+}
