@@ -242,76 +242,11 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 	for _, t := range topoOrder(cfg.Tasks) {
 		addr := t.Address()
 		configured[addr] = true
-		def := p.Definitions[addr]
-		tc := TaskChange{Address: addr, NewHash: def.Hash}
-		for _, pool := range pools.candidates(t.Placement) {
-			tc.Candidates = append(tc.Candidates, pool.Name)
+		tc, changed := taskChange(t, p.Definitions[addr], prior[addr], leases[addr], pools, changes, replace[addr], now)
+		if changed {
+			decided = append(decided, tc)
+			changes[addr] = &decided[len(decided)-1]
 		}
-		if len(tc.Candidates) > 0 {
-			tc.Pool = tc.Candidates[0]
-		}
-
-		var upstream, replacedUp, newUp []string
-		for _, dep := range t.DependsOn {
-			if c, ok := changes[dep]; ok && (c.Action == ActionReplace || c.Action == ActionRun) {
-				upstream = append(upstream, dep)
-				if c.Action == ActionReplace {
-					replacedUp = append(replacedUp, dep)
-				} else {
-					newUp = append(newUp, dep)
-				}
-			}
-		}
-
-		old, ok := prior[addr]
-		switch {
-		case !ok:
-			tc.Action, tc.Reason = ActionRun, "new task"
-		default:
-			tc.PriorStatus = old.Status
-			tc.OldHash = old.DefHash
-			tc.OldSpec = old.Spec
-			ownChanged := string(old.Spec) != string(def.Definition.Canonical())
-			switch {
-			case old.DefHash != def.Hash || (len(upstream) > 0 && old.Status == state.TaskSucceeded):
-				tc.Action = ActionReplace
-				var why []string
-				if ownChanged || len(upstream) == 0 {
-					if files := inputChanges(old.Spec, def.Definition); len(files) > 0 {
-						why = append(why, "definition changed: "+strings.Join(files, ", "))
-					} else {
-						why = append(why, "definition changed")
-					}
-				}
-				if len(replacedUp) > 0 {
-					why = append(why, fmt.Sprintf("depends on %s, which %s replaced", strings.Join(replacedUp, ", "), plural.Word(len(replacedUp), "is", "are")))
-				}
-				if len(newUp) > 0 {
-					why = append(why, fmt.Sprintf("depends on %s, which %s to run", strings.Join(newUp, ", "), plural.Word(len(newUp), "is", "are")))
-				}
-				tc.Reason = strings.Join(why, "; ")
-			case replace[addr] && old.Status == state.TaskSucceeded:
-				tc.Action, tc.Reason = ActionReplace, "replacement requested with --replace"
-			case old.Status == state.TaskSucceeded:
-				continue // in its desired state
-			case old.Status == state.TaskFailed:
-				tc.Action, tc.Reason = ActionRetry, "failed earlier"+suffix(old.LastError)
-			case old.Status == state.TaskCancelled:
-				tc.Action, tc.Reason = ActionRetry, "cancelled earlier"+suffix(old.LastError)
-			case old.Status == state.TaskRunning:
-				tc.Action, tc.Reason = ActionRetry, runningReason(leases[addr], now)
-			case old.LastError != "": // queued again after an attempt that did not succeed (revoked, lost, failed)
-				tc.Action, tc.Reason = ActionRetry, "an earlier apply stopped before it finished: "+old.LastError
-			case leases[addr] != nil && leases[addr].Status == state.LeaseReleased:
-				// Queued again after its attempt was handed back: an
-				// interrupted apply gave it up; it starts over.
-				tc.Action, tc.Reason = ActionRetry, interruptedReason(leases[addr])
-			default: // pending or queued: an earlier apply stopped before running it
-				tc.Action, tc.Reason = ActionRun, fmt.Sprintf("left %s by an earlier apply that stopped before running it", old.Status)
-			}
-		}
-		decided = append(decided, tc)
-		changes[addr] = &decided[len(decided)-1]
 	}
 
 	if len(changes) > 0 {
@@ -325,7 +260,87 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 	runs, pdiags := p.proposalChanges(cfg, snap, prior, leases, pools, configured, replace, now)
 	p.Tasks = append(p.Tasks, runs...)
 	diags = append(diags, pdiags...)
+	p.Tasks = append(p.Tasks, cancellations(snap, configured)...)
+	p.Pools = poolChanges(cfg.Pools, p.Tasks)
+	return p, diags
+}
 
+// taskChange decides what the plan does with configured task t, whose
+// definition is def: old is its record in the state (nil for a new task),
+// lease its latest lease, changes what was decided for the tasks before it
+// in dependency order, replace whether --replace names it. changed is
+// false when the task is in its desired state (succeeded with this
+// definition, nothing upstream replaced or run).
+func taskChange(t *wdchcl.Task, def TaskDefinition, old *state.Task, lease *state.Lease, pools *poolIndex,
+	changes map[string]*TaskChange, replace bool, now time.Time) (tc TaskChange, changed bool) {
+	tc = TaskChange{Address: t.Address(), NewHash: def.Hash}
+	for _, pool := range pools.candidates(t.Placement) {
+		tc.Candidates = append(tc.Candidates, pool.Name)
+	}
+	if len(tc.Candidates) > 0 {
+		tc.Pool = tc.Candidates[0]
+	}
+	var upstream, replacedUp, newUp []string
+	for _, dep := range t.DependsOn {
+		if c, ok := changes[dep]; ok && (c.Action == ActionReplace || c.Action == ActionRun) {
+			upstream = append(upstream, dep)
+			if c.Action == ActionReplace {
+				replacedUp = append(replacedUp, dep)
+			} else {
+				newUp = append(newUp, dep)
+			}
+		}
+	}
+	if old == nil {
+		tc.Action, tc.Reason = ActionRun, "new task"
+		return tc, true
+	}
+	tc.PriorStatus = old.Status
+	tc.OldHash = old.DefHash
+	tc.OldSpec = old.Spec
+	switch {
+	case old.DefHash != def.Hash || (len(upstream) > 0 && old.Status == state.TaskSucceeded):
+		tc.Action = ActionReplace
+		var why []string
+		if string(old.Spec) != string(def.Definition.Canonical()) || len(upstream) == 0 {
+			if files := inputChanges(old.Spec, def.Definition); len(files) > 0 {
+				why = append(why, "definition changed: "+strings.Join(files, ", "))
+			} else {
+				why = append(why, "definition changed")
+			}
+		}
+		if len(replacedUp) > 0 {
+			why = append(why, fmt.Sprintf("depends on %s, which %s replaced", strings.Join(replacedUp, ", "), plural.Word(len(replacedUp), "is", "are")))
+		}
+		if len(newUp) > 0 {
+			why = append(why, fmt.Sprintf("depends on %s, which %s to run", strings.Join(newUp, ", "), plural.Word(len(newUp), "is", "are")))
+		}
+		tc.Reason = strings.Join(why, "; ")
+	case replace && old.Status == state.TaskSucceeded:
+		tc.Action, tc.Reason = ActionReplace, "replacement requested with --replace"
+	case old.Status == state.TaskSucceeded:
+		return tc, false // in its desired state
+	case old.Status == state.TaskFailed:
+		tc.Action, tc.Reason = ActionRetry, "failed earlier"+suffix(old.LastError)
+	case old.Status == state.TaskCancelled:
+		tc.Action, tc.Reason = ActionRetry, "cancelled earlier"+suffix(old.LastError)
+	case old.Status == state.TaskRunning:
+		tc.Action, tc.Reason = ActionRetry, runningReason(lease, now)
+	case old.LastError != "": // queued again after an attempt that did not succeed (revoked, lost, failed)
+		tc.Action, tc.Reason = ActionRetry, "an earlier apply stopped before it finished: "+old.LastError
+	case lease != nil && lease.Status == state.LeaseReleased:
+		// Queued again after its attempt was handed back: an
+		// interrupted apply gave it up; it starts over.
+		tc.Action, tc.Reason = ActionRetry, interruptedReason(lease)
+	default: // pending or queued: an earlier apply stopped before running it
+		tc.Action, tc.Reason = ActionRun, fmt.Sprintf("left %s by an earlier apply that stopped before running it", old.Status)
+	}
+	return tc, true
+}
+
+// cancellations are the unfinished tasks of the state that are no longer
+// configured, by address.
+func cancellations(snap *state.Snapshot, configured map[string]bool) []TaskChange {
 	var cancels []TaskChange
 	for i := range snap.Tasks {
 		old := &snap.Tasks[i]
@@ -341,17 +356,22 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 		})
 	}
 	sort.Slice(cancels, func(i, j int) bool { return cancels[i].Address < cancels[j].Address })
-	p.Tasks = append(p.Tasks, cancels...)
+	return cancels
+}
 
+// poolChanges sizes every pool, in declaration order, for the tasks
+// counted toward it (WorkersFor); a pool with no work launches none.
+func poolChanges(pools []*wdchcl.Pool, tasks []TaskChange) []PoolChange {
 	counted := map[string]int{}
-	for _, tc := range p.Tasks {
+	for _, tc := range tasks {
 		if tc.Action != ActionCancel && tc.Pool != "" {
 			counted[tc.Pool]++
 		}
 	}
-	for _, pool := range cfg.Pools {
+	var out []PoolChange
+	for _, pool := range pools {
 		n := counted[pool.Name]
-		p.Pools = append(p.Pools, PoolChange{
+		out = append(out, PoolChange{
 			Name:     pool.Name,
 			Provider: pool.Provider,
 			Tasks:    n,
@@ -361,7 +381,7 @@ func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanO
 			Max:      pool.Max,
 		})
 	}
-	return p, diags
+	return out
 }
 
 // proposalChanges are the runs of approved proposals, by id: an approved
