@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -162,18 +163,41 @@ func (c *TasksShowCmd) Run(e *env) error {
 		return fmt.Errorf("no task %s: there is no state file at %s", c.Address, path)
 	}
 	defer st.Close()
-	snap, err := st.Snapshot(ctx)
+	d, err := e.readTaskDetail(ctx, st, path, normalizeAddress(c.Address))
 	if err != nil {
 		return err
 	}
-	addr := normalizeAddress(c.Address)
-	var task *state.Task
+	if c.JSON {
+		return writeJSON(e.stdout, d.json())
+	}
+	return d.writeText(e.stdout)
+}
+
+// taskDetail is what `wdc tasks show` shows of one task.
+type taskDetail struct {
+	task     state.Task
+	attempts []state.Attempt
+	events   []state.Event
+	rejected []rejectedJSON
+	tails    map[int]string // attempt number → last lines of its stderr
+}
+
+// readTaskDetail reads the task at addr and what happened to it. A
+// counted task's name, a proposal not run yet and an unknown address each
+// get an error saying what to ask instead.
+func (e *env) readTaskDetail(ctx context.Context, st *state.Store, path, addr string) (*taskDetail, error) {
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := &taskDetail{}
+	found := false
 	for i := range snap.Tasks {
 		if snap.Tasks[i].Address == addr {
-			task = &snap.Tasks[i]
+			d.task, found = snap.Tasks[i], true
 		}
 	}
-	if task == nil {
+	if !found {
 		var instances []string
 		for _, t := range snap.Tasks {
 			if strings.HasPrefix(t.Address, addr+"[") {
@@ -181,83 +205,64 @@ func (c *TasksShowCmd) Run(e *env) error {
 			}
 		}
 		if len(instances) > 0 {
-			return fmt.Errorf("%s is a counted task: show one instance, e.g. wdc tasks show %s (instances: %s)", addr, instances[0], strings.Join(instances, ", "))
+			return nil, fmt.Errorf("%s is a counted task: show one instance, e.g. wdc tasks show %s (instances: %s)", addr, instances[0], strings.Join(instances, ", "))
 		}
 		if why := notRunYet(snap, addr); why != "" {
-			return errors.New(why)
+			return nil, errors.New(why)
 		}
-		return fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
+		return nil, fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
 	}
-	attempts, err := st.Attempts(ctx, addr)
-	if err != nil {
-		return err
+	if d.attempts, err = st.Attempts(ctx, addr); err != nil {
+		return nil, err
 	}
-	events, err := st.Events(ctx, addr)
-	if err != nil {
-		return err
+	if d.events, err = st.Events(ctx, addr); err != nil {
+		return nil, err
 	}
 	results, err := st.Results(ctx, addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rejected := rejectedResults(results)
-	tails := e.stderrTails(path, attempts)
-	if c.JSON {
-		out := struct {
-			taskJSON
-			AttemptList []attemptJSON  `json:"attempt_list"`
-			Rejected    []rejectedJSON `json:"rejected_results"`
-			Events      []eventJSON    `json:"events"`
-		}{taskJSON: newTaskJSON(*task), AttemptList: []attemptJSON{}, Rejected: rejected, Events: []eventJSON{}}
-		for _, a := range attempts {
-			out.AttemptList = append(out.AttemptList, attemptJSON{Number: a.Number, WorkerID: a.WorkerID, FencingToken: a.Token,
-				StartedAt: jsonTime(a.StartedAt), EndedAt: jsonTime(a.EndedAt), ExitCode: a.ExitCode, Signal: a.Signal,
-				FailureClass: string(a.FailureClass), Error: a.Error, StdoutPath: a.StdoutPath, StderrPath: a.StderrPath,
-				Artifacts: newArtifactsJSON(a.Artifacts), StderrTail: tails[a.Number]})
-		}
-		for _, ev := range events {
-			out.Events = append(out.Events, eventJSON{Seq: ev.Seq, At: ev.At.UTC(), Kind: ev.Kind, WorkerID: ev.WorkerID, FencingToken: ev.Token, Message: ev.Message})
-		}
-		return writeJSON(e.stdout, out)
-	}
+	d.rejected = rejectedResults(results)
+	d.tails = e.stderrTails(path, d.attempts)
+	return d, nil
+}
 
-	w := e.stdout
+// taskDetailJSON is `wdc tasks show --json` (docs/json.md).
+type taskDetailJSON struct {
+	taskJSON
+	AttemptList []attemptJSON  `json:"attempt_list"`
+	Rejected    []rejectedJSON `json:"rejected_results"`
+	Events      []eventJSON    `json:"events"`
+}
+
+func (d *taskDetail) json() taskDetailJSON {
+	out := taskDetailJSON{taskJSON: newTaskJSON(d.task), AttemptList: []attemptJSON{}, Rejected: d.rejected, Events: []eventJSON{}}
+	for _, a := range d.attempts {
+		out.AttemptList = append(out.AttemptList, attemptJSON{Number: a.Number, WorkerID: a.WorkerID, FencingToken: a.Token,
+			StartedAt: jsonTime(a.StartedAt), EndedAt: jsonTime(a.EndedAt), ExitCode: a.ExitCode, Signal: a.Signal,
+			FailureClass: string(a.FailureClass), Error: a.Error, StdoutPath: a.StdoutPath, StderrPath: a.StderrPath,
+			Artifacts: newArtifactsJSON(a.Artifacts), StderrTail: d.tails[a.Number]})
+	}
+	for _, ev := range d.events {
+		out.Events = append(out.Events, eventJSON{Seq: ev.Seq, At: ev.At.UTC(), Kind: ev.Kind, WorkerID: ev.WorkerID, FencingToken: ev.Token, Message: ev.Message})
+	}
+	return out
+}
+
+// writeText prints the task, its attempts (and the last lines of their
+// stderr), its rejected results and its events.
+func (d *taskDetail) writeText(w io.Writer) error {
+	task := d.task
 	fmt.Fprintf(w, "%s\n  status:     %s\n  attempts:   %d\n  def_hash:   %s\n", task.Address, task.Status, task.Attempts, task.DefHash)
 	if task.LastError != "" {
 		fmt.Fprintf(w, "  last error: %s\n", oneLine(task.LastError))
 	}
-	fmt.Fprintf(w, "\nAttempts:\n")
-	if len(attempts) == 0 {
-		fmt.Fprintf(w, "  none\n")
-	} else {
-		tw := newTable(w)
-		fmt.Fprintln(tw, "  #\tWORKER\tTOKEN\tSTARTED\tENDED\tEXIT\tCLASS\tARTIFACTS")
-		for _, a := range attempts {
-			exit := "-"
-			switch {
-			case a.ExitCode != nil:
-				exit = strconv.Itoa(*a.ExitCode)
-			case a.Signal != "":
-				exit = a.Signal
-			}
-			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Number, a.WorkerID, a.Token, formatTime(a.StartedAt), formatTime(a.EndedAt),
-				exit, orDash(string(a.FailureClass)), artifactsSummary(a))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		for _, a := range attempts {
-			if tail := tails[a.Number]; tail != "" {
-				fmt.Fprintf(w, "\nAttempt %d, last lines of stderr (wdc logs %s --attempt %d --stderr for all):\n", a.Number, addr, a.Number)
-				for _, line := range strings.Split(tail, "\n") {
-					fmt.Fprintf(w, "  | %s\n", line)
-				}
-			}
-		}
+	if err := d.writeAttempts(w); err != nil {
+		return err
 	}
-	if len(rejected) > 0 {
+	if len(d.rejected) > 0 {
 		fmt.Fprintf(w, "\nRejected results:\n")
-		for _, r := range rejected {
+		for _, r := range d.rejected {
 			names := make([]string, len(r.Artifacts))
 			for i, a := range r.Artifacts {
 				names[i] = a.Name + " " + protocol.ShortHash(a.SHA256)
@@ -267,15 +272,50 @@ func (c *TasksShowCmd) Run(e *env) error {
 		}
 	}
 	fmt.Fprintf(w, "\nEvents:\n")
-	if len(events) == 0 {
+	if len(d.events) == 0 {
 		fmt.Fprintf(w, "  none\n")
 	}
 	width := 10 // the kinds' column: as wide as the longest kind shown
-	for _, ev := range events {
+	for _, ev := range d.events {
 		width = max(width, len(ev.Kind))
 	}
-	for _, ev := range events {
+	for _, ev := range d.events {
 		fmt.Fprintf(w, "  %s  %-*s %s\n", formatTime(ev.At), width, ev.Kind, oneLine(ev.Message))
+	}
+	return nil
+}
+
+// writeAttempts prints the attempts' table, then the last lines of stderr
+// of each attempt that wrote some.
+func (d *taskDetail) writeAttempts(w io.Writer) error {
+	fmt.Fprintf(w, "\nAttempts:\n")
+	if len(d.attempts) == 0 {
+		fmt.Fprintf(w, "  none\n")
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  #\tWORKER\tTOKEN\tSTARTED\tENDED\tEXIT\tCLASS\tARTIFACTS")
+	for _, a := range d.attempts {
+		exit := "-"
+		switch {
+		case a.ExitCode != nil:
+			exit = strconv.Itoa(*a.ExitCode)
+		case a.Signal != "":
+			exit = a.Signal
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Number, a.WorkerID, a.Token, formatTime(a.StartedAt), formatTime(a.EndedAt),
+			exit, orDash(string(a.FailureClass)), artifactsSummary(a))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, a := range d.attempts {
+		if tail := d.tails[a.Number]; tail != "" {
+			fmt.Fprintf(w, "\nAttempt %d, last lines of stderr (wdc logs %s --attempt %d --stderr for all):\n", a.Number, d.task.Address, a.Number)
+			for _, line := range strings.Split(tail, "\n") {
+				fmt.Fprintf(w, "  | %s\n", line)
+			}
+		}
 	}
 	return nil
 }
