@@ -551,20 +551,6 @@ func TestReleaseFinishSetStatus(t *testing.T) {
 	}
 }
 
-func TestRawClaimForBenchmark(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := setup(t)
-	seed(t, s)
-	tok, ok, err := s.RawClaimForBenchmark(ctx, "w1", 10*time.Second, t0)
-	if err != nil || !ok || tok != 1 {
-		t.Fatalf("%d %v %v", tok, ok, err)
-	}
-	if _, ok, err := s.RawClaimForBenchmark(ctx, "w1", 10*time.Second, t0); err != nil || ok {
-		t.Fatalf("second: %v %v", ok, err)
-	}
-}
-
 // TestOnlyAnAcceptedResultSucceedsATask checks invariant 5 of
 // docs/design.md §3: lease and registry operations — grant, heartbeat,
 // expiry by the sweep, release, revoke, worker status changes, finishing

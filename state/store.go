@@ -41,9 +41,7 @@ type Store struct {
 	queue   []*writeReq
 	closed  bool
 	stopped chan struct{} // closed when commitLoop has returned
-	// rawMu serializes RawClaimForBenchmark.
-	rawMu sync.Mutex
-	turns *writerTurns // taking turns with other writers (turns.go)
+	turns   *writerTurns  // taking turns with other writers (turns.go)
 	// in, when set, makes this Store a view of one transaction (Tx.view):
 	// its reads and writes run in that transaction instead of their own.
 	in *Tx
@@ -107,7 +105,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	default:
 		return nil, explainOpen("open", abs, path, fmt.Errorf("state file %s: %w", path, err))
 	}
-	dsn := dsnFor(abs, false)
+	dsn := DSN(abs, false)
 	var s *Store
 	err = retryBusy(ctx, func() error {
 		db, err := openDB(dsn)
@@ -192,7 +190,7 @@ func create(ctx context.Context, abs, p string) error {
 			os.Remove(tmp + suffix)
 		}
 	}()
-	db, err := openDB(dsnFor(tmp, false))
+	db, err := openDB(DSN(tmp, false))
 	if err == nil {
 		err = migrate(ctx, db, p)
 		if cerr := db.Close(); err == nil {
@@ -256,7 +254,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if fi.Size() == 0 && !hasWAL(abs) {
 		return nil, &EmptyFileError{Path: path}
 	}
-	dsn := dsnFor(abs, true)
+	dsn := DSN(abs, true)
 	var s *Store
 	err = retryBusy(ctx, func() error {
 		db, err := openDB(dsn)
@@ -306,12 +304,18 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// dsnFor builds the connection string for the glebarez driver. The path is
-// given as an SQLite URI (file:...) so that mode=ro reaches SQLite and odd
-// characters in the path are escaped. The driver runs busy_timeout(5000)
-// first, then the pragmas in order. _time_format is deliberately absent: it
-// silently disables _txlock (docs/sqlite.md).
-func dsnFor(abs string, readOnly bool) string {
+// DSN returns the connection string a Store opens the state file at the
+// absolute path abs with, for the driver named "sqlite"
+// (github.com/glebarez/go-sqlite, which this package's GORM dialector
+// registers): read-write (WAL, synchronous=FULL, foreign keys on, every
+// write transaction BEGIN IMMEDIATE), or with readOnly mode=ro and
+// query_only. The path is given as an SQLite URI (file:...) so that mode=ro
+// reaches SQLite and odd characters in the path are escaped. The driver
+// runs busy_timeout(5000) first, then the pragmas in order. _time_format is
+// deliberately absent: it silently disables _txlock (docs/sqlite.md).
+// Tests and benchmarks use it to open a connection of their own beside a
+// Store (package statetest).
+func DSN(abs string, readOnly bool) string {
 	u := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
 	if readOnly {
 		return u + "?mode=ro&_pragma=foreign_keys(1)&_pragma=query_only(1)"
