@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/wdc-dev/wdc/state/lifecycle"
 )
 
 // Result decisions and rejection reasons, as stored in the results table
@@ -30,10 +32,10 @@ const MaxRejectedBodyBytes = 4 << 10
 // settle a task when one of its attempts ends. The coordinator supplies it
 // from the apply's configuration.
 type TaskPolicy struct {
-	// Backoff and MaxBackoff shape the delay of a retry:
+	// Backoff and MaxBackoff shape the delay of a failure's retry:
 	// Backoff·2^(k-1) capped at MaxBackoff, where k is the number of
-	// attempts of that class (failure or lost) spent so far, this one
-	// included. Zero Backoff retries at once.
+	// failures spent so far, this one included (lifecycle.Backoff); a
+	// lost attempt is retried at once. Zero Backoff retries at once.
 	Backoff, MaxBackoff time.Duration
 	// Dependents are the task's direct dependents among the apply's tasks.
 	// When the task succeeds, each one that is pending and whose DependsOn
@@ -85,147 +87,75 @@ type AttemptOutcome struct {
 	Queued, Cancelled []string
 }
 
-// Backoff returns the delay before a retry: base·2^(k-1) capped at max
-// (max <= 0 means no cap), for k >= 1; 0 for base <= 0.
-func Backoff(base, max time.Duration, k int) time.Duration {
-	if base <= 0 {
-		return 0
-	}
-	d := base
-	for i := 1; i < k; i++ {
-		if max > 0 && d >= max {
-			break
-		}
-		if d > (1<<62)/2 {
-			break
-		}
-		d *= 2
-	}
-	if max > 0 && d > max {
-		d = max
-	}
-	return d
-}
-
 // settleTx settles the task of an attempt that just ended with class ("" =
-// success) and error text errMsg: the task's budgets, status and
-// last_error; a retry directive; dependents queued or cancelled; and the
-// task's event (succeeded, retried or failed). The lease and the attempt
-// row must already be ended by the caller.
-func settleTx(ctx context.Context, tx *Tx, l Lease, class FailureClass, errMsg string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
+// success) and error text errMsg: it reads the task's budgets, asks
+// lifecycle.Decide what the attempt means for the task, and applies the
+// decision: the task's budgets, status and last_error; a retry directive;
+// dependents queued or cancelled; and the task's event (succeeded, retried
+// or failed). The lease and the attempt row must already be ended by the
+// caller.
+func settleTx(ctx context.Context, t *Tx, l Lease, class FailureClass, errMsg string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
 	out := AttemptOutcome{Task: l.Task, Attempt: l.Attempt, Token: l.Token, WorkerID: l.WorkerID, Class: class}
-	var attempts, failuresUsed, lostUsed, maxAttempts, maxLost int
-	err := tx.QueryRowContext(ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
-		l.Task).Scan(&attempts, &failuresUsed, &lostUsed, &maxAttempts, &maxLost)
+	f := lifecycle.Facts{Attempt: l.Attempt, Class: lifecycle.Class(class), Error: errMsg, Now: now,
+		Settings: lifecycle.Settings{Backoff: pol.Backoff, MaxBackoff: pol.MaxBackoff}}
+	err := t.QueryRowContext(ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
+		l.Task).Scan(&f.Attempts, &f.Spent.Failures, &f.Spent.Lost, &f.Settings.MaxAttempts, &f.Settings.MaxLost)
 	if err != nil {
 		return out, fmt.Errorf("settle task %s: %w", l.Task, err)
 	}
-	detail := ""
-	if errMsg != "" {
-		detail = ": " + errMsg
+	d, err := lifecycle.Decide(f)
+	if err != nil {
+		return out, invalidf("settle task %s: unknown failure class %q", l.Task, class)
 	}
+	out.Message = d.Reason
 	nowMS := ms(now)
-	fail := func(lastError string) error {
-		out.Status = TaskFailed
-		out.Message = lastError
-		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', failures_used = ?, lost_used = ?, last_error = ?,
-			updated_at = ?, finished_at = ? WHERE address = ?`, failuresUsed, lostUsed, lastError, nowMS, nowMS, l.Task)
-		if err != nil {
-			return fmt.Errorf("fail task %s: %w", l.Task, err)
-		}
-		out.Cancelled, err = cancelDownstreamTx(ctx, tx, l.Task, pol.Downstream, now)
-		return err
-	}
-	retry := func(kind FailureClass, k, budget int) error {
-		d := RetryDirective{Task: l.Task, NextAttempt: attempts + 1, Kind: kind, NotBefore: now}
-		if kind != FailureClassLost {
-			// Backoff is for failures of the task itself; a lost attempt
-			// (its worker died or went silent) runs again at once.
-			d.NotBefore = now.Add(Backoff(pol.Backoff, pol.MaxBackoff, k))
-		}
-		d.Reason = fmt.Sprintf("attempt %d %s (%s %d of %d)%s", l.Attempt, verb(kind), kind, k, budget, detail)
-		d, err := writeDirectiveTx(ctx, tx, d, now)
-		if err != nil {
-			return err
-		}
-		out.Status = TaskQueued
-		out.Retry = &d
-		out.Message = fmt.Sprintf("%s; retry as attempt %d not before %s", d.Reason, d.NextAttempt,
-			d.NotBefore.Format(time.RFC3339Nano))
-		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', failures_used = ?, lost_used = ?, last_error = ?,
-			updated_at = ? WHERE address = ?`, failuresUsed, lostUsed, d.Reason, nowMS, l.Task)
-		if err != nil {
-			return fmt.Errorf("requeue task %s: %w", l.Task, err)
-		}
-		return nil
-	}
-
 	kind := EventFailed
-	switch class {
-	case "":
-		kind = EventSucceeded
-		out.Status = TaskSucceeded
-		out.Message = fmt.Sprintf("attempt %d succeeded", l.Attempt)
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'succeeded', last_error = '', updated_at = ?, finished_at = ?
+	switch d.Action {
+	case lifecycle.Succeed:
+		kind, out.Status = EventSucceeded, TaskSucceeded
+		if _, err := t.ExecContext(ctx, `UPDATE tasks SET status = 'succeeded', last_error = '', updated_at = ?, finished_at = ?
 			WHERE address = ?`, nowMS, nowMS, l.Task); err != nil {
 			return out, fmt.Errorf("succeed task %s: %w", l.Task, err)
 		}
-		if out.Queued, err = promoteTx(ctx, tx, pol.Dependents, now); err != nil {
+	case lifecycle.Retry:
+		kind, out.Status = EventRetried, TaskQueued
+		r, err := writeDirectiveTx(ctx, t, RetryDirective{Task: l.Task, NextAttempt: d.Retry.NextAttempt,
+			NotBefore: d.Retry.NotBefore, Kind: FailureClass(d.Retry.Kind), Reason: d.Retry.Reason}, now)
+		if err != nil {
 			return out, err
 		}
-	case FailureClassFailure:
-		failuresUsed++
-		if failuresUsed >= maxAttempts {
-			err = fail(fmt.Sprintf("attempt %d failed (failure %d of %d; failure budget spent)%s", l.Attempt, failuresUsed, maxAttempts, detail))
-		} else {
-			kind = EventRetried
-			err = retry(class, failuresUsed, maxAttempts)
+		out.Retry = &r
+		if _, err := t.ExecContext(ctx, `UPDATE tasks SET status = 'queued', failures_used = ?, lost_used = ?, last_error = ?,
+			updated_at = ? WHERE address = ?`, d.Spent.Failures, d.Spent.Lost, d.LastError, nowMS, l.Task); err != nil {
+			return out, fmt.Errorf("requeue task %s: %w", l.Task, err)
 		}
-	case FailureClassLost:
-		lostUsed++
-		if lostUsed >= maxLost {
-			err = fail(fmt.Sprintf("attempt %d was lost; %s; its lost budget of %d is spent%s", l.Attempt, lostTimes(lostUsed), maxLost, detail))
-		} else {
-			kind = EventRetried
-			err = retry(class, lostUsed, maxLost)
+	case lifecycle.Fail:
+		out.Status = TaskFailed
+		if _, err := t.ExecContext(ctx, `UPDATE tasks SET status = 'failed', failures_used = ?, lost_used = ?, last_error = ?,
+			updated_at = ?, finished_at = ? WHERE address = ?`, d.Spent.Failures, d.Spent.Lost, d.LastError, nowMS, nowMS, l.Task); err != nil {
+			return out, fmt.Errorf("fail task %s: %w", l.Task, err)
 		}
-	case FailureClassRefused:
-		err = fail(fmt.Sprintf("attempt %d was refused by the worker (refused fails the task at once)%s", l.Attempt, detail))
-	default:
-		return out, invalidf("settle task %s: unknown failure class %q", l.Task, class)
 	}
-	if err != nil {
-		return out, err
+	if d.PromoteDependants {
+		if out.Queued, err = promoteTx(ctx, t, pol.Dependents, now); err != nil {
+			return out, err
+		}
 	}
-	if err := appendEvent(ctx, tx, Event{Kind: kind, Task: l.Task, WorkerID: l.WorkerID, Token: l.Token, Message: out.Message}, now); err != nil {
+	if d.CancelDependants {
+		if out.Cancelled, err = cancelDownstreamTx(ctx, t, l.Task, pol.Downstream, now); err != nil {
+			return out, err
+		}
+	}
+	if err := appendEvent(ctx, t, Event{Kind: kind, Task: l.Task, WorkerID: l.WorkerID, Token: l.Token, Message: out.Message}, now); err != nil {
 		return out, err
 	}
 	return out, nil
 }
 
-// lostTimes says how often a task was lost: "lost once", "lost twice",
-// "lost 3 times".
-func lostTimes(n int) string {
-	switch n {
-	case 1:
-		return "lost once"
-	case 2:
-		return "lost twice"
-	}
-	return fmt.Sprintf("lost %d times", n)
-}
-
-func verb(kind FailureClass) string {
-	if kind == FailureClassLost {
-		return "was lost"
-	}
-	return "failed"
-}
-
 // cancelDownstreamTx cancels every task of downstream that is pending or
 // queued and has no active lease, with reason "dependency <failed> failed".
 func cancelDownstreamTx(ctx context.Context, tx *Tx, failed string, downstream []string, now time.Time) ([]string, error) {
-	reason := "dependency " + failed + " failed"
+	reason := lifecycle.CancelledBy(failed)
 	var out []string
 	for _, addr := range downstream {
 		var got string
@@ -276,8 +206,7 @@ func promoteTx(ctx context.Context, tx *Tx, deps []Dependent, now time.Time) ([]
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: %w", d.Address, err)
 		}
-		if err := appendEvent(ctx, tx, Event{Kind: EventQueued, Task: d.Address,
-			Message: "dependencies succeeded: " + strings.Join(d.DependsOn, ", ")}, now); err != nil {
+		if err := appendEvent(ctx, tx, Event{Kind: EventQueued, Task: d.Address, Message: lifecycle.Promoted(d.DependsOn)}, now); err != nil {
 			return nil, err
 		}
 		out = append(out, d.Address)
