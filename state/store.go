@@ -42,9 +42,6 @@ type Store struct {
 	closed  bool
 	stopped chan struct{} // closed when commitLoop has returned
 	turns   *writerTurns  // taking turns with other writers (turns.go)
-	// in, when set, makes this Store a view of one transaction (Tx.view):
-	// its reads and writes run in that transaction instead of their own.
-	in *Tx
 	// guard, when set, is the apply lock ID every content write must still
 	// hold (GuardWrites).
 	guard atomic.Pointer[string]
@@ -444,9 +441,6 @@ func (s *Store) writeOutsideApply(ctx context.Context, fn func(tx *Tx) error) er
 // error that says the disk is full becomes a *DiskFullError naming the
 // file, whichever step failed.
 func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *Tx) error) error {
-	if s.in != nil { // a view of a transaction (Tx.view)
-		return fn(s.in)
-	}
 	return s.submit(ctx, content, fn, nil)
 }
 
@@ -728,9 +722,6 @@ func bumpSerial(t *Tx) error {
 
 // read runs fn in one read transaction (a consistent WAL snapshot).
 func (s *Store) read(ctx context.Context, fn func(tx *Tx) error) error {
-	if s.in != nil { // a view of a transaction (Tx.view)
-		return fn(s.in)
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // deferred BEGIN
 	if err != nil {
 		return corruptError(s.path, fmt.Errorf("begin read: %w", err))
