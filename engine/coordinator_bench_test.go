@@ -12,12 +12,13 @@ import (
 
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
+	"github.com/wdc-dev/wdc/state/statetest"
 )
 
 // BenchmarkClaim measures coordinator claims per second — one grant and
 // the acceptance of its (successful) result, through the state's group
 // commit — with 1 and 8 concurrent claimers (one worker each), next to the
-// raw-SQL claim loop of docs/sqlite.md (state.RawClaimForBenchmark: BEGIN
+// raw-SQL claim loop of docs/sqlite.md (statetest.RawClaimer: BEGIN
 // IMMEDIATE; pick; update; bump the counter; insert the lease; COMMIT; one
 // transaction per claim) run by the same number of goroutines on a second,
 // fresh state file, in the same run. Both use the store's settings (WAL,
@@ -116,12 +117,13 @@ func benchmarkClaim(b *testing.B, via string, claimers int) {
 	if _, err := raw.RegisterWorker(ctx, state.Worker{ID: "w", Pool: "p", Capacity: 1, HeartbeatInterval: time.Hour, TTL: 10 * time.Hour}, time.Now()); err != nil {
 		b.Fatal(err)
 	}
+	rc := statetest.NewRawClaimer(b, raw.Path())
 	next.Store(int64(n))
 	start = time.Now()
 	for range claimers {
 		wg.Go(func() {
 			for i := next.Add(-1); i >= 0; i = next.Add(-1) {
-				if _, ok, err := raw.RawClaimForBenchmark(ctx, "w", time.Hour, time.Now()); err != nil || !ok {
+				if _, ok, err := rc.Claim(ctx, "w", time.Hour, time.Now()); err != nil || !ok {
 					b.Errorf("raw claim %d: %v %v", i, ok, err)
 					return
 				}

@@ -60,61 +60,65 @@ const (
 // Errors: those of GrantLease, and ErrNotClaimable (wrapped, saying why)
 // when the task is not queued or its retry is not due. On error nothing
 // changes.
-func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time) (Lease, error) {
-	if req.Timeout <= 0 {
-		return Lease{}, invalidf("claim lease for %s: timeout must be positive, have %s", req.Task, req.Timeout)
-	}
-	if req.Grace < 0 {
-		return Lease{}, invalidf("claim lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
-	}
-	var l Lease
-	err := s.write(ctx, func(tx *Tx) error {
-		// Everything the claim checks, in one statement, before it
-		// changes anything (so a refused claim has nothing to undo).
-		var status, defHash string
-		var wstatus sql.NullString
-		var ttlMS, directive, notBefore, held sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT t.status, t.def_hash, w.status, w.ttl_ms, d.id, d.not_before,
-				(SELECT token FROM leases l WHERE l.task = t.address AND l.status = 'active')
-			FROM tasks t
-			LEFT JOIN workers w ON w.id = ?2
-			LEFT JOIN retry_directives d ON d.task = t.address AND d.consumed_at IS NULL
-			WHERE t.address = ?1`, req.Task, req.WorkerID).Scan(&status, &defHash, &wstatus, &ttlMS, &directive, &notBefore, &held)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("claim lease: task %s: %w", req.Task, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("claim lease for %s: %w", req.Task, err)
-		}
-		if TaskStatus(status) != TaskQueued {
-			return fmt.Errorf("claim lease: task %s is %s: %w", req.Task, status, ErrNotClaimable)
-		}
-		if directive.Valid && notBefore.Int64 > ms(now) {
-			return fmt.Errorf("claim lease: task %s is retried not before %s: %w",
-				req.Task, fromMS(notBefore.Int64).Format(time.RFC3339Nano), ErrNotClaimable)
-		}
-		if !wstatus.Valid {
-			return fmt.Errorf("grant lease for %s: worker %q: %w", req.Task, req.WorkerID, ErrNotFound)
-		}
-		if WorkerStatus(wstatus.String) != WorkerActive {
-			return fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus.String, ErrWorkerNotActive)
-		}
-		if held.Valid {
-			// A queued task with an active lease: another writer's doing.
-			return fmt.Errorf("grant lease for %s: lease %d is active: %w", req.Task, held.Int64, ErrLeaseHeld)
-		}
-		if directive.Valid {
-			if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE id = ?`, ms(now), directive.Int64); err != nil {
-				return fmt.Errorf("claim lease for %s: consume retry directive: %w", req.Task, err)
-			}
-		}
-		l, err = grantWritesTx(ctx, tx, req, defHash, ttlMS.Int64, now)
+func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time) (l Lease, err error) {
+	err = s.write(ctx, func(tx *Tx) error {
+		l, err = tx.ClaimLease(req, now)
 		return err
 	})
 	if err != nil {
 		return Lease{}, err
 	}
 	return l, nil
+}
+
+// ClaimLease is Store.ClaimLease inside t.
+func (t *Tx) ClaimLease(req GrantRequest, now time.Time) (Lease, error) {
+	if req.Timeout <= 0 {
+		return Lease{}, invalidf("claim lease for %s: timeout must be positive, have %s", req.Task, req.Timeout)
+	}
+	if req.Grace < 0 {
+		return Lease{}, invalidf("claim lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
+	}
+	// Everything the claim checks, in one statement, before it changes
+	// anything (so a refused claim has nothing to undo).
+	var status, defHash string
+	var wstatus sql.NullString
+	var ttlMS, directive, notBefore, held sql.NullInt64
+	err := t.QueryRowContext(t.ctx, `SELECT t.status, t.def_hash, w.status, w.ttl_ms, d.id, d.not_before,
+			(SELECT token FROM leases l WHERE l.task = t.address AND l.status = 'active')
+		FROM tasks t
+		LEFT JOIN workers w ON w.id = ?2
+		LEFT JOIN retry_directives d ON d.task = t.address AND d.consumed_at IS NULL
+		WHERE t.address = ?1`, req.Task, req.WorkerID).Scan(&status, &defHash, &wstatus, &ttlMS, &directive, &notBefore, &held)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, fmt.Errorf("claim lease: task %s: %w", req.Task, ErrNotFound)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("claim lease for %s: %w", req.Task, err)
+	}
+	if TaskStatus(status) != TaskQueued {
+		return Lease{}, fmt.Errorf("claim lease: task %s is %s: %w", req.Task, status, ErrNotClaimable)
+	}
+	if directive.Valid && notBefore.Int64 > ms(now) {
+		return Lease{}, fmt.Errorf("claim lease: task %s is retried not before %s: %w",
+			req.Task, fromMS(notBefore.Int64).Format(time.RFC3339Nano), ErrNotClaimable)
+	}
+	if !wstatus.Valid {
+		return Lease{}, fmt.Errorf("grant lease for %s: worker %q: %w", req.Task, req.WorkerID, ErrNotFound)
+	}
+	if WorkerStatus(wstatus.String) != WorkerActive {
+		return Lease{}, fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus.String, ErrWorkerNotActive)
+	}
+	if held.Valid {
+		// A queued task with an active lease: another writer's doing.
+		return Lease{}, fmt.Errorf("grant lease for %s: lease %d is active: %w", req.Task, held.Int64, ErrLeaseHeld)
+	}
+	if directive.Valid {
+		if _, err := t.ExecContext(t.ctx, `UPDATE retry_directives SET consumed_at = ? WHERE id = ?`, ms(now), directive.Int64); err != nil {
+			return Lease{}, fmt.Errorf("claim lease for %s: consume retry directive: %w", req.Task, err)
+		}
+	}
+	return grantWritesTx(t.ctx, t, req, defHash, ttlMS.Int64, now)
 }
 
 // ReleaseLease hands an active lease back unused, e.g. when the claim that
@@ -127,28 +131,36 @@ func (s *Store) ClaimLease(ctx context.Context, req GrantRequest, now time.Time)
 // Errors: ErrNotFound for an unknown token.
 func (s *Store) ReleaseLease(ctx context.Context, token int64, reason string, now time.Time) (released bool, err error) {
 	err = s.write(ctx, func(tx *Tx) error {
-		l, err := scanLease(tx.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, token))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("release lease %d: %w", token, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("release lease %d: %w", token, err)
-		}
-		if l.Status != LeaseActive {
-			return nil
-		}
-		if err := endLeaseTx(ctx, tx, l, LeaseReleased, "", reason, now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', updated_at = ? WHERE address = ? AND status = 'running'`,
-			ms(now), l.Task); err != nil {
-			return fmt.Errorf("release lease %d: requeue %s: %w", token, l.Task, err)
-		}
-		released = true
-		return appendEvent(ctx, tx, Event{Kind: EventReleased, Task: l.Task, WorkerID: l.WorkerID, Token: token,
-			Message: fmt.Sprintf("attempt %d: %s", l.Attempt, reason)}, now)
+		released, err = tx.ReleaseLease(token, reason, now)
+		return err
 	})
 	return released, err
+}
+
+// ReleaseLease is Store.ReleaseLease inside t.
+func (t *Tx) ReleaseLease(token int64, reason string, now time.Time) (released bool, err error) {
+	l, err := scanLease(t.QueryRowContext(t.ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, token))
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("release lease %d: %w", token, ErrNotFound)
+	}
+	if err != nil {
+		return false, fmt.Errorf("release lease %d: %w", token, err)
+	}
+	if l.Status != LeaseActive {
+		return false, nil
+	}
+	if err := endLeaseTx(t.ctx, t, l, LeaseReleased, "", reason, now); err != nil {
+		return false, err
+	}
+	if _, err := t.ExecContext(t.ctx, `UPDATE tasks SET status = 'queued', updated_at = ? WHERE address = ? AND status = 'running'`,
+		ms(now), l.Task); err != nil {
+		return false, fmt.Errorf("release lease %d: requeue %s: %w", token, l.Task, err)
+	}
+	if err := appendEvent(t.ctx, t, Event{Kind: EventReleased, Task: l.Task, WorkerID: l.WorkerID, Token: token,
+		Message: fmt.Sprintf("attempt %d: %s", l.Attempt, reason)}, now); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // endLeaseTx ends an active lease with status and ends its attempt at now
@@ -177,18 +189,20 @@ func endLeaseTx(ctx context.Context, tx *Tx, l Lease, status LeaseStatus, class 
 // every worker), in ascending token order. Leases past their expires_at
 // that the sweep has not ended yet are included; compare ExpiresAt with
 // now to tell.
-func (s *Store) ActiveLeases(ctx context.Context, workerID string) ([]Lease, error) {
-	var out []Lease
-	err := s.read(ctx, func(tx *Tx) error {
-		var err error
-		if workerID == "" {
-			out, err = queryLeases(ctx, tx, `WHERE status = 'active'`)
-		} else {
-			out, err = queryLeases(ctx, tx, `WHERE status = 'active' AND worker_id = ?`, workerID)
-		}
+func (s *Store) ActiveLeases(ctx context.Context, workerID string) (out []Lease, err error) {
+	err = s.read(ctx, func(tx *Tx) error {
+		out, err = tx.ActiveLeases(workerID)
 		return err
 	})
 	return out, err
+}
+
+// ActiveLeases is Store.ActiveLeases inside t.
+func (t *Tx) ActiveLeases(workerID string) ([]Lease, error) {
+	if workerID == "" {
+		return queryLeases(t.ctx, t, `WHERE status = 'active'`)
+	}
+	return queryLeases(t.ctx, t, `WHERE status = 'active' AND worker_id = ?`, workerID)
 }
 
 const directiveColumns = `id, task, next_attempt, not_before, kind, reason, created_at, consumed_at`

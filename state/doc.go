@@ -7,32 +7,63 @@
 //
 // All SQL of the project lives here: the schema (numbered, embedded,
 // forward-only migrations in migrations/NNN_name.sql, recorded in
-// schema_migrations), the queries and the transactions. The package knows
-// nothing of HCL, plans, providers or the protocol: callers pass plain
-// records and get plain records back. It does not decide policy (when to
-// retry, which worker may claim what, when a worker is stale); the engine's
-// coordinator does, and uses this package to record its decisions
-// atomically. No function reads the clock: every operation where time
-// matters takes now as a parameter. Times are stored as INTEGER milliseconds
-// since the Unix epoch, UTC; durations as whole milliseconds.
+// schema_migrations), the queries and the transactions (and, for tests and
+// benchmarks only, the raw claim loop of package statetest). The package
+// knows nothing of HCL, plans, providers or the protocol: callers pass
+// plain records and get plain records back. No function reads the clock:
+// every operation where time matters takes now as a parameter. Times are
+// stored as INTEGER milliseconds since the Unix epoch, UTC; durations as
+// whole milliseconds.
+//
+// It applies the lifecycle decision and does not make it. What an ended
+// attempt means for its task (retried or not, which budget it spends, when
+// the retry may start, failed for good, dependants queued or cancelled, and
+// the words of the task's event and last error) is decided by package
+// state/lifecycle, a pure function: state reads the facts it needs (the
+// task's budgets and the attempts spent) in the transaction that ends the
+// attempt, asks lifecycle.Decide, and writes the decision in that same
+// transaction. Nor does it decide which worker may claim what, when to
+// sweep, drain or lose a worker, or which tasks to finish: the engine's
+// coordinator and apply do, and use this package to record their
+// decisions atomically. It enforces the invariants of docs/design.md §3
+// that concern the state, in its schema (triggers, unique and partial
+// indexes, CHECK constraints) and in its transactions.
+//
+// # Imports
+//
+// database/sql, with the SQLite driver of github.com/glebarez/sqlite (a
+// GORM dialector over the pure-Go github.com/glebarez/go-sqlite; GORM only
+// opens the *sql.DB); modernc.org/sqlite/lib and modernc.org/libc, to
+// configure SQLite before its first connection (sqlite_config.go);
+// golang.org/x/sys/unix, to say why a file or folder cannot be read or
+// written (file_errors.go); and, of wdc, only state/lifecycle, which
+// imports nothing of wdc. It imports nothing above it: the dependency
+// direction is cmd → engine/* → state.
 //
 // # Connections and transactions
 //
-// The file is opened through GORM's SQLite dialector (github.com/glebarez/sqlite,
-// pure Go) and used through its *sql.DB with hand-written SQL. The connection
-// string sets journal_mode(WAL), synchronous(FULL), foreign_keys(1) and
+// The file is used through a *sql.DB with hand-written SQL. The connection
+// string (DSN) sets journal_mode(WAL), synchronous(FULL), foreign_keys(1) and
 // _txlock=immediate, so every write transaction is BEGIN IMMEDIATE; the driver
 // sets busy_timeout(5000) first. _time_format is never used (it silently
-// disables _txlock). Every write method goes through one helper, which also
-// bumps state_info.serial in the same transaction: the serial changes on
-// every write of the state's content, and a saved plan that recorded
-// (lineage, serial) can tell that the state moved. The apply lock's own
-// methods (acquire, renew, release, force-unlock) do not bump it: the lock
-// is coordination beside the content, as Terraform's lock is, and taking it
-// must not make a saved plan stale. GuardWrites fences a Store by its lock:
-// each content write then checks, in its own transaction, that the lock is
-// still held, so an apply whose lock was removed or taken over cannot write
-// a row more. The lineage is random hex set once when the file is created.
+// disables _txlock).
+//
+// Every write goes through one committer goroutine (Store.Write, group
+// commit: docs/sqlite.md), which runs the writes submitted together in one
+// transaction and bumps state_info.serial once in a transaction that changed
+// the state's content: the serial changes on every write of the state's
+// content, and a saved plan that recorded (lineage, serial) can tell that the
+// state moved. Each write is implemented as a method of Tx, the
+// transaction (as are the reads a write needs), beside the Store method
+// that submits it to the committer and calls it; a caller that needs
+// several operations in one commit calls the exported Tx methods inside one
+// Store.Write. The apply lock's own methods (acquire, renew, release,
+// force-unlock) do not bump the serial: the lock is coordination beside the
+// content, as Terraform's lock is, and taking it must not make a saved plan
+// stale. GuardWrites fences a Store by its lock: each content write then
+// checks, in its own transaction, that the lock is still held, so an apply
+// whose lock was removed or taken over cannot write a row more. The lineage
+// is random hex set once when the file is created.
 //
 // Opening a new file is safe when several processes race: a new state file
 // is made and migrated under a temporary name beside it and linked into
@@ -69,8 +100,9 @@
 // With WAL and synchronous=NORMAL the last transactions can roll back on
 // power loss, so wdc uses synchronous=FULL: every commit is synced before it
 // returns. docs/sqlite.md has the measured cost (claims ~2,800/s → ~935/s on one process;
-// renewals ~23,000/s → ~1,390/s); when that matters, the remedy is group
-// commit (several claims or renewals in one transaction), not weaker syncing.
+// renewals ~23,000/s → ~1,390/s); the remedy is the group commit above
+// (several claims, renewals and results share one commit and its fsync), not
+// weaker syncing.
 //
 // # Schema summary (migrations/001_initial.sql)
 //

@@ -10,10 +10,15 @@ import (
 // ignored; the state assigns the next seq). Errors: ErrInvalid for an empty
 // Kind.
 func (s *Store) AppendEvent(ctx context.Context, e Event, now time.Time) error {
+	return s.write(ctx, func(tx *Tx) error { return tx.AppendEvent(e, now) })
+}
+
+// AppendEvent is Store.AppendEvent inside t.
+func (t *Tx) AppendEvent(e Event, now time.Time) error {
 	if e.Kind == "" {
 		return invalidf("event kind is empty")
 	}
-	return s.write(ctx, func(tx *Tx) error { return appendEvent(ctx, tx, e, now) })
+	return appendEvent(t.ctx, t, e, now)
 }
 
 func appendEvent(ctx context.Context, tx *Tx, e Event, now time.Time) error {

@@ -52,7 +52,7 @@ func damage(t *testing.T, stmt string) string {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := openDB(dsnFor(path, false))
+	db, err := openDB(DSN(path, false))
 	if err != nil {
 		t.Fatal(err)
 	}

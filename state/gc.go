@@ -35,23 +35,29 @@ func (s *Store) ReferencedBlobs(ctx context.Context) (map[string]bool, error) {
 // collection beside a running apply goes through its coordinator.
 // remove's error is returned as it is.
 func (s *Store) CollectGarbage(ctx context.Context, remove func(referenced map[string]bool) error) error {
-	return s.writeTx(ctx, false, func(tx *Tx) error {
-		cur, err := queryLock(ctx, tx)
-		if err != nil {
-			return err
-		}
-		switch guard := s.guard.Load(); {
-		case guard != nil && (cur == nil || cur.ID != *guard):
-			return fmt.Errorf("state file %s: garbage collection refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
-		case guard == nil && cur != nil:
-			return &LockedError{Path: s.path, Lock: *cur}
-		}
-		ref, err := referencedBlobs(ctx, tx)
-		if err != nil {
-			return err
-		}
-		return remove(ref)
-	})
+	return s.writeTx(ctx, false, func(tx *Tx) error { return tx.collectGarbage(remove) })
+}
+
+// collectGarbage is CollectGarbage's transaction. It is not exported: it
+// checks the apply lock itself and changes no content, so it runs in a
+// transaction of its own (as the lock's writes do), never in a group of
+// content writes.
+func (t *Tx) collectGarbage(remove func(referenced map[string]bool) error) error {
+	cur, err := queryLock(t.ctx, t)
+	if err != nil {
+		return err
+	}
+	switch guard := t.s.guard.Load(); {
+	case guard != nil && (cur == nil || cur.ID != *guard):
+		return fmt.Errorf("state file %s: garbage collection refused: %w (this apply no longer holds lock %s)", t.s.path, ErrLockLost, *guard)
+	case guard == nil && cur != nil:
+		return &LockedError{Path: t.s.path, Lock: *cur}
+	}
+	ref, err := referencedBlobs(t.ctx, t)
+	if err != nil {
+		return err
+	}
+	return remove(ref)
 }
 
 func referencedBlobs(ctx context.Context, tx *Tx) (map[string]bool, error) {

@@ -73,7 +73,7 @@ func Inspect(ctx context.Context, path string) (*Inspection, error) {
 		in.Problem = &EmptyFileError{Path: path}
 		return in, nil
 	}
-	db, err := openDB(dsnFor(abs, true))
+	db, err := openDB(DSN(abs, true))
 	if err != nil {
 		if sqliteCode(err)&0xff == sqliteCorrupt {
 			// Too damaged even to read its schema.

@@ -116,7 +116,7 @@ func write(t *testing.T, path string, b []byte) {
 // tool other than wdc would.
 func rawExec(t *testing.T, path, stmt string) {
 	t.Helper()
-	db, err := openDB(dsnFor(path, false))
+	db, err := openDB(DSN(path, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,13 +48,43 @@ const (
 // an expiry not after now; *LockedError as above; a constraint error for a
 // duplicate id or secret.
 func (s *Store) CreateJoinToken(ctx context.Context, j JoinToken, secretHash string, now time.Time) (JoinToken, error) {
+	// (checked before the lock is: a token that cannot be made says so
+	// whether or not an apply runs)
+	if err := checkJoinToken(j, secretHash, now); err != nil {
+		return JoinToken{}, err
+	}
+	var out JoinToken
+	err := s.writeOutsideApply(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.createJoinToken(j, secretHash, now)
+		return err
+	})
+	if err != nil {
+		return JoinToken{}, err
+	}
+	return out, nil
+}
+
+// checkJoinToken returns the ErrInvalid error of a join token
+// CreateJoinToken refuses before it writes.
+func checkJoinToken(j JoinToken, secretHash string, now time.Time) error {
 	switch {
 	case j.Pool == "":
-		return JoinToken{}, invalidf("join token: the pool is required")
+		return invalidf("join token: the pool is required")
 	case len(secretHash) != 64:
-		return JoinToken{}, invalidf("join token: the secret hash must be 64 hex digits")
+		return invalidf("join token: the secret hash must be 64 hex digits")
 	case !j.ExpiresAt.After(now):
-		return JoinToken{}, invalidf("join token: it must expire after now, have %s", j.ExpiresAt.Format(time.RFC3339))
+		return invalidf("join token: it must expire after now, have %s", j.ExpiresAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// createJoinToken is CreateJoinToken's write inside t. It is not
+// exported: outside an apply, a join token is written only where no apply
+// holds the lock (Store.writeOutsideApply checks it).
+func (t *Tx) createJoinToken(j JoinToken, secretHash string, now time.Time) (JoinToken, error) {
+	if err := checkJoinToken(j, secretHash, now); err != nil {
+		return JoinToken{}, err
 	}
 	if j.ID == "" {
 		j.ID = "jt-" + randomHex(6)
@@ -64,14 +94,11 @@ func (s *Store) CreateJoinToken(ctx context.Context, j JoinToken, secretHash str
 	if j.Labels != nil {
 		labels = sql.NullString{String: encodeLabels(j.Labels), Valid: true}
 	}
-	err := s.writeOutsideApply(ctx, func(tx *Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO join_tokens (id, pool, labels, secret_hash, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, j.ID, j.Pool, labels, secretHash, ms(j.CreatedAt), ms(j.ExpiresAt)); err != nil {
-			return fmt.Errorf("create join token: %w", err)
-		}
-		return appendEvent(ctx, tx, Event{Kind: EventJoinTokenCreated, Message: j.ID + " for pool " + j.Pool}, now)
-	})
-	if err != nil {
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO join_tokens (id, pool, labels, secret_hash, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, j.ID, j.Pool, labels, secretHash, ms(j.CreatedAt), ms(j.ExpiresAt)); err != nil {
+		return JoinToken{}, fmt.Errorf("create join token: %w", err)
+	}
+	if err := appendEvent(t.ctx, t, Event{Kind: EventJoinTokenCreated, Message: j.ID + " for pool " + j.Pool}, now); err != nil {
 		return JoinToken{}, err
 	}
 	return j, nil
@@ -80,25 +107,31 @@ func (s *Store) CreateJoinToken(ctx context.Context, j JoinToken, secretHash str
 // RevokeJoinToken revokes the join token id at now and returns it. Revoking
 // a revoked token returns it unchanged. It checks the lock as
 // CreateJoinToken does. Errors: ErrNotFound for an unknown id; *LockedError.
-func (s *Store) RevokeJoinToken(ctx context.Context, id string, now time.Time) (JoinToken, error) {
-	var j JoinToken
-	err := s.writeOutsideApply(ctx, func(tx *Tx) error {
-		var err error
-		if j, err = scanJoinToken(tx.QueryRowContext(ctx, `SELECT `+joinTokenColumns+` FROM join_tokens WHERE id = ?`, id)); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("join token %q: %w", id, ErrNotFound)
-		} else if err != nil {
-			return fmt.Errorf("join token %q: %w", id, err)
-		}
-		if !j.RevokedAt.IsZero() {
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE join_tokens SET revoked_at = ? WHERE id = ?`, ms(now), id); err != nil {
-			return fmt.Errorf("revoke join token %q: %w", id, err)
-		}
-		j.RevokedAt = fromMS(ms(now))
-		return appendEvent(ctx, tx, Event{Kind: EventJoinTokenRevoked, Message: j.ID + " for pool " + j.Pool}, now)
+func (s *Store) RevokeJoinToken(ctx context.Context, id string, now time.Time) (j JoinToken, err error) {
+	err = s.writeOutsideApply(ctx, func(tx *Tx) error {
+		j, err = tx.revokeJoinToken(id, now)
+		return err
 	})
 	return j, err
+}
+
+// revokeJoinToken is RevokeJoinToken's write inside t, not exported for
+// the reason createJoinToken is not.
+func (t *Tx) revokeJoinToken(id string, now time.Time) (JoinToken, error) {
+	j, err := scanJoinToken(t.QueryRowContext(t.ctx, `SELECT `+joinTokenColumns+` FROM join_tokens WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return JoinToken{}, fmt.Errorf("join token %q: %w", id, ErrNotFound)
+	} else if err != nil {
+		return JoinToken{}, fmt.Errorf("join token %q: %w", id, err)
+	}
+	if !j.RevokedAt.IsZero() {
+		return j, nil
+	}
+	if _, err := t.ExecContext(t.ctx, `UPDATE join_tokens SET revoked_at = ? WHERE id = ?`, ms(now), id); err != nil {
+		return j, fmt.Errorf("revoke join token %q: %w", id, err)
+	}
+	j.RevokedAt = fromMS(ms(now))
+	return j, appendEvent(t.ctx, t, Event{Kind: EventJoinTokenRevoked, Message: j.ID + " for pool " + j.Pool}, now)
 }
 
 // JoinTokens returns every join token, oldest first.

@@ -74,6 +74,11 @@ type LaunchProcess struct {
 // digits; ErrNotFound when the pool is not in the state; a constraint
 // error when (apply, pool, seq) or the hash was recorded before.
 func (s *Store) RecordLaunch(ctx context.Context, l Launch, credentialHash string, now time.Time) error {
+	return s.write(ctx, func(tx *Tx) error { return tx.RecordLaunch(l, credentialHash, now) })
+}
+
+// RecordLaunch is Store.RecordLaunch inside t.
+func (t *Tx) RecordLaunch(l Launch, credentialHash string, now time.Time) error {
 	switch {
 	case l.ApplyID == "" || l.Provider == "":
 		return invalidf("launch: apply id and provider are required")
@@ -82,64 +87,69 @@ func (s *Store) RecordLaunch(ctx context.Context, l Launch, credentialHash strin
 	case len(credentialHash) != 64:
 		return invalidf("launch: the credential hash must be 64 hex digits")
 	}
-	return s.write(ctx, func(tx *Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM pools WHERE name = ?`, l.Pool).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("launch: pool %q: %w", l.Pool, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("launch: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO launches (apply_id, pool, seq, provider, credential_hash, status, launched_at)
-			VALUES (?, ?, ?, ?, ?, 'launched', ?)`, l.ApplyID, l.Pool, l.Seq, l.Provider, credentialHash, ms(now)); err != nil {
-			return fmt.Errorf("record launch %d of pool %s: %w", l.Seq, l.Pool, err)
-		}
-		return nil
-	})
+	var one int
+	err := t.QueryRowContext(t.ctx, `SELECT 1 FROM pools WHERE name = ?`, l.Pool).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("launch: pool %q: %w", l.Pool, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO launches (apply_id, pool, seq, provider, credential_hash, status, launched_at)
+		VALUES (?, ?, ?, ?, ?, 'launched', ?)`, l.ApplyID, l.Pool, l.Seq, l.Provider, credentialHash, ms(now)); err != nil {
+		return fmt.Errorf("record launch %d of pool %s: %w", l.Seq, l.Pool, err)
+	}
+	return nil
 }
 
 // SetLaunchProcess records what the provider reported about a launched
 // worker. Errors: ErrNotFound for an unknown launch.
 func (s *Store) SetLaunchProcess(ctx context.Context, applyID, pool string, seq int, p LaunchProcess) error {
+	return s.write(ctx, func(tx *Tx) error { return tx.SetLaunchProcess(applyID, pool, seq, p) })
+}
+
+// SetLaunchProcess is Store.SetLaunchProcess inside t.
+func (t *Tx) SetLaunchProcess(applyID, pool string, seq int, p LaunchProcess) error {
 	argv := p.Argv
 	if argv == nil {
 		argv = []string{}
 	}
 	js, _ := json.Marshal(argv) // []string always marshals
-	return s.write(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE launches SET handle = ?, host = ?, pid = ?, process_start = ?, argv = ?, work_dir = ?
-			WHERE apply_id = ? AND pool = ? AND seq = ?`, p.Handle, p.Host, p.PID, p.Start, string(js), p.WorkDir, applyID, pool, seq)
-		if err != nil {
-			return fmt.Errorf("record launch %d of pool %s: %w", seq, pool, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("launch %d of pool %s in apply %s: %w", seq, pool, applyID, ErrNotFound)
-		}
-		return nil
-	})
+	res, err := t.ExecContext(t.ctx, `UPDATE launches SET handle = ?, host = ?, pid = ?, process_start = ?, argv = ?, work_dir = ?
+		WHERE apply_id = ? AND pool = ? AND seq = ?`, p.Handle, p.Host, p.PID, p.Start, string(js), p.WorkDir, applyID, pool, seq)
+	if err != nil {
+		return fmt.Errorf("record launch %d of pool %s: %w", seq, pool, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("launch %d of pool %s in apply %s: %w", seq, pool, applyID, ErrNotFound)
+	}
+	return nil
 }
 
 // CloseLaunch ends a launch that did not register: status expired (its
 // credential is revoked) or failed. It reports whether it changed the
 // launch: false when the launch had already left status launched (a worker
 // registered first). Errors: ErrInvalid for another status.
-func (s *Store) CloseLaunch(ctx context.Context, applyID, pool string, seq int, status LaunchStatus, now time.Time) (bool, error) {
-	if status != LaunchExpired && status != LaunchFailed {
-		return false, invalidf("launch %d of pool %s: a launch is closed as expired or failed, not %q", seq, pool, status)
-	}
-	changed := false
-	err := s.write(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE launches SET status = ? WHERE apply_id = ? AND pool = ? AND seq = ? AND status = 'launched'`,
-			string(status), applyID, pool, seq)
-		if err != nil {
-			return fmt.Errorf("close launch %d of pool %s: %w", seq, pool, err)
-		}
-		n, err := res.RowsAffected()
-		changed = n == 1
+func (s *Store) CloseLaunch(ctx context.Context, applyID, pool string, seq int, status LaunchStatus, now time.Time) (changed bool, err error) {
+	err = s.write(ctx, func(tx *Tx) error {
+		changed, err = tx.CloseLaunch(applyID, pool, seq, status, now)
 		return err
 	})
 	return changed, err
+}
+
+// CloseLaunch is Store.CloseLaunch inside t.
+func (t *Tx) CloseLaunch(applyID, pool string, seq int, status LaunchStatus, now time.Time) (bool, error) {
+	if status != LaunchExpired && status != LaunchFailed {
+		return false, invalidf("launch %d of pool %s: a launch is closed as expired or failed, not %q", seq, pool, status)
+	}
+	res, err := t.ExecContext(t.ctx, `UPDATE launches SET status = ? WHERE apply_id = ? AND pool = ? AND seq = ? AND status = 'launched'`,
+		string(status), applyID, pool, seq)
+	if err != nil {
+		return false, fmt.Errorf("close launch %d of pool %s: %w", seq, pool, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // EndLaunches records that the workers of the given launch sequences of one
@@ -147,17 +157,23 @@ func (s *Store) CloseLaunch(ctx context.Context, applyID, pool string, seq int, 
 // later apply tries to stop them.
 func (s *Store) EndLaunches(ctx context.Context, applyID, pool string, seqs []int, now time.Time) error {
 	if len(seqs) == 0 {
+		return nil // nothing to write: the serial stays
+	}
+	return s.write(ctx, func(tx *Tx) error { return tx.EndLaunches(applyID, pool, seqs, now) })
+}
+
+// EndLaunches is Store.EndLaunches inside t.
+func (t *Tx) EndLaunches(applyID, pool string, seqs []int, now time.Time) error {
+	if len(seqs) == 0 {
 		return nil
 	}
 	js, _ := json.Marshal(seqs) // []int always marshals
-	return s.write(ctx, func(tx *Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE launches SET ended_at = ?
-			WHERE apply_id = ? AND pool = ? AND ended_at IS NULL AND seq IN (SELECT value FROM json_each(?))`,
-			ms(now), applyID, pool, string(js)); err != nil {
-			return fmt.Errorf("end launches of pool %s: %w", pool, err)
-		}
-		return nil
-	})
+	if _, err := t.ExecContext(t.ctx, `UPDATE launches SET ended_at = ?
+		WHERE apply_id = ? AND pool = ? AND ended_at IS NULL AND seq IN (SELECT value FROM json_each(?))`,
+		ms(now), applyID, pool, string(js)); err != nil {
+		return fmt.Errorf("end launches of pool %s: %w", pool, err)
+	}
+	return nil
 }
 
 // OpenLaunches returns the launches of applies other than exceptApply

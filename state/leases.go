@@ -30,17 +30,9 @@ type GrantRequest struct {
 // ErrWorkerNotActive when the worker is draining, stale or gone;
 // ErrLeaseHeld when the task already has an active lease (the database's
 // unique index refuses the second one). On error nothing changes.
-func (s *Store) GrantLease(ctx context.Context, req GrantRequest, now time.Time) (Lease, error) {
-	if req.Timeout <= 0 {
-		return Lease{}, invalidf("grant lease for %s: timeout must be positive, have %s", req.Task, req.Timeout)
-	}
-	if req.Grace < 0 {
-		return Lease{}, invalidf("grant lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
-	}
-	var l Lease
-	err := s.write(ctx, func(tx *Tx) error {
-		var err error
-		l, err = grantTx(ctx, tx, req, now)
+func (s *Store) GrantLease(ctx context.Context, req GrantRequest, now time.Time) (l Lease, err error) {
+	err = s.write(ctx, func(tx *Tx) error {
+		l, err = tx.GrantLease(req, now)
 		return err
 	})
 	if err != nil {
@@ -49,12 +41,18 @@ func (s *Store) GrantLease(ctx context.Context, req GrantRequest, now time.Time)
 	return l, nil
 }
 
-// grantTx is GrantLease's transaction body (also used by ClaimLease): it
-// checks the task and worker, counts the attempt, takes the next fencing
-// token and inserts the lease, the attempt row and the "leased" event.
-func grantTx(ctx context.Context, tx *Tx, req GrantRequest, now time.Time) (Lease, error) {
+// GrantLease is Store.GrantLease inside t: it checks the task and worker,
+// counts the attempt, takes the next fencing token and inserts the lease,
+// the attempt row and the "leased" event.
+func (t *Tx) GrantLease(req GrantRequest, now time.Time) (Lease, error) {
+	if req.Timeout <= 0 {
+		return Lease{}, invalidf("grant lease for %s: timeout must be positive, have %s", req.Task, req.Timeout)
+	}
+	if req.Grace < 0 {
+		return Lease{}, invalidf("grant lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
+	}
 	var status, defHash string
-	err := tx.QueryRowContext(ctx, `SELECT status, def_hash FROM tasks WHERE address = ?`, req.Task).Scan(&status, &defHash)
+	err := t.QueryRowContext(t.ctx, `SELECT status, def_hash FROM tasks WHERE address = ?`, req.Task).Scan(&status, &defHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Lease{}, fmt.Errorf("grant lease: task %s: %w", req.Task, ErrNotFound)
 	}
@@ -66,7 +64,7 @@ func grantTx(ctx context.Context, tx *Tx, req GrantRequest, now time.Time) (Leas
 	}
 	var wstatus string
 	var ttlMS int64
-	err = tx.QueryRowContext(ctx, `SELECT status, ttl_ms FROM workers WHERE id = ?`, req.WorkerID).Scan(&wstatus, &ttlMS)
+	err = t.QueryRowContext(t.ctx, `SELECT status, ttl_ms FROM workers WHERE id = ?`, req.WorkerID).Scan(&wstatus, &ttlMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Lease{}, fmt.Errorf("grant lease for %s: worker %q: %w", req.Task, req.WorkerID, ErrNotFound)
 	}
@@ -76,7 +74,7 @@ func grantTx(ctx context.Context, tx *Tx, req GrantRequest, now time.Time) (Leas
 	if WorkerStatus(wstatus) != WorkerActive {
 		return Lease{}, fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus, ErrWorkerNotActive)
 	}
-	return grantWritesTx(ctx, tx, req, defHash, ttlMS, now)
+	return grantWritesTx(t.ctx, t, req, defHash, ttlMS, now)
 }
 
 // grantWritesTx makes the writes of a grant whose checks passed: it counts
@@ -162,31 +160,37 @@ func queryLeases(ctx context.Context, tx *Tx, where string, args ...any) ([]Leas
 
 // Leases returns every lease ever granted for the task (task "" = all
 // tasks), in ascending token order, whatever its status.
-func (s *Store) Leases(ctx context.Context, task string) ([]Lease, error) {
-	var out []Lease
-	err := s.read(ctx, func(tx *Tx) error {
-		var err error
-		if task == "" {
-			out, err = queryLeases(ctx, tx, ``)
-		} else {
-			out, err = queryLeases(ctx, tx, `WHERE task = ?`, task)
-		}
+func (s *Store) Leases(ctx context.Context, task string) (out []Lease, err error) {
+	err = s.read(ctx, func(tx *Tx) error {
+		out, err = tx.Leases(task)
 		return err
 	})
 	return out, err
 }
 
+// Leases is Store.Leases inside t.
+func (t *Tx) Leases(task string) ([]Lease, error) {
+	if task == "" {
+		return queryLeases(t.ctx, t, ``)
+	}
+	return queryLeases(t.ctx, t, `WHERE task = ?`, task)
+}
+
 // Lease returns the lease with the given fencing token. Errors: ErrNotFound.
-func (s *Store) Lease(ctx context.Context, token int64) (Lease, error) {
-	var l Lease
-	err := s.read(ctx, func(tx *Tx) error {
-		var err error
-		l, err = scanLease(tx.QueryRowContext(ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, token))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("lease %d: %w", token, ErrNotFound)
-		}
+func (s *Store) Lease(ctx context.Context, token int64) (l Lease, err error) {
+	err = s.read(ctx, func(tx *Tx) error {
+		l, err = tx.Lease(token)
 		return err
 	})
+	return l, err
+}
+
+// Lease is Store.Lease inside t.
+func (t *Tx) Lease(token int64) (Lease, error) {
+	l, err := scanLease(t.QueryRowContext(t.ctx, `SELECT `+leaseColumns+` FROM leases WHERE token = ?`, token))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, fmt.Errorf("lease %d: %w", token, ErrNotFound)
+	}
 	return l, err
 }
 

@@ -64,52 +64,76 @@ const (
 // is a *LockedError (wrapping ErrLocked). Errors: ErrInvalid for TTL <= 0
 // or PID < 0.
 func (s *Store) AcquireLock(ctx context.Context, req LockRequest, now time.Time) (lock Lock, previous *Lock, err error) {
-	if req.TTL <= 0 {
-		return Lock{}, nil, invalidf("lock ttl must be positive, have %s", req.TTL)
-	}
-	if req.PID < 0 {
-		return Lock{}, nil, invalidf("lock pid must not be negative, have %d", req.PID)
+	// (checked, and the lock's ID drawn, before the write: the ID stays
+	// the same if the write runs again)
+	if err := checkLockRequest(req); err != nil {
+		return Lock{}, nil, err
 	}
 	lock = Lock{
 		ID: randomHex(16), Holder: req.Holder, Host: req.Host, PID: req.PID,
 		StartedAt: fromMS(ms(now)), ExpiresAt: fromMS(ms(now) + durMS(req.TTL)),
 	}
 	err = s.writeLock(ctx, func(tx *Tx) error {
-		cur, err := queryLock(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if cur != nil {
-			if cur.ExpiresAt.After(now) && (req.TakeOver == "" || req.TakeOver != cur.ID) {
-				return &LockedError{Path: s.path, Lock: *cur}
-			}
-			previous = cur
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO apply_lock (id, lock_id, holder, host, pid, started_at, expires_at)
-			VALUES (1, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET lock_id = excluded.lock_id, holder = excluded.holder, host = excluded.host,
-				pid = excluded.pid, started_at = excluded.started_at, expires_at = excluded.expires_at`,
-			lock.ID, lock.Holder, lock.Host, lock.PID, ms(lock.StartedAt), ms(lock.ExpiresAt)); err != nil {
-			return fmt.Errorf("acquire lock: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO applies (id, holder, host, pid, started_at) VALUES (?, ?, ?, ?, ?)`,
-			lock.ID, lock.Holder, lock.Host, lock.PID, ms(lock.StartedAt)); err != nil {
-			return fmt.Errorf("record apply %s: %w", lock.ID, err)
-		}
-		ev := Event{Kind: EventLockAcquired, Message: lock.Holder}
-		if previous != nil {
-			if err := endApplyTx(ctx, tx, previous.ID, "taken_over", now); err != nil {
-				return err
-			}
-			ev = Event{Kind: EventLockTakenOver, Message: fmt.Sprintf("lock %s of %s (host %s, pid %d)",
-				previous.ID, previous.Holder, previous.Host, previous.PID)}
-		}
-		return appendEvent(ctx, tx, ev, now)
+		previous, err = tx.acquireLock(lock, req.TakeOver, now)
+		return err
 	})
 	if err != nil {
 		return Lock{}, nil, err
 	}
 	return lock, previous, nil
+}
+
+// checkLockRequest returns the ErrInvalid error of a request AcquireLock
+// refuses.
+func checkLockRequest(req LockRequest) error {
+	if req.TTL <= 0 {
+		return invalidf("lock ttl must be positive, have %s", req.TTL)
+	}
+	if req.PID < 0 {
+		return invalidf("lock pid must not be negative, have %d", req.PID)
+	}
+	return nil
+}
+
+// acquireLock is AcquireLock's write inside t: it takes the lock as lock,
+// over an expired one or the one whose ID is takeOver, and returns the
+// lock it replaced. The lock's writes are not exported on Tx: they run in
+// transactions of their own, which neither bump the serial nor check
+// GuardWrites' lock (Store.writeLock).
+func (t *Tx) acquireLock(lock Lock, takeOver string, now time.Time) (previous *Lock, err error) {
+	cur, err := queryLock(t.ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil {
+		if cur.ExpiresAt.After(now) && (takeOver == "" || takeOver != cur.ID) {
+			return nil, &LockedError{Path: t.s.path, Lock: *cur}
+		}
+		previous = cur
+	}
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO apply_lock (id, lock_id, holder, host, pid, started_at, expires_at)
+		VALUES (1, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET lock_id = excluded.lock_id, holder = excluded.holder, host = excluded.host,
+			pid = excluded.pid, started_at = excluded.started_at, expires_at = excluded.expires_at`,
+		lock.ID, lock.Holder, lock.Host, lock.PID, ms(lock.StartedAt), ms(lock.ExpiresAt)); err != nil {
+		return nil, fmt.Errorf("acquire lock: %w", err)
+	}
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO applies (id, holder, host, pid, started_at) VALUES (?, ?, ?, ?, ?)`,
+		lock.ID, lock.Holder, lock.Host, lock.PID, ms(lock.StartedAt)); err != nil {
+		return nil, fmt.Errorf("record apply %s: %w", lock.ID, err)
+	}
+	ev := Event{Kind: EventLockAcquired, Message: lock.Holder}
+	if previous != nil {
+		if err := endApplyTx(t.ctx, t, previous.ID, "taken_over", now); err != nil {
+			return nil, err
+		}
+		ev = Event{Kind: EventLockTakenOver, Message: fmt.Sprintf("lock %s of %s (host %s, pid %d)",
+			previous.ID, previous.Holder, previous.Host, previous.PID)}
+	}
+	if err := appendEvent(t.ctx, t, ev, now); err != nil {
+		return nil, err
+	}
+	return previous, nil
 }
 
 // RenewLock moves the expiry of the lock with the given ID to now + ttl and
@@ -121,15 +145,8 @@ func (s *Store) RenewLock(ctx context.Context, lockID string, ttl time.Duration,
 	}
 	var l *Lock
 	err := s.writeLock(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE apply_lock SET expires_at = max(started_at, ?) WHERE id = 1 AND lock_id = ?`,
-			ms(now)+durMS(ttl), lockID)
-		if err != nil {
-			return fmt.Errorf("renew lock: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return errors.Join(fmt.Errorf("renew lock %s: %w", lockID, ErrLockLost), err)
-		}
-		l, err = queryLock(ctx, tx)
+		var err error
+		l, err = tx.renewLock(lockID, ttl, now)
 		return err
 	})
 	if err != nil {
@@ -138,22 +155,38 @@ func (s *Store) RenewLock(ctx context.Context, lockID string, ttl time.Duration,
 	return *l, nil
 }
 
+// renewLock is RenewLock's write inside t (see acquireLock).
+func (t *Tx) renewLock(lockID string, ttl time.Duration, now time.Time) (*Lock, error) {
+	res, err := t.ExecContext(t.ctx, `UPDATE apply_lock SET expires_at = max(started_at, ?) WHERE id = 1 AND lock_id = ?`,
+		ms(now)+durMS(ttl), lockID)
+	if err != nil {
+		return nil, fmt.Errorf("renew lock: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return nil, errors.Join(fmt.Errorf("renew lock %s: %w", lockID, ErrLockLost), err)
+	}
+	return queryLock(t.ctx, t)
+}
+
 // ReleaseLock removes the lock with the given ID. Errors: ErrLockLost when
 // the lock is no longer held under that ID.
 func (s *Store) ReleaseLock(ctx context.Context, lockID string, now time.Time) error {
-	return s.writeLock(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID)
-		if err != nil {
-			return fmt.Errorf("release lock: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return errors.Join(fmt.Errorf("release lock %s: %w", lockID, ErrLockLost), err)
-		}
-		if err := endApplyTx(ctx, tx, lockID, "released", now); err != nil {
-			return err
-		}
-		return appendEvent(ctx, tx, Event{Kind: EventLockReleased}, now)
-	})
+	return s.writeLock(ctx, func(tx *Tx) error { return tx.releaseLock(lockID, now) })
+}
+
+// releaseLock is ReleaseLock's write inside t (see acquireLock).
+func (t *Tx) releaseLock(lockID string, now time.Time) error {
+	res, err := t.ExecContext(t.ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID)
+	if err != nil {
+		return fmt.Errorf("release lock: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return errors.Join(fmt.Errorf("release lock %s: %w", lockID, ErrLockLost), err)
+	}
+	if err := endApplyTx(t.ctx, t, lockID, "released", now); err != nil {
+		return err
+	}
+	return appendEvent(t.ctx, t, Event{Kind: EventLockReleased}, now)
 }
 
 // ForceUnlock removes the lock with the given ID whoever holds it (an
@@ -170,30 +203,40 @@ func (s *Store) ForceUnlockIf(ctx context.Context, lockID string, now time.Time,
 	var l *Lock
 	err := s.writeLock(ctx, func(tx *Tx) error {
 		var err error
-		if l, err = queryLock(ctx, tx); err != nil {
-			return err
-		}
-		if l == nil || l.ID != lockID {
-			return fmt.Errorf("force unlock: lock %s: %w", lockID, ErrNotFound)
-		}
-		if check != nil {
-			if err := check(*l); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID); err != nil {
-			return fmt.Errorf("force unlock: %w", err)
-		}
-		if err := endApplyTx(ctx, tx, lockID, "forced", now); err != nil {
-			return err
-		}
-		return appendEvent(ctx, tx, Event{Kind: EventLockForced, Message: fmt.Sprintf("lock %s of %s (host %s, pid %d)",
-			l.ID, l.Holder, l.Host, l.PID)}, now)
+		l, err = tx.forceUnlock(lockID, now, check)
+		return err
 	})
 	if err != nil {
 		return Lock{}, err
 	}
 	return *l, nil
+}
+
+// forceUnlock is ForceUnlockIf's write inside t (see acquireLock).
+func (t *Tx) forceUnlock(lockID string, now time.Time, check func(Lock) error) (*Lock, error) {
+	l, err := queryLock(t.ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil || l.ID != lockID {
+		return nil, fmt.Errorf("force unlock: lock %s: %w", lockID, ErrNotFound)
+	}
+	if check != nil {
+		if err := check(*l); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := t.ExecContext(t.ctx, `DELETE FROM apply_lock WHERE id = 1 AND lock_id = ?`, lockID); err != nil {
+		return nil, fmt.Errorf("force unlock: %w", err)
+	}
+	if err := endApplyTx(t.ctx, t, lockID, "forced", now); err != nil {
+		return nil, err
+	}
+	if err := appendEvent(t.ctx, t, Event{Kind: EventLockForced, Message: fmt.Sprintf("lock %s of %s (host %s, pid %d)",
+		l.ID, l.Holder, l.Host, l.PID)}, now); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // SetLockCoordinator records, in the lock row held under lockID, the URL
@@ -203,17 +246,21 @@ func (s *Store) ForceUnlockIf(ctx context.Context, lockID string, now time.Time,
 // apply runs"). Errors: ErrLockLost when the lock is no longer held under
 // that ID.
 func (s *Store) SetLockCoordinator(ctx context.Context, lockID, url, caSHA256 string) error {
-	return s.writeLock(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE apply_lock SET coordinator_url = ?, ca_sha256 = ? WHERE id = 1 AND lock_id = ?`,
-			url, caSHA256, lockID)
-		if err != nil {
-			return fmt.Errorf("record the coordinator in lock %s: %w", lockID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return errors.Join(fmt.Errorf("record the coordinator in lock %s: %w", lockID, ErrLockLost), err)
-		}
-		return nil
-	})
+	return s.writeLock(ctx, func(tx *Tx) error { return tx.setLockCoordinator(lockID, url, caSHA256) })
+}
+
+// setLockCoordinator is SetLockCoordinator's write inside t (see
+// acquireLock).
+func (t *Tx) setLockCoordinator(lockID, url, caSHA256 string) error {
+	res, err := t.ExecContext(t.ctx, `UPDATE apply_lock SET coordinator_url = ?, ca_sha256 = ? WHERE id = 1 AND lock_id = ?`,
+		url, caSHA256, lockID)
+	if err != nil {
+		return fmt.Errorf("record the coordinator in lock %s: %w", lockID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return errors.Join(fmt.Errorf("record the coordinator in lock %s: %w", lockID, ErrLockLost), err)
+	}
+	return nil
 }
 
 // endApplyTx records the end of the apply with the given id, once.

@@ -11,6 +11,11 @@ import (
 // for a new pool). Errors: ErrInvalid for an empty name or provider, Min < 0,
 // Max < Min or Capacity < 1.
 func (s *Store) UpsertPool(ctx context.Context, p Pool, now time.Time) error {
+	return s.write(ctx, func(tx *Tx) error { return tx.UpsertPool(p, now) })
+}
+
+// UpsertPool is Store.UpsertPool inside t.
+func (t *Tx) UpsertPool(p Pool, now time.Time) error {
 	switch {
 	case p.Name == "":
 		return invalidf("pool name is empty")
@@ -21,18 +26,16 @@ func (s *Store) UpsertPool(ctx context.Context, p Pool, now time.Time) error {
 	case p.Capacity < 1:
 		return invalidf("pool %q: capacity must be at least 1, have %d", p.Name, p.Capacity)
 	}
-	return s.write(ctx, func(tx *Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO pools (name, provider, min, max, capacity, labels, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET provider = excluded.provider, min = excluded.min,
-				max = excluded.max, capacity = excluded.capacity, labels = excluded.labels,
-				updated_at = excluded.updated_at`,
-			p.Name, p.Provider, p.Min, p.Max, p.Capacity, encodeLabels(p.Labels), ms(now), ms(now))
-		if err != nil {
-			return fmt.Errorf("upsert pool %q: %w", p.Name, err)
-		}
-		return nil
-	})
+	_, err := t.ExecContext(t.ctx, `INSERT INTO pools (name, provider, min, max, capacity, labels, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET provider = excluded.provider, min = excluded.min,
+			max = excluded.max, capacity = excluded.capacity, labels = excluded.labels,
+			updated_at = excluded.updated_at`,
+		p.Name, p.Provider, p.Min, p.Max, p.Capacity, encodeLabels(p.Labels), ms(now), ms(now))
+	if err != nil {
+		return fmt.Errorf("upsert pool %q: %w", p.Name, err)
+	}
+	return nil
 }
 
 func queryPools(ctx context.Context, tx *Tx) ([]Pool, error) {

@@ -182,19 +182,22 @@ func recommendationTx(ctx context.Context, tx *Tx, token int64, idx int) (Recomm
 // NewRecommendations returns up to limit recommendations with status new
 // (limit <= 0: all of them), by (token, index): those the coordinator has
 // still to judge. The list is non-nil.
-func (s *Store) NewRecommendations(ctx context.Context, limit int) ([]Recommendation, error) {
-	var out []Recommendation
-	err := s.read(ctx, func(tx *Tx) error {
-		q, args := `WHERE status = 'new' ORDER BY fencing_token, idx`, []any{}
-		if limit > 0 {
-			q += ` LIMIT ?`
-			args = append(args, limit)
-		}
-		var err error
-		out, err = queryRecommendations(ctx, tx, q, args...)
+func (s *Store) NewRecommendations(ctx context.Context, limit int) (out []Recommendation, err error) {
+	err = s.read(ctx, func(tx *Tx) error {
+		out, err = tx.NewRecommendations(limit)
 		return err
 	})
 	return out, err
+}
+
+// NewRecommendations is Store.NewRecommendations inside t.
+func (t *Tx) NewRecommendations(limit int) ([]Recommendation, error) {
+	q, args := `WHERE status = 'new' ORDER BY fencing_token, idx`, []any{}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	return queryRecommendations(t.ctx, t, q, args...)
 }
 
 // NewRecommendationCount returns how many recommendations have status new:
@@ -233,28 +236,31 @@ func (s *Store) Recommendations(ctx context.Context, task string) ([]Recommendat
 // such recommendation; ErrConflict (wrapped, saying its status) when it is
 // not new. On error nothing changes.
 func (s *Store) RejectRecommendation(ctx context.Context, token int64, idx int, reason string, now time.Time) error {
+	return s.write(ctx, func(tx *Tx) error { return tx.RejectRecommendation(token, idx, reason, now) })
+}
+
+// RejectRecommendation is Store.RejectRecommendation inside t.
+func (t *Tx) RejectRecommendation(token int64, idx int, reason string, now time.Time) error {
 	if strings.TrimSpace(reason) == "" {
 		return invalidf("reject recommendation %d of lease %d: the reason is empty", idx, token)
 	}
-	return s.write(ctx, func(tx *Tx) error {
-		r, err := recommendationTx(ctx, tx, token, idx)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("reject recommendation %d of lease %d: %w", idx, token, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("reject recommendation %d of lease %d: %w", idx, token, err)
-		}
-		if r.Status != RecommendationNew {
-			return fmt.Errorf("reject %s: %w: %s", r.name(), ErrConflict, decidedWhy(r))
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE recommendations SET status = 'rejected', reason = ?, decided_at = ?
-			WHERE fencing_token = ? AND idx = ? AND status = 'new'`, reason, ms(now), token, idx); err != nil {
-			return fmt.Errorf("reject %s: %w", r.name(), err)
-		}
-		r.Reason = reason
-		return appendEvent(ctx, tx, Event{Kind: EventRecommendationRejected, Task: r.Task, Token: r.Token,
-			Message: rejectedMessage(r)}, now)
-	})
+	r, err := recommendationTx(t.ctx, t, token, idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("reject recommendation %d of lease %d: %w", idx, token, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("reject recommendation %d of lease %d: %w", idx, token, err)
+	}
+	if r.Status != RecommendationNew {
+		return fmt.Errorf("reject %s: %w: %s", r.name(), ErrConflict, decidedWhy(r))
+	}
+	if _, err := t.ExecContext(t.ctx, `UPDATE recommendations SET status = 'rejected', reason = ?, decided_at = ?
+		WHERE fencing_token = ? AND idx = ? AND status = 'new'`, reason, ms(now), token, idx); err != nil {
+		return fmt.Errorf("reject %s: %w", r.name(), err)
+	}
+	r.Reason = reason
+	return appendEvent(t.ctx, t, Event{Kind: EventRecommendationRejected, Task: r.Task, Token: r.Token,
+		Message: rejectedMessage(r)}, now)
 }
 
 // decidedWhy says how a recommendation that is not new was decided: "it
@@ -362,6 +368,18 @@ type ProposeInput struct {
 // there is no such recommendation; ErrConflict (wrapped, with its reason)
 // when it was rejected. On error nothing changes.
 func (s *Store) Propose(ctx context.Context, in ProposeInput, now time.Time) (p Proposal, created bool, err error) {
+	err = s.write(ctx, func(tx *Tx) error {
+		p, created, err = tx.Propose(in, now)
+		return err
+	})
+	if err != nil {
+		return Proposal{}, false, err
+	}
+	return p, created, nil
+}
+
+// Propose is Store.Propose inside t.
+func (t *Tx) Propose(in ProposeInput, now time.Time) (Proposal, bool, error) {
 	switch {
 	case in.Edge == "":
 		return Proposal{}, false, invalidf("propose for recommendation %d of lease %d: the edge is empty", in.Index, in.Token)
@@ -386,78 +404,73 @@ func (s *Store) Propose(ctx context.Context, in ProposeInput, now time.Time) (p 
 	if err != nil {
 		return Proposal{}, false, err
 	}
-	err = s.write(ctx, func(tx *Tx) error {
-		p, created = Proposal{}, false
-		r, err := recommendationTx(ctx, tx, in.Token, in.Index)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("propose %s: recommendation %d of lease %d: %w", in.Propose, in.Index, in.Token, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("propose %s: recommendation %d of lease %d: %w", in.Propose, in.Index, in.Token, err)
-		}
-		switch r.Status {
-		case RecommendationProposed:
-			p, err = proposalTx(ctx, tx, r.ProposalID)
-			return err
-		case RecommendationRejected:
-			return fmt.Errorf("propose %s for %s: %w: %s", in.Propose, r.name(), ErrConflict, decidedWhy(r))
-		}
-		rec, found, err := edgeRecordTx(ctx, tx, in.Edge)
-		if err != nil {
-			return err
-		}
-		changed := !found || rec.EdgeHash != in.EdgeHash
-		if changed {
-			rec.Edge, rec.EdgeHash, rec.Streak, rec.StreakProposals = in.Edge, in.EdgeHash, 0, []int64{}
-		}
-		status, by, earned := ProposalPending, "", ""
-		var decided sql.NullInt64
-		if in.EarnAfter > 0 && rec.Streak >= in.EarnAfter {
-			status, by, earned, decided = ProposalAutoApproved, "edge."+in.Edge, earnedText(rec), nullMS(now)
-			rec.AutoApprovals++
-			changed = true
-		}
-		var id int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO proposals (edge, edge_hash, propose, type, source_task, source_attempt,
-				source_token, source_index, input, def_hash, spec, settings, status, decided_by, earned, created_at, decided_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			in.Edge, in.EdgeHash, in.Propose, r.Type, r.Task, r.Attempt, r.Token, r.Index, input, in.DefHash, spec, settings,
-			string(status), by, earned, ms(now), decided).Scan(&id); err != nil {
-			return fmt.Errorf("propose %s for %s: %w", in.Propose, r.name(), err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE recommendations SET status = 'proposed', proposal_id = ?, decided_at = ?
-			WHERE fencing_token = ? AND idx = ? AND status = 'new'`, id, ms(now), r.Token, r.Index); err != nil {
-			return fmt.Errorf("propose %s for %s: %w", in.Propose, r.name(), err)
-		}
-		if changed {
-			if err := putEdgeRecordTx(ctx, tx, rec, now); err != nil {
-				return err
-			}
-		}
-		addr := proposalAddress(id)
-		msg := fmt.Sprintf("%s: %s proposed by %s attempt %d via edge.%s", addr, in.Propose, r.Task, r.Attempt, in.Edge)
-		if status == ProposalPending {
-			msg += ", waiting for approval"
-		} else {
-			msg += ", approved by the edge's record"
-		}
-		if err := appendEvent(ctx, tx, Event{Kind: EventProposed, Task: addr, Token: r.Token, Message: msg}, now); err != nil {
-			return err
-		}
-		if status == ProposalAutoApproved {
-			if err := appendEvent(ctx, tx, Event{Kind: EventProposalAutoApproved, Task: addr, Token: r.Token,
-				Message: fmt.Sprintf("%s (%s) approved by %s: %s", addr, in.Propose, by, earned)}, now); err != nil {
-				return err
-			}
-		}
-		p, err = proposalTx(ctx, tx, id)
-		created = err == nil
-		return err
-	})
+	r, err := recommendationTx(t.ctx, t, in.Token, in.Index)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Proposal{}, false, fmt.Errorf("propose %s: recommendation %d of lease %d: %w", in.Propose, in.Index, in.Token, ErrNotFound)
+	}
+	if err != nil {
+		return Proposal{}, false, fmt.Errorf("propose %s: recommendation %d of lease %d: %w", in.Propose, in.Index, in.Token, err)
+	}
+	switch r.Status {
+	case RecommendationProposed:
+		p, err := proposalTx(t.ctx, t, r.ProposalID)
+		return p, false, err
+	case RecommendationRejected:
+		return Proposal{}, false, fmt.Errorf("propose %s for %s: %w: %s", in.Propose, r.name(), ErrConflict, decidedWhy(r))
+	}
+	rec, found, err := edgeRecordTx(t.ctx, t, in.Edge)
 	if err != nil {
 		return Proposal{}, false, err
 	}
-	return p, created, nil
+	changed := !found || rec.EdgeHash != in.EdgeHash
+	if changed {
+		rec.Edge, rec.EdgeHash, rec.Streak, rec.StreakProposals = in.Edge, in.EdgeHash, 0, []int64{}
+	}
+	status, by, earned := ProposalPending, "", ""
+	var decided sql.NullInt64
+	if in.EarnAfter > 0 && rec.Streak >= in.EarnAfter {
+		status, by, earned, decided = ProposalAutoApproved, "edge."+in.Edge, earnedText(rec), nullMS(now)
+		rec.AutoApprovals++
+		changed = true
+	}
+	var id int64
+	if err := t.QueryRowContext(t.ctx, `INSERT INTO proposals (edge, edge_hash, propose, type, source_task, source_attempt,
+			source_token, source_index, input, def_hash, spec, settings, status, decided_by, earned, created_at, decided_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		in.Edge, in.EdgeHash, in.Propose, r.Type, r.Task, r.Attempt, r.Token, r.Index, input, in.DefHash, spec, settings,
+		string(status), by, earned, ms(now), decided).Scan(&id); err != nil {
+		return Proposal{}, false, fmt.Errorf("propose %s for %s: %w", in.Propose, r.name(), err)
+	}
+	if _, err := t.ExecContext(t.ctx, `UPDATE recommendations SET status = 'proposed', proposal_id = ?, decided_at = ?
+		WHERE fencing_token = ? AND idx = ? AND status = 'new'`, id, ms(now), r.Token, r.Index); err != nil {
+		return Proposal{}, false, fmt.Errorf("propose %s for %s: %w", in.Propose, r.name(), err)
+	}
+	if changed {
+		if err := putEdgeRecordTx(t.ctx, t, rec, now); err != nil {
+			return Proposal{}, false, err
+		}
+	}
+	addr := proposalAddress(id)
+	msg := fmt.Sprintf("%s: %s proposed by %s attempt %d via edge.%s", addr, in.Propose, r.Task, r.Attempt, in.Edge)
+	if status == ProposalPending {
+		msg += ", waiting for approval"
+	} else {
+		msg += ", approved by the edge's record"
+	}
+	if err := appendEvent(t.ctx, t, Event{Kind: EventProposed, Task: addr, Token: r.Token, Message: msg}, now); err != nil {
+		return Proposal{}, false, err
+	}
+	if status == ProposalAutoApproved {
+		if err := appendEvent(t.ctx, t, Event{Kind: EventProposalAutoApproved, Task: addr, Token: r.Token,
+			Message: fmt.Sprintf("%s (%s) approved by %s: %s", addr, in.Propose, by, earned)}, now); err != nil {
+			return Proposal{}, false, err
+		}
+	}
+	p, err := proposalTx(t.ctx, t, id)
+	if err != nil {
+		return Proposal{}, false, err
+	}
+	return p, true, nil
 }
 
 // earnedText names the record that earns an auto approval: "2 consecutive
@@ -508,69 +521,90 @@ func jsonArg(task, what string, b []byte) (string, error) {
 // decision then goes through that apply's coordinator). On error nothing
 // changes.
 func (s *Store) DecideProposal(ctx context.Context, id int64, approve bool, by, reason string, now time.Time) (Proposal, error) {
-	status := ProposalApproved
-	if !approve {
-		status = ProposalRejected
-		if strings.TrimSpace(reason) == "" {
-			return Proposal{}, invalidf("reject %s: give a reason", proposalAddress(id))
-		}
+	// (checked before the lock is: a decision that cannot be made says so
+	// whether or not an apply runs)
+	if err := checkDecision(id, approve, reason); err != nil {
+		return Proposal{}, err
 	}
 	var p Proposal
 	err := s.writeOutsideApply(ctx, func(tx *Tx) error {
 		var err error
-		p, err = proposalTx(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if p.Status != ProposalPending {
-			return fmt.Errorf("decide %s: %w: %s is already %s", p.Address(), ErrConflict, p.Address(), p.Status.word())
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE proposals SET status = ?, decided_by = ?, reason = ?, decided_at = ?
-			WHERE id = ? AND status = 'pending'`, string(status), by, reason, ms(now), id); err != nil {
-			return fmt.Errorf("decide %s: %w", p.Address(), err)
-		}
-		rec, found, err := edgeRecordTx(ctx, tx, p.Edge)
-		if err != nil {
-			return err
-		}
-		if !found {
-			rec = EdgeRecord{Edge: p.Edge, EdgeHash: p.EdgeHash, StreakProposals: []int64{}}
-		}
-		kind := EventProposalApproved
-		if approve {
-			rec.Approvals++
-			if rec.EdgeHash == p.EdgeHash {
-				rec.Streak++
-				rec.StreakProposals = append(rec.StreakProposals, p.ID)
-				if n := len(rec.StreakProposals); n > maxStreakProposals {
-					rec.StreakProposals = rec.StreakProposals[n-maxStreakProposals:]
-				}
-			}
-		} else {
-			kind = EventProposalRejected
-			rec.Rejections++
-			rec.Streak, rec.StreakProposals = 0, []int64{}
-		}
-		if err := putEdgeRecordTx(ctx, tx, rec, now); err != nil {
-			return err
-		}
-		msg := fmt.Sprintf("%s (%s via edge.%s) %s", p.Address(), p.Propose, p.Edge, status.word())
-		if by != "" {
-			msg += " by " + by
-		}
-		if reason != "" {
-			msg += ": " + reason
-		}
-		if err := appendEvent(ctx, tx, Event{Kind: kind, Task: p.Address(), Token: p.SourceToken, Message: msg}, now); err != nil {
-			return err
-		}
-		p, err = proposalTx(ctx, tx, id)
+		p, err = tx.decideProposal(id, approve, by, reason, now)
 		return err
 	})
 	if err != nil {
 		return Proposal{}, err
 	}
 	return p, nil
+}
+
+// checkDecision returns the ErrInvalid error of a decision DecideProposal
+// refuses before it reads anything: a rejection without a reason.
+func checkDecision(id int64, approve bool, reason string) error {
+	if !approve && strings.TrimSpace(reason) == "" {
+		return invalidf("reject %s: give a reason", proposalAddress(id))
+	}
+	return nil
+}
+
+// decideProposal is DecideProposal's write inside t. It is not exported:
+// outside an apply, the decision is written only where no apply holds the
+// lock (Store.writeOutsideApply checks it).
+func (t *Tx) decideProposal(id int64, approve bool, by, reason string, now time.Time) (Proposal, error) {
+	if err := checkDecision(id, approve, reason); err != nil {
+		return Proposal{}, err
+	}
+	status := ProposalApproved
+	if !approve {
+		status = ProposalRejected
+	}
+	p, err := proposalTx(t.ctx, t, id)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if p.Status != ProposalPending {
+		return Proposal{}, fmt.Errorf("decide %s: %w: %s is already %s", p.Address(), ErrConflict, p.Address(), p.Status.word())
+	}
+	if _, err := t.ExecContext(t.ctx, `UPDATE proposals SET status = ?, decided_by = ?, reason = ?, decided_at = ?
+		WHERE id = ? AND status = 'pending'`, string(status), by, reason, ms(now), id); err != nil {
+		return Proposal{}, fmt.Errorf("decide %s: %w", p.Address(), err)
+	}
+	rec, found, err := edgeRecordTx(t.ctx, t, p.Edge)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if !found {
+		rec = EdgeRecord{Edge: p.Edge, EdgeHash: p.EdgeHash, StreakProposals: []int64{}}
+	}
+	kind := EventProposalApproved
+	if approve {
+		rec.Approvals++
+		if rec.EdgeHash == p.EdgeHash {
+			rec.Streak++
+			rec.StreakProposals = append(rec.StreakProposals, p.ID)
+			if n := len(rec.StreakProposals); n > maxStreakProposals {
+				rec.StreakProposals = rec.StreakProposals[n-maxStreakProposals:]
+			}
+		}
+	} else {
+		kind = EventProposalRejected
+		rec.Rejections++
+		rec.Streak, rec.StreakProposals = 0, []int64{}
+	}
+	if err := putEdgeRecordTx(t.ctx, t, rec, now); err != nil {
+		return Proposal{}, err
+	}
+	msg := fmt.Sprintf("%s (%s via edge.%s) %s", p.Address(), p.Propose, p.Edge, status.word())
+	if by != "" {
+		msg += " by " + by
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	if err := appendEvent(t.ctx, t, Event{Kind: kind, Task: p.Address(), Token: p.SourceToken, Message: msg}, now); err != nil {
+		return Proposal{}, err
+	}
+	return proposalTx(t.ctx, t, id)
 }
 
 const proposalColumns = `id, edge, edge_hash, propose, type, source_task, source_attempt, source_token, source_index,
@@ -622,14 +656,17 @@ func queryProposals(ctx context.Context, tx *Tx) ([]Proposal, error) {
 }
 
 // Proposal returns proposal id. Errors: ErrNotFound when there is none.
-func (s *Store) Proposal(ctx context.Context, id int64) (Proposal, error) {
-	var p Proposal
-	err := s.read(ctx, func(tx *Tx) error {
-		var err error
-		p, err = proposalTx(ctx, tx, id)
+func (s *Store) Proposal(ctx context.Context, id int64) (p Proposal, err error) {
+	err = s.read(ctx, func(tx *Tx) error {
+		p, err = tx.Proposal(id)
 		return err
 	})
 	return p, err
+}
+
+// Proposal is Store.Proposal inside t.
+func (t *Tx) Proposal(id int64) (Proposal, error) {
+	return proposalTx(t.ctx, t, id)
 }
 
 // Proposals returns every proposal, by id. The list is non-nil.

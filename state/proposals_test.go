@@ -626,7 +626,7 @@ func TestUpgradeFromVersion4TakesRecommendations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
-	db, err := openDB(dsnFor(path, false))
+	db, err := openDB(DSN(path, false))
 	if err != nil {
 		t.Fatal(err)
 	}

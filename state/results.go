@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/wdc-dev/wdc/state/lifecycle"
 )
 
 // Result decisions and rejection reasons, as stored in the results table
@@ -30,10 +32,10 @@ const MaxRejectedBodyBytes = 4 << 10
 // settle a task when one of its attempts ends. The coordinator supplies it
 // from the apply's configuration.
 type TaskPolicy struct {
-	// Backoff and MaxBackoff shape the delay of a retry:
+	// Backoff and MaxBackoff shape the delay of a failure's retry:
 	// Backoff·2^(k-1) capped at MaxBackoff, where k is the number of
-	// attempts of that class (failure or lost) spent so far, this one
-	// included. Zero Backoff retries at once.
+	// failures spent so far, this one included (lifecycle.Backoff); a
+	// lost attempt is retried at once. Zero Backoff retries at once.
 	Backoff, MaxBackoff time.Duration
 	// Dependents are the task's direct dependents among the apply's tasks.
 	// When the task succeeds, each one that is pending and whose DependsOn
@@ -85,147 +87,75 @@ type AttemptOutcome struct {
 	Queued, Cancelled []string
 }
 
-// Backoff returns the delay before a retry: base·2^(k-1) capped at max
-// (max <= 0 means no cap), for k >= 1; 0 for base <= 0.
-func Backoff(base, max time.Duration, k int) time.Duration {
-	if base <= 0 {
-		return 0
-	}
-	d := base
-	for i := 1; i < k; i++ {
-		if max > 0 && d >= max {
-			break
-		}
-		if d > (1<<62)/2 {
-			break
-		}
-		d *= 2
-	}
-	if max > 0 && d > max {
-		d = max
-	}
-	return d
-}
-
-// settleTx settles the task of an attempt that just ended with class ("" =
-// success) and error text errMsg: the task's budgets, status and
-// last_error; a retry directive; dependents queued or cancelled; and the
-// task's event (succeeded, retried or failed). The lease and the attempt
-// row must already be ended by the caller.
-func settleTx(ctx context.Context, tx *Tx, l Lease, class FailureClass, errMsg string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
+// settle settles the task of an attempt that just ended with class ("" =
+// success) and error text errMsg: it reads the task's budgets, asks
+// lifecycle.Decide what the attempt means for the task, and applies the
+// decision: the task's budgets, status and last_error; a retry directive;
+// dependents queued or cancelled; and the task's event (succeeded, retried
+// or failed). The lease and the attempt row must already be ended by the
+// caller.
+func (t *Tx) settle(l Lease, class FailureClass, errMsg string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
 	out := AttemptOutcome{Task: l.Task, Attempt: l.Attempt, Token: l.Token, WorkerID: l.WorkerID, Class: class}
-	var attempts, failuresUsed, lostUsed, maxAttempts, maxLost int
-	err := tx.QueryRowContext(ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
-		l.Task).Scan(&attempts, &failuresUsed, &lostUsed, &maxAttempts, &maxLost)
+	f := lifecycle.Facts{Attempt: l.Attempt, Class: lifecycle.Class(class), Error: errMsg, Now: now,
+		Settings: lifecycle.Settings{Backoff: pol.Backoff, MaxBackoff: pol.MaxBackoff}}
+	err := t.QueryRowContext(t.ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
+		l.Task).Scan(&f.Attempts, &f.Spent.Failures, &f.Spent.Lost, &f.Settings.MaxAttempts, &f.Settings.MaxLost)
 	if err != nil {
 		return out, fmt.Errorf("settle task %s: %w", l.Task, err)
 	}
-	detail := ""
-	if errMsg != "" {
-		detail = ": " + errMsg
+	d, err := lifecycle.Decide(f)
+	if err != nil {
+		return out, invalidf("settle task %s: unknown failure class %q", l.Task, class)
 	}
+	out.Message = d.Reason
 	nowMS := ms(now)
-	fail := func(lastError string) error {
-		out.Status = TaskFailed
-		out.Message = lastError
-		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', failures_used = ?, lost_used = ?, last_error = ?,
-			updated_at = ?, finished_at = ? WHERE address = ?`, failuresUsed, lostUsed, lastError, nowMS, nowMS, l.Task)
-		if err != nil {
-			return fmt.Errorf("fail task %s: %w", l.Task, err)
-		}
-		out.Cancelled, err = cancelDownstreamTx(ctx, tx, l.Task, pol.Downstream, now)
-		return err
-	}
-	retry := func(kind FailureClass, k, budget int) error {
-		d := RetryDirective{Task: l.Task, NextAttempt: attempts + 1, Kind: kind, NotBefore: now}
-		if kind != FailureClassLost {
-			// Backoff is for failures of the task itself; a lost attempt
-			// (its worker died or went silent) runs again at once.
-			d.NotBefore = now.Add(Backoff(pol.Backoff, pol.MaxBackoff, k))
-		}
-		d.Reason = fmt.Sprintf("attempt %d %s (%s %d of %d)%s", l.Attempt, verb(kind), kind, k, budget, detail)
-		d, err := writeDirectiveTx(ctx, tx, d, now)
-		if err != nil {
-			return err
-		}
-		out.Status = TaskQueued
-		out.Retry = &d
-		out.Message = fmt.Sprintf("%s; retry as attempt %d not before %s", d.Reason, d.NextAttempt,
-			d.NotBefore.Format(time.RFC3339Nano))
-		_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', failures_used = ?, lost_used = ?, last_error = ?,
-			updated_at = ? WHERE address = ?`, failuresUsed, lostUsed, d.Reason, nowMS, l.Task)
-		if err != nil {
-			return fmt.Errorf("requeue task %s: %w", l.Task, err)
-		}
-		return nil
-	}
-
 	kind := EventFailed
-	switch class {
-	case "":
-		kind = EventSucceeded
-		out.Status = TaskSucceeded
-		out.Message = fmt.Sprintf("attempt %d succeeded", l.Attempt)
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'succeeded', last_error = '', updated_at = ?, finished_at = ?
+	switch d.Action {
+	case lifecycle.Succeed:
+		kind, out.Status = EventSucceeded, TaskSucceeded
+		if _, err := t.ExecContext(t.ctx, `UPDATE tasks SET status = 'succeeded', last_error = '', updated_at = ?, finished_at = ?
 			WHERE address = ?`, nowMS, nowMS, l.Task); err != nil {
 			return out, fmt.Errorf("succeed task %s: %w", l.Task, err)
 		}
-		if out.Queued, err = promoteTx(ctx, tx, pol.Dependents, now); err != nil {
+	case lifecycle.Retry:
+		kind, out.Status = EventRetried, TaskQueued
+		r, err := writeDirectiveTx(t.ctx, t, RetryDirective{Task: l.Task, NextAttempt: d.Retry.NextAttempt,
+			NotBefore: d.Retry.NotBefore, Kind: FailureClass(d.Retry.Kind), Reason: d.Retry.Reason}, now)
+		if err != nil {
 			return out, err
 		}
-	case FailureClassFailure:
-		failuresUsed++
-		if failuresUsed >= maxAttempts {
-			err = fail(fmt.Sprintf("attempt %d failed (failure %d of %d; failure budget spent)%s", l.Attempt, failuresUsed, maxAttempts, detail))
-		} else {
-			kind = EventRetried
-			err = retry(class, failuresUsed, maxAttempts)
+		out.Retry = &r
+		if _, err := t.ExecContext(t.ctx, `UPDATE tasks SET status = 'queued', failures_used = ?, lost_used = ?, last_error = ?,
+			updated_at = ? WHERE address = ?`, d.Spent.Failures, d.Spent.Lost, d.LastError, nowMS, l.Task); err != nil {
+			return out, fmt.Errorf("requeue task %s: %w", l.Task, err)
 		}
-	case FailureClassLost:
-		lostUsed++
-		if lostUsed >= maxLost {
-			err = fail(fmt.Sprintf("attempt %d was lost; %s; its lost budget of %d is spent%s", l.Attempt, lostTimes(lostUsed), maxLost, detail))
-		} else {
-			kind = EventRetried
-			err = retry(class, lostUsed, maxLost)
+	case lifecycle.Fail:
+		out.Status = TaskFailed
+		if _, err := t.ExecContext(t.ctx, `UPDATE tasks SET status = 'failed', failures_used = ?, lost_used = ?, last_error = ?,
+			updated_at = ?, finished_at = ? WHERE address = ?`, d.Spent.Failures, d.Spent.Lost, d.LastError, nowMS, nowMS, l.Task); err != nil {
+			return out, fmt.Errorf("fail task %s: %w", l.Task, err)
 		}
-	case FailureClassRefused:
-		err = fail(fmt.Sprintf("attempt %d was refused by the worker (refused fails the task at once)%s", l.Attempt, detail))
-	default:
-		return out, invalidf("settle task %s: unknown failure class %q", l.Task, class)
 	}
-	if err != nil {
-		return out, err
+	if d.PromoteDependants {
+		if out.Queued, err = promoteTx(t.ctx, t, pol.Dependents, now); err != nil {
+			return out, err
+		}
 	}
-	if err := appendEvent(ctx, tx, Event{Kind: kind, Task: l.Task, WorkerID: l.WorkerID, Token: l.Token, Message: out.Message}, now); err != nil {
+	if d.CancelDependants {
+		if out.Cancelled, err = cancelDownstreamTx(t.ctx, t, l.Task, pol.Downstream, now); err != nil {
+			return out, err
+		}
+	}
+	if err := appendEvent(t.ctx, t, Event{Kind: kind, Task: l.Task, WorkerID: l.WorkerID, Token: l.Token, Message: out.Message}, now); err != nil {
 		return out, err
 	}
 	return out, nil
 }
 
-// lostTimes says how often a task was lost: "lost once", "lost twice",
-// "lost 3 times".
-func lostTimes(n int) string {
-	switch n {
-	case 1:
-		return "lost once"
-	case 2:
-		return "lost twice"
-	}
-	return fmt.Sprintf("lost %d times", n)
-}
-
-func verb(kind FailureClass) string {
-	if kind == FailureClassLost {
-		return "was lost"
-	}
-	return "failed"
-}
-
 // cancelDownstreamTx cancels every task of downstream that is pending or
 // queued and has no active lease, with reason "dependency <failed> failed".
 func cancelDownstreamTx(ctx context.Context, tx *Tx, failed string, downstream []string, now time.Time) ([]string, error) {
-	reason := "dependency " + failed + " failed"
+	reason := lifecycle.CancelledBy(failed)
 	var out []string
 	for _, addr := range downstream {
 		var got string
@@ -276,8 +206,7 @@ func promoteTx(ctx context.Context, tx *Tx, deps []Dependent, now time.Time) ([]
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: %w", d.Address, err)
 		}
-		if err := appendEvent(ctx, tx, Event{Kind: EventQueued, Task: d.Address,
-			Message: "dependencies succeeded: " + strings.Join(d.DependsOn, ", ")}, now); err != nil {
+		if err := appendEvent(ctx, tx, Event{Kind: EventQueued, Task: d.Address, Message: lifecycle.Promoted(d.DependsOn)}, now); err != nil {
 			return nil, err
 		}
 		out = append(out, d.Address)
@@ -293,10 +222,15 @@ func (s *Store) PromoteReady(ctx context.Context, deps []Dependent, now time.Tim
 	var out []string
 	err := s.write(ctx, func(tx *Tx) error {
 		var err error
-		out, err = promoteTx(ctx, tx, deps, now)
+		out, err = tx.PromoteReady(deps, now)
 		return err
 	})
 	return out, err
+}
+
+// PromoteReady is Store.PromoteReady inside t.
+func (t *Tx) PromoteReady(deps []Dependent, now time.Time) ([]string, error) {
+	return promoteTx(t.ctx, t, deps, now)
 }
 
 // ResultInput is a result posted for a lease (POST /v1/leases/{token}/result).
@@ -440,6 +374,22 @@ type Result struct {
 // Errors: ErrInvalid for an empty key, a token < 1 or an unknown class;
 // database errors otherwise (nothing changed).
 func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc, now time.Time) (ResultDecision, error) {
+	var dec ResultDecision
+	err := s.write(ctx, func(tx *Tx) error {
+		var err error
+		dec, err = tx.AcceptResult(in, pol, now)
+		return err
+	})
+	if err != nil {
+		return ResultDecision{}, err
+	}
+	return dec, nil
+}
+
+// AcceptResult is Store.AcceptResult inside t. A replay reads the first
+// decision and writes nothing, so a group of replays leaves the serial
+// alone (see Store.Write).
+func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (ResultDecision, error) {
 	switch {
 	case in.Key == "":
 		return ResultDecision{}, invalidf("result for lease %d: idempotency key is empty", in.Token)
@@ -449,126 +399,132 @@ func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc
 	if err := checkArtifacts(in.Artifacts); err != nil {
 		return ResultDecision{}, err
 	}
-	if d, ok, err := s.resultByKey(ctx, in.Key, in.Token, in.WorkerID); err != nil || ok {
-		return d, err
+	var decision string
+	var reason sql.NullString
+	err := t.QueryRowContext(t.ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ? AND token = ? AND worker_id = ?`,
+		in.Key, in.Token, in.WorkerID).Scan(&decision, &reason)
+	if err == nil {
+		return ResultDecision{Decision: decision, Reason: reason.String, Duplicate: true}, nil
 	}
-	var dec ResultDecision
-	err := s.write(ctx, func(tx *Tx) error {
-		dec = ResultDecision{}
-		var decision string
-		var reason sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ? AND token = ? AND worker_id = ?`,
-			in.Key, in.Token, in.WorkerID).Scan(&decision, &reason)
-		if err == nil {
-			dec = ResultDecision{Decision: decision, Reason: reason.String, Duplicate: true}
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("result %q: %w", in.Key, err)
-		}
-
-		reject := func(task, reason, detail string) error {
-			dec = ResultDecision{Decision: DecisionRejected, Reason: reason, Detail: detail, Task: task}
-			body := in.Body
-			if len(body) > MaxRejectedBodyBytes {
-				// A rejection changes nothing; keeping all of what any poster
-				// sent would let rejected posts grow the state without bound.
-				body = []byte(strings.ToValidUTF8(string(body[:MaxRejectedBodyBytes]), "") + "…")
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
-				VALUES (?, ?, ?, ?, ?, 'rejected', ?, ?, ?)`, in.Key, in.Token, task, in.Attempt, in.WorkerID, reason, string(body), ms(now)); err != nil {
-				return fmt.Errorf("record rejected result %q: %w", in.Key, err)
-			}
-			return appendEvent(ctx, tx, Event{Kind: EventRejected, Task: task, WorkerID: in.WorkerID, Token: in.Token,
-				Message: reason + ": " + detail}, now)
-		}
-
-		// The lease and the task's latest token, in one statement.
-		var latest int64
-		l, err := scanLease(withLatest{tx.QueryRowContext(ctx, `SELECT `+leaseColumns+`,
-			(SELECT max(m.token) FROM leases m WHERE m.task = leases.task) FROM leases WHERE token = ?`, in.Token), &latest})
-		if errors.Is(err, sql.ErrNoRows) {
-			return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("no lease has token %d", in.Token))
-		}
-		if err != nil {
-			return fmt.Errorf("result %q: read lease %d: %w", in.Key, in.Token, err)
-		}
-		if (in.Task != "" && l.Task != in.Task) || (in.Attempt != 0 && l.Attempt != in.Attempt) {
-			return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for %s attempt %d, not %s attempt %d",
-				l.Token, l.Task, l.Attempt, in.Task, in.Attempt))
-		}
-		if in.DefHash != "" && in.DefHash != l.DefHash {
-			return reject(l.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for definition %s, not %s",
-				l.Token, shortHash(l.DefHash), shortHash(in.DefHash)))
-		}
-		if l.WorkerID != in.WorkerID {
-			return reject(l.Task, ReasonWrongWorker, fmt.Sprintf("lease %d belongs to worker %s, not %s", l.Token, l.WorkerID, in.WorkerID))
-		}
-		if latest > l.Token {
-			return reject(l.Task, ReasonStaleToken, fmt.Sprintf("lease %d of %s was superseded by lease %d", l.Token, l.Task, latest))
-		}
-		if l.Status != LeaseActive {
-			return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d is %s", l.Token, l.Status))
-		}
-		if !now.Before(l.ExpiresAt) {
-			return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d expired at %s", l.Token, l.ExpiresAt.Format(time.RFC3339Nano)))
-		}
-
-		// Accepted, once every artifact it binds is held.
-		if in.Held != nil && len(in.Artifacts) > 0 {
-			hashes := make([]string, len(in.Artifacts))
-			for i, a := range in.Artifacts {
-				hashes[i] = a.SHA256
-			}
-			missing, err := in.Held(hashes)
-			if err != nil {
-				return fmt.Errorf("result %q: checking its artifacts: %w", in.Key, err)
-			}
-			if len(missing) > 0 {
-				return &MissingArtifactsError{Missing: missing}
-			}
-		}
-		for _, a := range in.Artifacts {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, l.Token, l.Task, l.Attempt, a.Kind, a.Name, a.SHA256, a.Size, a.MediaType); err != nil {
-				return fmt.Errorf("record artifact %s of %s attempt %d: %w", a.Name, l.Task, l.Attempt, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
-			VALUES (?, ?, ?, ?, ?, 'accepted', NULL, ?, ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, string(in.Body), ms(now)); err != nil {
-			return fmt.Errorf("record result %q: %w", in.Key, err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE leases SET status = 'completed', ended_at = ? WHERE token = ? AND status = 'active'`,
-			ms(now), l.Token); err != nil {
-			return fmt.Errorf("complete lease %d: %w", l.Token, err)
-		}
-		var exit sql.NullInt64
-		if in.ExitCode != nil {
-			exit = sql.NullInt64{Int64: int64(*in.ExitCode), Valid: true}
-		}
-		var fc sql.NullString
-		if in.Class != "" {
-			fc = sql.NullString{String: string(in.Class), Valid: true}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET ended_at = ?, exit_code = ?, signal = ?, failure_class = ?, error = ?,
-				stdout_path = ?, stderr_path = ?
-			WHERE fencing_token = ?`, ms(now), exit, in.Signal, fc, in.Error, in.StdoutPath, in.StderrPath, l.Token); err != nil {
-			return fmt.Errorf("end attempt %d of %s: %w", l.Attempt, l.Task, err)
-		}
-		out, err := settleTx(ctx, tx, l, in.Class, describe(in), pol.of(l.Task), now)
-		if err != nil {
-			return err
-		}
-		if err := recordRecommendationsTx(ctx, tx, l, in.WorkerID, in.Recommendations, now); err != nil {
-			return err
-		}
-		dec = ResultDecision{Decision: DecisionAccepted, Outcome: &out, Task: l.Task}
-		return nil
-	})
+	if !errors.Is(err, sql.ErrNoRows) {
+		return ResultDecision{}, fmt.Errorf("result %q: %w", in.Key, err)
+	}
+	l, rej, err := t.fence(in, now)
 	if err != nil {
 		return ResultDecision{}, err
 	}
-	return dec, nil
+	if rej != nil {
+		if err := t.recordRejection(in, *rej, now); err != nil {
+			return ResultDecision{}, err
+		}
+		return *rej, nil
+	}
+	return t.accept(in, l, pol.of(l.Task), now)
+}
+
+// fence reads the lease in names and checks that in may settle it
+// (docs/design.md §3 rule 3): it returns the lease, or the rejection to
+// record, in the order of the checks AcceptResult lists.
+func (t *Tx) fence(in ResultInput, now time.Time) (Lease, *ResultDecision, error) {
+	reject := func(task, reason, detail string) (Lease, *ResultDecision, error) {
+		return Lease{}, &ResultDecision{Decision: DecisionRejected, Reason: reason, Detail: detail, Task: task}, nil
+	}
+	// The lease and the task's latest token, in one statement.
+	var latest int64
+	l, err := scanLease(withLatest{t.QueryRowContext(t.ctx, `SELECT `+leaseColumns+`,
+		(SELECT max(m.token) FROM leases m WHERE m.task = leases.task) FROM leases WHERE token = ?`, in.Token), &latest})
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("no lease has token %d", in.Token))
+	case err != nil:
+		return Lease{}, nil, fmt.Errorf("result %q: read lease %d: %w", in.Key, in.Token, err)
+	case (in.Task != "" && l.Task != in.Task) || (in.Attempt != 0 && l.Attempt != in.Attempt):
+		return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for %s attempt %d, not %s attempt %d",
+			l.Token, l.Task, l.Attempt, in.Task, in.Attempt))
+	case in.DefHash != "" && in.DefHash != l.DefHash:
+		return reject(l.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for definition %s, not %s",
+			l.Token, shortHash(l.DefHash), shortHash(in.DefHash)))
+	case l.WorkerID != in.WorkerID:
+		return reject(l.Task, ReasonWrongWorker, fmt.Sprintf("lease %d belongs to worker %s, not %s", l.Token, l.WorkerID, in.WorkerID))
+	case latest > l.Token:
+		return reject(l.Task, ReasonStaleToken, fmt.Sprintf("lease %d of %s was superseded by lease %d", l.Token, l.Task, latest))
+	case l.Status != LeaseActive:
+		return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d is %s", l.Token, l.Status))
+	case !now.Before(l.ExpiresAt):
+		return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d expired at %s", l.Token, l.ExpiresAt.Format(time.RFC3339Nano)))
+	}
+	return l, nil, nil
+}
+
+// recordRejection records the rejected result in and its EventRejected
+// event.
+func (t *Tx) recordRejection(in ResultInput, rej ResultDecision, now time.Time) error {
+	body := in.Body
+	if len(body) > MaxRejectedBodyBytes {
+		// A rejection changes nothing; keeping all of what any poster
+		// sent would let rejected posts grow the state without bound.
+		body = []byte(strings.ToValidUTF8(string(body[:MaxRejectedBodyBytes]), "") + "…")
+	}
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
+		VALUES (?, ?, ?, ?, ?, 'rejected', ?, ?, ?)`, in.Key, in.Token, rej.Task, in.Attempt, in.WorkerID, rej.Reason, string(body), ms(now)); err != nil {
+		return fmt.Errorf("record rejected result %q: %w", in.Key, err)
+	}
+	return appendEvent(t.ctx, t, Event{Kind: EventRejected, Task: rej.Task, WorkerID: in.WorkerID, Token: in.Token,
+		Message: rej.Reason + ": " + rej.Detail}, now)
+}
+
+// accept records the accepted result in for lease l, once every artifact
+// it binds is held: its artifacts, the result, the lease completed, the
+// attempt ended, the task settled with pol and its recommendations.
+func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (ResultDecision, error) {
+	if in.Held != nil && len(in.Artifacts) > 0 {
+		hashes := make([]string, len(in.Artifacts))
+		for i, a := range in.Artifacts {
+			hashes[i] = a.SHA256
+		}
+		missing, err := in.Held(hashes)
+		if err != nil {
+			return ResultDecision{}, fmt.Errorf("result %q: checking its artifacts: %w", in.Key, err)
+		}
+		if len(missing) > 0 {
+			return ResultDecision{}, &MissingArtifactsError{Missing: missing}
+		}
+	}
+	for _, a := range in.Artifacts {
+		if _, err := t.ExecContext(t.ctx, `INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, l.Token, l.Task, l.Attempt, a.Kind, a.Name, a.SHA256, a.Size, a.MediaType); err != nil {
+			return ResultDecision{}, fmt.Errorf("record artifact %s of %s attempt %d: %w", a.Name, l.Task, l.Attempt, err)
+		}
+	}
+	if _, err := t.ExecContext(t.ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
+		VALUES (?, ?, ?, ?, ?, 'accepted', NULL, ?, ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, string(in.Body), ms(now)); err != nil {
+		return ResultDecision{}, fmt.Errorf("record result %q: %w", in.Key, err)
+	}
+	if _, err := t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ? WHERE token = ? AND status = 'active'`,
+		ms(now), l.Token); err != nil {
+		return ResultDecision{}, fmt.Errorf("complete lease %d: %w", l.Token, err)
+	}
+	var exit sql.NullInt64
+	if in.ExitCode != nil {
+		exit = sql.NullInt64{Int64: int64(*in.ExitCode), Valid: true}
+	}
+	var fc sql.NullString
+	if in.Class != "" {
+		fc = sql.NullString{String: string(in.Class), Valid: true}
+	}
+	if _, err := t.ExecContext(t.ctx, `UPDATE attempts SET ended_at = ?, exit_code = ?, signal = ?, failure_class = ?, error = ?,
+			stdout_path = ?, stderr_path = ?
+		WHERE fencing_token = ?`, ms(now), exit, in.Signal, fc, in.Error, in.StdoutPath, in.StderrPath, l.Token); err != nil {
+		return ResultDecision{}, fmt.Errorf("end attempt %d of %s: %w", l.Attempt, l.Task, err)
+	}
+	out, err := t.settle(l, in.Class, describe(in), pol, now)
+	if err != nil {
+		return ResultDecision{}, err
+	}
+	if err := recordRecommendationsTx(t.ctx, t, l, in.WorkerID, in.Recommendations, now); err != nil {
+		return ResultDecision{}, err
+	}
+	return ResultDecision{Decision: DecisionAccepted, Outcome: &out, Task: l.Task}, nil
 }
 
 // withLatest scans a lease row followed by one more column, the task's
@@ -579,24 +535,6 @@ type withLatest struct {
 }
 
 func (w withLatest) Scan(dest ...any) error { return w.row.Scan(append(dest, w.latest)...) }
-
-// resultByKey reads the decision recorded for key, token and worker outside
-// a write transaction, so a replay does not bump the serial.
-func (s *Store) resultByKey(ctx context.Context, key string, token int64, worker string) (ResultDecision, bool, error) {
-	var decision string
-	var reason sql.NullString
-	err := s.read(ctx, func(tx *Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ? AND token = ? AND worker_id = ?`,
-			key, token, worker).Scan(&decision, &reason)
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return ResultDecision{}, false, nil
-	}
-	if err != nil {
-		return ResultDecision{}, false, fmt.Errorf("result %q: %w", key, err)
-	}
-	return ResultDecision{Decision: decision, Reason: reason.String, Duplicate: true}, true, nil
-}
 
 // describe is the error text of a result: its error, exit code or signal.
 func describe(in ResultInput) string {

@@ -37,35 +37,6 @@ func taskOf(t *testing.T, s *Store, addr string) Task {
 	return task
 }
 
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		base, max time.Duration
-		k         int
-		want      time.Duration
-	}{
-		{5 * time.Second, 5 * time.Minute, 1, 5 * time.Second},
-		{5 * time.Second, 5 * time.Minute, 2, 10 * time.Second},
-		{5 * time.Second, 5 * time.Minute, 4, 40 * time.Second},
-		{5 * time.Second, 5 * time.Minute, 7, 5 * time.Minute},
-		{5 * time.Second, 5 * time.Minute, 1000, 5 * time.Minute},
-		{time.Hour, 0, 100, 0}, // no cap: stops doubling before overflow
-		{0, time.Minute, 3, 0},
-	}
-	for _, c := range cases {
-		got := Backoff(c.base, c.max, c.k)
-		if c.max == 0 {
-			if got <= 0 {
-				t.Errorf("Backoff(%s, none, %d) = %s; want positive", c.base, c.k, got)
-			}
-			continue
-		}
-		if got != c.want {
-			t.Errorf("Backoff(%s, %s, %d) = %s; want %s", c.base, c.max, c.k, got, c.want)
-		}
-	}
-}
-
 func TestClaimLeaseOnlyQueuedAndDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -548,20 +519,6 @@ func TestReleaseFinishSetStatus(t *testing.T) {
 	q, _ := s.PromoteReady(ctx, []Dependent{{"task.q", nil}}, t0)
 	if len(q) != 0 {
 		t.Errorf("promoted a cancelled task: %v", q)
-	}
-}
-
-func TestRawClaimForBenchmark(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := setup(t)
-	seed(t, s)
-	tok, ok, err := s.RawClaimForBenchmark(ctx, "w1", 10*time.Second, t0)
-	if err != nil || !ok || tok != 1 {
-		t.Fatalf("%d %v %v", tok, ok, err)
-	}
-	if _, ok, err := s.RawClaimForBenchmark(ctx, "w1", 10*time.Second, t0); err != nil || ok {
-		t.Fatalf("second: %v %v", ok, err)
 	}
 }
 

@@ -41,12 +41,7 @@ type Store struct {
 	queue   []*writeReq
 	closed  bool
 	stopped chan struct{} // closed when commitLoop has returned
-	// rawMu serializes RawClaimForBenchmark.
-	rawMu sync.Mutex
-	turns *writerTurns // taking turns with other writers (turns.go)
-	// in, when set, makes this Store a view of one transaction (Tx.view):
-	// its reads and writes run in that transaction instead of their own.
-	in *Tx
+	turns   *writerTurns  // taking turns with other writers (turns.go)
 	// guard, when set, is the apply lock ID every content write must still
 	// hold (GuardWrites).
 	guard atomic.Pointer[string]
@@ -107,7 +102,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	default:
 		return nil, explainOpen("open", abs, path, fmt.Errorf("state file %s: %w", path, err))
 	}
-	dsn := dsnFor(abs, false)
+	dsn := DSN(abs, false)
 	var s *Store
 	err = retryBusy(ctx, func() error {
 		db, err := openDB(dsn)
@@ -192,7 +187,7 @@ func create(ctx context.Context, abs, p string) error {
 			os.Remove(tmp + suffix)
 		}
 	}()
-	db, err := openDB(dsnFor(tmp, false))
+	db, err := openDB(DSN(tmp, false))
 	if err == nil {
 		err = migrate(ctx, db, p)
 		if cerr := db.Close(); err == nil {
@@ -256,7 +251,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if fi.Size() == 0 && !hasWAL(abs) {
 		return nil, &EmptyFileError{Path: path}
 	}
-	dsn := dsnFor(abs, true)
+	dsn := DSN(abs, true)
 	var s *Store
 	err = retryBusy(ctx, func() error {
 		db, err := openDB(dsn)
@@ -306,12 +301,18 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// dsnFor builds the connection string for the glebarez driver. The path is
-// given as an SQLite URI (file:...) so that mode=ro reaches SQLite and odd
-// characters in the path are escaped. The driver runs busy_timeout(5000)
-// first, then the pragmas in order. _time_format is deliberately absent: it
-// silently disables _txlock (docs/sqlite.md).
-func dsnFor(abs string, readOnly bool) string {
+// DSN returns the connection string a Store opens the state file at the
+// absolute path abs with, for the driver named "sqlite"
+// (github.com/glebarez/go-sqlite, which this package's GORM dialector
+// registers): read-write (WAL, synchronous=FULL, foreign keys on, every
+// write transaction BEGIN IMMEDIATE), or with readOnly mode=ro and
+// query_only. The path is given as an SQLite URI (file:...) so that mode=ro
+// reaches SQLite and odd characters in the path are escaped. The driver
+// runs busy_timeout(5000) first, then the pragmas in order. _time_format is
+// deliberately absent: it silently disables _txlock (docs/sqlite.md).
+// Tests and benchmarks use it to open a connection of their own beside a
+// Store (package statetest).
+func DSN(abs string, readOnly bool) string {
 	u := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath()
 	if readOnly {
 		return u + "?mode=ro&_pragma=foreign_keys(1)&_pragma=query_only(1)"
@@ -440,9 +441,6 @@ func (s *Store) writeOutsideApply(ctx context.Context, fn func(tx *Tx) error) er
 // error that says the disk is full becomes a *DiskFullError naming the
 // file, whichever step failed.
 func (s *Store) writeTx(ctx context.Context, content bool, fn func(tx *Tx) error) error {
-	if s.in != nil { // a view of a transaction (Tx.view)
-		return fn(s.in)
-	}
 	return s.submit(ctx, content, fn, nil)
 }
 
@@ -724,9 +722,6 @@ func bumpSerial(t *Tx) error {
 
 // read runs fn in one read transaction (a consistent WAL snapshot).
 func (s *Store) read(ctx context.Context, fn func(tx *Tx) error) error {
-	if s.in != nil { // a view of a transaction (Tx.view)
-		return fn(s.in)
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // deferred BEGIN
 	if err != nil {
 		return corruptError(s.path, fmt.Errorf("begin read: %w", err))

@@ -272,7 +272,7 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "other.db")
-	db, err := openDB(dsnFor(path, false))
+	db, err := openDB(DSN(path, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +640,7 @@ func TestUpgradeFromEveryVersion(t *testing.T) {
 		t.Run(fmt.Sprintf("from %d", v), func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "state.db")
-			db, err := openDB(dsnFor(path, false))
+			db, err := openDB(DSN(path, false))
 			if err != nil {
 				t.Fatal(err)
 			}

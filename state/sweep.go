@@ -44,7 +44,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, pol PolicyFunc) (Sweep
 	var res SweepResult
 	err = s.write(ctx, func(tx *Tx) error {
 		var err error
-		res, err = sweepTx(ctx, tx, now, pol)
+		res, err = tx.sweep(now, pol)
 		return err
 	})
 	if err != nil {
@@ -53,11 +53,20 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, pol PolicyFunc) (Sweep
 	return res, nil
 }
 
-// sweepTx is Sweep's write, without its read-only check that anything is
-// due.
-func sweepTx(ctx context.Context, tx *Tx, now time.Time, pol PolicyFunc) (SweepResult, error) {
+// Sweep is Store.Sweep inside t, without its read-only check that
+// anything is due (the caller checks Store.SweepDue before it writes).
+func (t *Tx) Sweep(now time.Time, pol PolicyFunc) (SweepResult, error) {
+	res, err := t.sweep(now, pol)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("sweep: %w", err)
+	}
+	return res, nil
+}
+
+// sweep is Sweep's write, its errors without the "sweep: " prefix.
+func (t *Tx) sweep(now time.Time, pol PolicyFunc) (SweepResult, error) {
 	var res SweepResult
-	leases, err := queryLeases(ctx, tx, `WHERE status = 'active' AND expires_at <= ?`, ms(now))
+	leases, err := queryLeases(t.ctx, t, `WHERE status = 'active' AND expires_at <= ?`, ms(now))
 	if err != nil {
 		return SweepResult{}, err
 	}
@@ -68,13 +77,13 @@ func sweepTx(ctx context.Context, tx *Tx, now time.Time, pol PolicyFunc) (SweepR
 			why = fmt.Sprintf("lease %d reached its hard expiry at %s (timeout + lease grace) without a result", l.Token,
 				l.HardExpiresAt.Format(time.RFC3339Nano))
 		}
-		out, err := loseTx(ctx, tx, l, LeaseExpired, EventExpired, why, pol.of(l.Task), now)
+		out, err := t.lose(l, LeaseExpired, EventExpired, why, pol.of(l.Task), now)
 		if err != nil {
 			return SweepResult{}, err
 		}
 		res.Expired = append(res.Expired, out)
 	}
-	rows, err := tx.QueryContext(ctx, `UPDATE workers SET status = 'stale'
+	rows, err := t.QueryContext(t.ctx, `UPDATE workers SET status = 'stale'
 		WHERE status IN ('active', 'draining') AND last_heartbeat_at + ttl_ms <= ? RETURNING id`, ms(now))
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("sweep: mark stale workers: %w", err)
@@ -93,11 +102,11 @@ func sweepTx(ctx context.Context, tx *Tx, now time.Time, pol PolicyFunc) (SweepR
 		return SweepResult{}, fmt.Errorf("sweep: mark stale workers: %w", err)
 	}
 	for _, id := range ids {
-		w, err := scanWorker(tx.QueryRowContext(ctx, `SELECT `+workerColumns+` FROM workers WHERE id = ?`, id))
+		w, err := scanWorker(t.QueryRowContext(t.ctx, `SELECT `+workerColumns+` FROM workers WHERE id = ?`, id))
 		if err != nil {
 			return SweepResult{}, fmt.Errorf("sweep: read worker %s: %w", id, err)
 		}
-		if err := appendEvent(ctx, tx, Event{Kind: EventStale, WorkerID: id,
+		if err := appendEvent(t.ctx, t, Event{Kind: EventStale, WorkerID: id,
 			Message: fmt.Sprintf("no heartbeat since %s (ttl %s)", w.LastHeartbeatAt.Format(time.RFC3339Nano), w.TTL)}, now); err != nil {
 			return SweepResult{}, err
 		}
@@ -123,17 +132,17 @@ func (s *Store) SweepDue(ctx context.Context, now time.Time) (bool, error) {
 	return due, nil
 }
 
-// loseTx ends an active lease with status (expired or revoked), its attempt
+// lose ends an active lease with status (expired or revoked), its attempt
 // with class lost, appends the lease's event and settles the task.
-func loseTx(ctx context.Context, tx *Tx, l Lease, status LeaseStatus, kind, why string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
-	if err := endLeaseTx(ctx, tx, l, status, FailureClassLost, why, now); err != nil {
+func (t *Tx) lose(l Lease, status LeaseStatus, kind, why string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
+	if err := endLeaseTx(t.ctx, t, l, status, FailureClassLost, why, now); err != nil {
 		return AttemptOutcome{}, err
 	}
-	if err := appendEvent(ctx, tx, Event{Kind: kind, Task: l.Task, WorkerID: l.WorkerID, Token: l.Token,
+	if err := appendEvent(t.ctx, t, Event{Kind: kind, Task: l.Task, WorkerID: l.WorkerID, Token: l.Token,
 		Message: fmt.Sprintf("attempt %d: %s", l.Attempt, why)}, now); err != nil {
 		return AttemptOutcome{}, err
 	}
-	return settleTx(ctx, tx, l, FailureClassLost, why, pol, now)
+	return t.settle(l, FailureClassLost, why, pol, now)
 }
 
 // RevokeResult lists what RevokeAllLeases changed.
@@ -166,31 +175,51 @@ func (s *Store) RevokeAllLeases(ctx context.Context, reason string, now time.Tim
 		return res, nil
 	}
 	err := s.write(ctx, func(tx *Tx) error {
-		res = RevokeResult{}
-		leases, err := queryLeases(ctx, tx, `WHERE status = 'active'`)
-		if err != nil {
-			return err
-		}
-		for _, l := range leases {
-			out, err := loseTx(ctx, tx, l, LeaseRevoked, EventRevoked, "lease revoked: "+reason, TaskPolicy{}, now)
-			if err != nil {
-				return err
-			}
-			res.Revoked = append(res.Revoked, out)
-		}
-		r, err := tx.ExecContext(ctx, `UPDATE workers SET status = 'gone' WHERE status <> 'gone'`)
-		if err != nil {
-			return fmt.Errorf("mark workers gone: %w", err)
-		}
-		n, _ := r.RowsAffected()
-		res.Gone = int(n)
-		if n > 0 {
-			return appendEvent(ctx, tx, Event{Kind: EventWorker, Message: fmt.Sprintf("%d workers gone: %s", n, reason)}, now)
-		}
-		return nil
+		var err error
+		res, err = tx.revokeAllLeases(reason, now)
+		return err
 	})
 	if err != nil {
 		return RevokeResult{}, fmt.Errorf("revoke leases: %w", err)
+	}
+	return res, nil
+}
+
+// RevokeAllLeases is Store.RevokeAllLeases inside t, without its read-only
+// check that anything is to be revoked.
+func (t *Tx) RevokeAllLeases(reason string, now time.Time) (RevokeResult, error) {
+	res, err := t.revokeAllLeases(reason, now)
+	if err != nil {
+		return RevokeResult{}, fmt.Errorf("revoke leases: %w", err)
+	}
+	return res, nil
+}
+
+// revokeAllLeases is RevokeAllLeases' write, its errors without the
+// "revoke leases: " prefix.
+func (t *Tx) revokeAllLeases(reason string, now time.Time) (RevokeResult, error) {
+	var res RevokeResult
+	leases, err := queryLeases(t.ctx, t, `WHERE status = 'active'`)
+	if err != nil {
+		return RevokeResult{}, err
+	}
+	for _, l := range leases {
+		out, err := t.lose(l, LeaseRevoked, EventRevoked, "lease revoked: "+reason, TaskPolicy{}, now)
+		if err != nil {
+			return RevokeResult{}, err
+		}
+		res.Revoked = append(res.Revoked, out)
+	}
+	r, err := t.ExecContext(t.ctx, `UPDATE workers SET status = 'gone' WHERE status <> 'gone'`)
+	if err != nil {
+		return RevokeResult{}, fmt.Errorf("mark workers gone: %w", err)
+	}
+	n, _ := r.RowsAffected()
+	res.Gone = int(n)
+	if n > 0 {
+		if err := appendEvent(t.ctx, t, Event{Kind: EventWorker, Message: fmt.Sprintf("%d workers gone: %s", n, reason)}, now); err != nil {
+			return RevokeResult{}, err
+		}
 	}
 	return res, nil
 }
@@ -207,36 +236,55 @@ func (s *Store) RevokeAllLeases(ctx context.Context, reason string, now time.Tim
 func (s *Store) LoseWorker(ctx context.Context, id, reason string, pol PolicyFunc, now time.Time) ([]AttemptOutcome, error) {
 	var out []AttemptOutcome
 	err := s.write(ctx, func(tx *Tx) error {
-		out = nil
-		var cur string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM workers WHERE id = ?`, id).Scan(&cur)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("worker %q: %w", id, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		leases, err := queryLeases(ctx, tx, `WHERE status = 'active' AND worker_id = ?`, id)
-		if err != nil {
-			return err
-		}
-		for _, l := range leases {
-			o, err := loseTx(ctx, tx, l, LeaseRevoked, EventRevoked, "lease revoked: "+reason, pol.of(l.Task), now)
-			if err != nil {
-				return err
-			}
-			out = append(out, o)
-		}
-		if cur == string(WorkerGone) {
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE workers SET status = 'gone' WHERE id = ?`, id); err != nil {
-			return fmt.Errorf("mark worker %s gone: %w", id, err)
-		}
-		return appendEvent(ctx, tx, Event{Kind: EventWorker, WorkerID: id, Message: "gone: " + reason}, now)
+		var err error
+		out, err = tx.loseWorker(id, reason, pol, now)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lose worker: %w", err)
+	}
+	return out, nil
+}
+
+// LoseWorker is Store.LoseWorker inside t.
+func (t *Tx) LoseWorker(id, reason string, pol PolicyFunc, now time.Time) ([]AttemptOutcome, error) {
+	out, err := t.loseWorker(id, reason, pol, now)
+	if err != nil {
+		return nil, fmt.Errorf("lose worker: %w", err)
+	}
+	return out, nil
+}
+
+// loseWorker is LoseWorker, its errors without the "lose worker: " prefix.
+func (t *Tx) loseWorker(id, reason string, pol PolicyFunc, now time.Time) ([]AttemptOutcome, error) {
+	var cur string
+	err := t.QueryRowContext(t.ctx, `SELECT status FROM workers WHERE id = ?`, id).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("worker %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	leases, err := queryLeases(t.ctx, t, `WHERE status = 'active' AND worker_id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []AttemptOutcome
+	for _, l := range leases {
+		o, err := t.lose(l, LeaseRevoked, EventRevoked, "lease revoked: "+reason, pol.of(l.Task), now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	if cur == string(WorkerGone) {
+		return out, nil
+	}
+	if _, err := t.ExecContext(t.ctx, `UPDATE workers SET status = 'gone' WHERE id = ?`, id); err != nil {
+		return nil, fmt.Errorf("mark worker %s gone: %w", id, err)
+	}
+	if err := appendEvent(t.ctx, t, Event{Kind: EventWorker, WorkerID: id, Message: "gone: " + reason}, now); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -246,13 +294,16 @@ func (s *Store) LoseWorker(ctx context.Context, id, reason string, pol PolicyFun
 // the worker's leases: the sweep expires them. Errors: ErrInvalid for an
 // unknown status; ErrNotFound for an unknown worker.
 func (s *Store) SetWorkerStatus(ctx context.Context, id string, status WorkerStatus, now time.Time) error {
+	return s.write(ctx, func(tx *Tx) error { return tx.SetWorkerStatus(id, status, now) })
+}
+
+// SetWorkerStatus is Store.SetWorkerStatus inside t.
+func (t *Tx) SetWorkerStatus(id string, status WorkerStatus, now time.Time) error {
 	if !status.Valid() {
 		return invalidf("worker %q: unknown status %q", id, status)
 	}
 	var cur string
-	err := s.read(ctx, func(tx *Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT status FROM workers WHERE id = ?`, id).Scan(&cur)
-	})
+	err := t.QueryRowContext(t.ctx, `SELECT status FROM workers WHERE id = ?`, id).Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("set worker status: worker %q: %w", id, ErrNotFound)
 	}
@@ -262,16 +313,14 @@ func (s *Store) SetWorkerStatus(ctx context.Context, id string, status WorkerSta
 	if cur == string(status) {
 		return nil
 	}
-	return s.write(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE workers SET status = ? WHERE id = ?`, string(status), id)
-		if err != nil {
-			return fmt.Errorf("set worker status of %q: %w", id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("set worker status: worker %q: %w", id, ErrNotFound)
-		}
-		return appendEvent(ctx, tx, Event{Kind: EventWorker, WorkerID: id, Message: string(status)}, now)
-	})
+	res, err := t.ExecContext(t.ctx, `UPDATE workers SET status = ? WHERE id = ?`, string(status), id)
+	if err != nil {
+		return fmt.Errorf("set worker status of %q: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("set worker status: worker %q: %w", id, ErrNotFound)
+	}
+	return appendEvent(t.ctx, t, Event{Kind: EventWorker, WorkerID: id, Message: string(status)}, now)
 }
 
 // TaskFinish asks FinishTasks to end one task.
@@ -290,40 +339,47 @@ type TaskFinish struct {
 //
 // Errors: ErrInvalid for a status other than failed or cancelled.
 func (s *Store) FinishTasks(ctx context.Context, tasks []TaskFinish, now time.Time) ([]string, error) {
+	var out []string
+	err := s.write(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.FinishTasks(tasks, now)
+		return err
+	})
+	return out, err
+}
+
+// FinishTasks is Store.FinishTasks inside t.
+func (t *Tx) FinishTasks(tasks []TaskFinish, now time.Time) ([]string, error) {
 	for _, f := range tasks {
 		if f.Status != TaskFailed && f.Status != TaskCancelled {
 			return nil, invalidf("finish task %s: status must be failed or cancelled, have %q", f.Address, f.Status)
 		}
 	}
 	var out []string
-	err := s.write(ctx, func(tx *Tx) error {
-		out = nil
-		for _, f := range tasks {
-			var got string
-			err := tx.QueryRowContext(ctx, `UPDATE tasks SET status = ?, last_error = ?, updated_at = ?, finished_at = ?
-				WHERE address = ? AND status IN ('pending', 'queued')
-				  AND NOT EXISTS (SELECT 1 FROM leases WHERE task = ? AND status = 'active')
-				RETURNING address`, string(f.Status), f.Reason, ms(now), ms(now), f.Address, f.Address).Scan(&got)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("finish task %s: %w", f.Address, err)
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE task = ? AND consumed_at IS NULL`,
-				ms(now), f.Address); err != nil {
-				return fmt.Errorf("finish task %s: %w", f.Address, err)
-			}
-			kind := EventCancelled
-			if f.Status == TaskFailed {
-				kind = EventFailed
-			}
-			if err := appendEvent(ctx, tx, Event{Kind: kind, Task: f.Address, Message: f.Reason}, now); err != nil {
-				return err
-			}
-			out = append(out, f.Address)
+	for _, f := range tasks {
+		var got string
+		err := t.QueryRowContext(t.ctx, `UPDATE tasks SET status = ?, last_error = ?, updated_at = ?, finished_at = ?
+			WHERE address = ? AND status IN ('pending', 'queued')
+			  AND NOT EXISTS (SELECT 1 FROM leases WHERE task = ? AND status = 'active')
+			RETURNING address`, string(f.Status), f.Reason, ms(now), ms(now), f.Address, f.Address).Scan(&got)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
 		}
-		return nil
-	})
-	return out, err
+		if err != nil {
+			return nil, fmt.Errorf("finish task %s: %w", f.Address, err)
+		}
+		if _, err := t.ExecContext(t.ctx, `UPDATE retry_directives SET consumed_at = ? WHERE task = ? AND consumed_at IS NULL`,
+			ms(now), f.Address); err != nil {
+			return nil, fmt.Errorf("finish task %s: %w", f.Address, err)
+		}
+		kind := EventCancelled
+		if f.Status == TaskFailed {
+			kind = EventFailed
+		}
+		if err := appendEvent(t.ctx, t, Event{Kind: kind, Task: f.Address, Message: f.Reason}, now); err != nil {
+			return nil, err
+		}
+		out = append(out, f.Address)
+	}
+	return out, nil
 }

@@ -30,6 +30,14 @@ func (s *Store) UpsertTask(ctx context.Context, d TaskDef, now time.Time) error 
 // error, naming its task, rolls the whole batch back). Apply records a
 // plan's tasks with it, one commit for the whole record phase.
 func (s *Store) UpsertTasks(ctx context.Context, defs []TaskDef, now time.Time) error {
+	if len(defs) == 0 {
+		return nil // nothing to write: the serial stays
+	}
+	return s.write(ctx, func(tx *Tx) error { return tx.UpsertTasks(defs, now) })
+}
+
+// UpsertTasks is Store.UpsertTasks inside t.
+func (t *Tx) UpsertTasks(defs []TaskDef, now time.Time) error {
 	for _, d := range defs {
 		if err := checkTaskDef(d); err != nil {
 			return err
@@ -38,48 +46,46 @@ func (s *Store) UpsertTasks(ctx context.Context, defs []TaskDef, now time.Time) 
 	if len(defs) == 0 {
 		return nil
 	}
-	return s.write(ctx, func(tx *Tx) error {
-		active, err := tx.PrepareContext(ctx, `SELECT token FROM leases WHERE task = ? AND status = 'active'`)
+	active, err := t.PrepareContext(t.ctx, `SELECT token FROM leases WHERE task = ? AND status = 'active'`)
+	if err != nil {
+		return fmt.Errorf("upsert tasks: %w", err)
+	}
+	defer active.Close()
+	upsert, err := t.PrepareContext(t.ctx, `INSERT INTO tasks (address, name, idx, def_hash, spec, status,
+			max_attempts, max_lost, created_at, updated_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (address) DO UPDATE SET name = excluded.name, idx = excluded.idx,
+			def_hash = excluded.def_hash, spec = excluded.spec, status = excluded.status,
+			max_attempts = excluded.max_attempts, max_lost = excluded.max_lost,
+			failures_used = 0, lost_used = 0, last_error = '',
+			updated_at = excluded.updated_at, finished_at = excluded.finished_at`)
+	if err != nil {
+		return fmt.Errorf("upsert tasks: %w", err)
+	}
+	defer upsert.Close()
+	for _, d := range defs {
+		finished := sql.NullInt64{}
+		if d.Status.Finished() {
+			finished = nullMS(now)
+		}
+		var token int64
+		err := active.QueryRowContext(t.ctx, d.Address).Scan(&token)
+		if err == nil {
+			return fmt.Errorf("upsert task %s: lease %d is active: %w", d.Address, token, ErrLeaseHeld)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("upsert task %s: %w", d.Address, err)
+		}
+		_, err = upsert.ExecContext(t.ctx, d.Address, d.Name, d.Index, d.DefHash, string(d.Spec), string(d.Status),
+			d.MaxAttempts, d.MaxLost, ms(now), ms(now), finished)
 		if err != nil {
-			return fmt.Errorf("upsert tasks: %w", err)
+			if sqliteCode(err)&0xff == sqliteConstraint {
+				return fmt.Errorf("upsert task %s: %w: %v", d.Address, ErrInvalid, err)
+			}
+			return fmt.Errorf("upsert task %s: %w", d.Address, err)
 		}
-		defer active.Close()
-		upsert, err := tx.PrepareContext(ctx, `INSERT INTO tasks (address, name, idx, def_hash, spec, status,
-				max_attempts, max_lost, created_at, updated_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (address) DO UPDATE SET name = excluded.name, idx = excluded.idx,
-				def_hash = excluded.def_hash, spec = excluded.spec, status = excluded.status,
-				max_attempts = excluded.max_attempts, max_lost = excluded.max_lost,
-				failures_used = 0, lost_used = 0, last_error = '',
-				updated_at = excluded.updated_at, finished_at = excluded.finished_at`)
-		if err != nil {
-			return fmt.Errorf("upsert tasks: %w", err)
-		}
-		defer upsert.Close()
-		for _, d := range defs {
-			finished := sql.NullInt64{}
-			if d.Status.Finished() {
-				finished = nullMS(now)
-			}
-			var token int64
-			err := active.QueryRowContext(ctx, d.Address).Scan(&token)
-			if err == nil {
-				return fmt.Errorf("upsert task %s: lease %d is active: %w", d.Address, token, ErrLeaseHeld)
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("upsert task %s: %w", d.Address, err)
-			}
-			_, err = upsert.ExecContext(ctx, d.Address, d.Name, d.Index, d.DefHash, string(d.Spec), string(d.Status),
-				d.MaxAttempts, d.MaxLost, ms(now), ms(now), finished)
-			if err != nil {
-				if sqliteCode(err)&0xff == sqliteConstraint {
-					return fmt.Errorf("upsert task %s: %w: %v", d.Address, ErrInvalid, err)
-				}
-				return fmt.Errorf("upsert task %s: %w", d.Address, err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // checkTaskDef returns an ErrInvalid error for a definition UpsertTask
@@ -147,15 +153,19 @@ func queryTasks(ctx context.Context, tx *Tx) ([]Task, error) {
 }
 
 // Task returns one task. Errors: ErrNotFound.
-func (s *Store) Task(ctx context.Context, address string) (Task, error) {
-	var t Task
-	err := s.read(ctx, func(tx *Tx) error {
-		var err error
-		t, err = scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE address = ?`, address))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("task %s: %w", address, ErrNotFound)
-		}
+func (s *Store) Task(ctx context.Context, address string) (task Task, err error) {
+	err = s.read(ctx, func(tx *Tx) error {
+		task, err = tx.Task(address)
 		return err
 	})
-	return t, err
+	return task, err
+}
+
+// Task is Store.Task inside t (it sees t's own changes).
+func (t *Tx) Task(address string) (Task, error) {
+	task, err := scanTask(t.QueryRowContext(t.ctx, `SELECT `+taskColumns+` FROM tasks WHERE address = ?`, address))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, fmt.Errorf("task %s: %w", address, ErrNotFound)
+	}
+	return task, err
 }

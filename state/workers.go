@@ -23,6 +23,20 @@ import (
 // registered already, expired or failed); a constraint error when the ID
 // is already registered.
 func (s *Store) RegisterWorker(ctx context.Context, w Worker, now time.Time) (Worker, error) {
+	var out Worker
+	err := s.write(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.RegisterWorker(w, now)
+		return err
+	})
+	if err != nil {
+		return Worker{}, err
+	}
+	return out, nil
+}
+
+// RegisterWorker is Store.RegisterWorker inside t.
+func (t *Tx) RegisterWorker(w Worker, now time.Time) (Worker, error) {
 	switch {
 	case w.Capacity < 1:
 		return Worker{}, invalidf("worker capacity must be at least 1, have %d", w.Capacity)
@@ -45,37 +59,31 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker, now time.Time) (Wo
 	if len(w.Labels) == 0 {
 		w.Labels = nil
 	}
-	err := s.write(ctx, func(tx *Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM pools WHERE name = ?`, w.Pool).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("register worker: pool %q: %w", w.Pool, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("register worker: %w", err)
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO workers (id, pool, labels, capacity, status, host, pid, version,
-				registered_at, last_heartbeat_at, heartbeat_interval_ms, ttl_ms, apply_id, launch_seq, join_token_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			w.ID, w.Pool, encodeLabels(w.Labels), w.Capacity, string(w.Status), w.Host, w.PID, w.Version,
-			ms(now), ms(now), durMS(w.HeartbeatInterval), durMS(w.TTL), w.ApplyID, w.LaunchSeq, w.JoinTokenID)
-		if err != nil {
-			return fmt.Errorf("register worker %q: %w", w.ID, err)
-		}
-		if w.LaunchSeq > 0 {
-			res, err := tx.ExecContext(ctx, `UPDATE launches SET status = 'registered', worker_id = ?, registered_at = ?
-				WHERE apply_id = ? AND pool = ? AND seq = ? AND status = 'launched'`, w.ID, ms(now), w.ApplyID, w.Pool, w.LaunchSeq)
-			if err != nil {
-				return fmt.Errorf("register worker %q: launch %d of pool %s: %w", w.ID, w.LaunchSeq, w.Pool, err)
-			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return errors.Join(fmt.Errorf("register worker %q: launch %d of pool %s in apply %s: %w", w.ID, w.LaunchSeq, w.Pool, w.ApplyID, ErrLaunchUsed), err)
-			}
-		}
-		return nil
-	})
+	var one int
+	err := t.QueryRowContext(t.ctx, `SELECT 1 FROM pools WHERE name = ?`, w.Pool).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Worker{}, fmt.Errorf("register worker: pool %q: %w", w.Pool, ErrNotFound)
+	}
 	if err != nil {
-		return Worker{}, err
+		return Worker{}, fmt.Errorf("register worker: %w", err)
+	}
+	_, err = t.ExecContext(t.ctx, `INSERT INTO workers (id, pool, labels, capacity, status, host, pid, version,
+			registered_at, last_heartbeat_at, heartbeat_interval_ms, ttl_ms, apply_id, launch_seq, join_token_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		w.ID, w.Pool, encodeLabels(w.Labels), w.Capacity, string(w.Status), w.Host, w.PID, w.Version,
+		ms(now), ms(now), durMS(w.HeartbeatInterval), durMS(w.TTL), w.ApplyID, w.LaunchSeq, w.JoinTokenID)
+	if err != nil {
+		return Worker{}, fmt.Errorf("register worker %q: %w", w.ID, err)
+	}
+	if w.LaunchSeq > 0 {
+		res, err := t.ExecContext(t.ctx, `UPDATE launches SET status = 'registered', worker_id = ?, registered_at = ?
+			WHERE apply_id = ? AND pool = ? AND seq = ? AND status = 'launched'`, w.ID, ms(now), w.ApplyID, w.Pool, w.LaunchSeq)
+		if err != nil {
+			return Worker{}, fmt.Errorf("register worker %q: launch %d of pool %s: %w", w.ID, w.LaunchSeq, w.Pool, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return Worker{}, errors.Join(fmt.Errorf("register worker %q: launch %d of pool %s in apply %s: %w", w.ID, w.LaunchSeq, w.Pool, w.ApplyID, ErrLaunchUsed), err)
+		}
 	}
 	return w, nil
 }
@@ -91,34 +99,39 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker, now time.Time) (Wo
 // leases renewed. Errors: ErrNotFound for an unknown worker.
 func (s *Store) Heartbeat(ctx context.Context, workerID string, now time.Time) (renewed int, err error) {
 	err = s.write(ctx, func(tx *Tx) error {
-		var ttlMS int64
-		err := tx.QueryRowContext(ctx, `UPDATE workers SET last_heartbeat_at = ? WHERE id = ? RETURNING ttl_ms`,
-			ms(now), workerID).Scan(&ttlMS)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("heartbeat: worker %q: %w", workerID, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("heartbeat %q: %w", workerID, err)
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE leases
-			SET renewed_at = ?1,
-			    expires_at = max(expires_at, min(?1 + ?2, hard_expires_at))
-			WHERE worker_id = ?3 AND status = 'active' AND expires_at > ?1`,
-			ms(now), ttlMS, workerID)
-		if err != nil {
-			return fmt.Errorf("heartbeat %q: renew leases: %w", workerID, err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		renewed = int(n)
-		return nil
+		renewed, err = tx.Heartbeat(workerID, now)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	return renewed, nil
+}
+
+// Heartbeat is Store.Heartbeat inside t.
+func (t *Tx) Heartbeat(workerID string, now time.Time) (renewed int, err error) {
+	var ttlMS int64
+	err = t.QueryRowContext(t.ctx, `UPDATE workers SET last_heartbeat_at = ? WHERE id = ? RETURNING ttl_ms`,
+		ms(now), workerID).Scan(&ttlMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("heartbeat: worker %q: %w", workerID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("heartbeat %q: %w", workerID, err)
+	}
+	res, err := t.ExecContext(t.ctx, `UPDATE leases
+		SET renewed_at = ?1,
+		    expires_at = max(expires_at, min(?1 + ?2, hard_expires_at))
+		WHERE worker_id = ?3 AND status = 'active' AND expires_at > ?1`,
+		ms(now), ttlMS, workerID)
+	if err != nil {
+		return 0, fmt.Errorf("heartbeat %q: renew leases: %w", workerID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	return int(n), nil
 }
 
 const workerColumns = `id, pool, labels, capacity, status, host, pid, version, registered_at,
@@ -165,15 +178,19 @@ func queryWorkers(ctx context.Context, tx *Tx) ([]Worker, error) {
 }
 
 // Worker returns one worker. Errors: ErrNotFound.
-func (s *Store) Worker(ctx context.Context, id string) (Worker, error) {
-	var w Worker
-	err := s.read(ctx, func(tx *Tx) error {
-		var err error
-		w, err = scanWorker(tx.QueryRowContext(ctx, `SELECT `+workerColumns+` FROM workers WHERE id = ?`, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("worker %q: %w", id, ErrNotFound)
-		}
+func (s *Store) Worker(ctx context.Context, id string) (w Worker, err error) {
+	err = s.read(ctx, func(tx *Tx) error {
+		w, err = tx.Worker(id)
 		return err
 	})
+	return w, err
+}
+
+// Worker is Store.Worker inside t.
+func (t *Tx) Worker(id string) (Worker, error) {
+	w, err := scanWorker(t.QueryRowContext(t.ctx, `SELECT `+workerColumns+` FROM workers WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Worker{}, fmt.Errorf("worker %q: %w", id, ErrNotFound)
+	}
 	return w, err
 }
