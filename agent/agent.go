@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 )
@@ -242,7 +243,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	// What a killed agent of this work folder left running (its attempts'
 	// process groups) must not outlive it, whoever started it.
-	if n := KillOrphanGroups(a.opts.WorkDir, 0); n > 0 {
+	if n := procgroup.KillOrphans(a.opts.WorkDir, 0); n > 0 {
 		a.log.Warn("killed attempt process groups that a dead agent left in this work folder", "groups", n)
 	}
 	// Results an earlier agent left go first, with their own sessions:

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -83,7 +83,7 @@ func (at *attempt) stopped() (bool, string) {
 type attemptPaths struct {
 	logDir, stdout, stderr, scratch string
 	address                         string // <logs>/<task>/address: the task address, as text
-	groups                          string // GroupsDir of the work folder
+	groups                          string // procgroup.Dir of the work folder
 }
 
 // pathsFor returns the log and scratch locations of an assignment:
@@ -100,7 +100,7 @@ func pathsFor(workDir string, asg protocol.Assignment) attemptPaths {
 		stderr:  filepath.Join(logDir, "stderr"),
 		address: filepath.Join(workDir, "logs", name, "address"),
 		scratch: filepath.Join(workDir, "scratch", name, n),
-		groups:  GroupsDir(workDir),
+		groups:  procgroup.Dir(workDir),
 	}
 }
 
@@ -129,12 +129,12 @@ func SanitizeTask(addr string) string {
 }
 
 // taskEnv builds an attempt's environment: base minus the variables that
-// hold credentials (IsSecretEnv), then the task's own variables (sorted, so the order is stable),
+// hold credentials (protocol.IsSecretEnv), then the task's own variables (sorted, so the order is stable),
 // then the WDC_* variables, which win over anything before them.
 func taskEnv(base []string, asg protocol.Assignment, workerID, scratch string) []string {
 	env := make([]string, 0, len(base)+len(asg.Definition.Env)+5)
 	for _, kv := range base {
-		if IsSecretEnv(kv) {
+		if protocol.IsSecretEnv(kv) {
 			continue
 		}
 		env = append(env, kv)
@@ -319,8 +319,8 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	pgid := cmd.Process.Pid
 	// Record the group while it runs: if this agent dies (SIGKILL, OOM),
 	// Pdeathsig (Linux) ends only the command itself, and whoever
-	// supervises the agent kills the group with KillOrphanGroups.
-	unrecord := recordGroup(paths.groups, pgid)
+	// supervises the agent kills the group with procgroup.KillOrphans.
+	unrecord := procgroup.Record(paths.groups, pgid)
 	defer unrecord()
 	done := make(chan struct{})
 	go func() {
@@ -338,9 +338,9 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	case <-done:
 	case <-timeout:
 		ex.timedOut = true
-		killGroup(pgid, done, killGrace)
+		procgroup.Terminate(pgid, done, killGrace)
 	case <-at.stopCh:
-		killGroup(pgid, done, killGrace)
+		procgroup.Terminate(pgid, done, killGrace)
 	}
 	<-done
 	ex.ended = time.Now().UTC()
@@ -372,114 +372,6 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		return finish(ClassFailure, "exit status "+strconv.Itoa(*ex.exitCode))
 	}
 	return finish("", "")
-}
-
-// killGroup sends SIGTERM to the process group pgid, waits up to grace for
-// its leader to exit (done closes), then sends SIGKILL to the group.
-func killGroup(pgid int, done <-chan struct{}, grace time.Duration) {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// GroupsDir is the folder of the work folder where running attempts'
-// process groups are recorded, one empty file "<agent pid>.<pgid>" each,
-// removed when the attempt ends. A supervisor that sees an agent die kills
-// the groups left there (KillOrphanGroups).
-func GroupsDir(workDir string) string { return filepath.Join(workDir, "groups") }
-
-// recordGroup records pgid as a running attempt of this agent, and returns
-// the function that removes the record. Failing to record is not fatal: it
-// only loses the clean-up after a crash.
-func recordGroup(dir string, pgid int) func() {
-	if dir == "" {
-		return func() {}
-	}
-	name := filepath.Join(dir, fmt.Sprintf("%d.%d", os.Getpid(), pgid))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return func() {}
-	}
-	f, err := os.Create(name)
-	if err != nil {
-		return func() {}
-	}
-	f.Close()
-	return func() { os.Remove(name) }
-}
-
-// OrphanGroup is the record, in GroupsDir, of an attempt's process group
-// whose agent is gone.
-type OrphanGroup struct {
-	AgentPID int // the agent that recorded it
-	PGID     int // the attempt's process group
-	// Running reports whether the group still had a member when it was
-	// listed (kill(-PGID, 0) succeeded).
-	Running bool
-	record  string // the record's path
-}
-
-// OrphanGroups lists the attempt process groups recorded in
-// GroupsDir(workDir) whose agent is gone: those of agentPID when it is > 0,
-// otherwise those of every recorded agent that is no longer running. It
-// changes nothing; KillOrphanGroups kills what it lists.
-func OrphanGroups(workDir string, agentPID int) []OrphanGroup {
-	dir := GroupsDir(workDir)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []OrphanGroup
-	for _, e := range entries {
-		var owner, pgid int
-		if _, err := fmt.Sscanf(e.Name(), "%d.%d", &owner, &pgid); err != nil || pgid <= 1 {
-			continue
-		}
-		if agentPID > 0 && owner != agentPID {
-			continue
-		}
-		if agentPID <= 0 && processAlive(owner) {
-			continue
-		}
-		err := syscall.Kill(-pgid, 0)
-		out = append(out, OrphanGroup{AgentPID: owner, PGID: pgid, Running: err == nil || errors.Is(err, syscall.EPERM),
-			record: filepath.Join(dir, e.Name())})
-	}
-	return out
-}
-
-// KillOrphanGroups kills (SIGKILL) the process groups of attempts recorded
-// in GroupsDir(workDir) whose agent is gone (OrphanGroups(workDir,
-// agentPID)): a record of a live agent is left alone unless agentPID names
-// it. It removes their records and returns how many groups it signalled.
-func KillOrphanGroups(workDir string, agentPID int) int {
-	killed := 0
-	for _, g := range OrphanGroups(workDir, agentPID) {
-		if err := syscall.Kill(-g.PGID, syscall.SIGKILL); err == nil {
-			killed++
-		}
-		os.Remove(g.record)
-	}
-	return killed
-}
-
-// processAlive reports whether pid exists (kill(pid, 0) succeeds or is
-// refused for permission).
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// IsSecretEnv reports whether the environment entry kv ("NAME=value")
-// holds a credential that must never reach a task or be passed on to a
-// worker: protocol.SecretEnvs, and WDC_WORKER_TOKEN of earlier versions.
-func IsSecretEnv(kv string) bool {
-	name, _, _ := strings.Cut(kv, "=")
-	return name == "WDC_WORKER_TOKEN" || slices.Contains(protocol.SecretEnvs, name)
 }
 
 // stopSignalWait is how long an agent whose command was killed by a stop

@@ -18,7 +18,7 @@
 // <work>/logs/<task>/<attempt>/{stdout,stderr} (task.x[2] is task.x.2 there,
 // with the address in logs/<task>/address), a fresh scratch folder
 // <work>/scratch/<task>/<attempt>/, and the agent's environment minus the
-// variables that hold credentials (IsSecretEnv) plus the task's env and WDC_TASK, WDC_ATTEMPT, WDC_WORKER_ID,
+// variables that hold credentials (protocol.IsSecretEnv) plus the task's env and WDC_TASK, WDC_ATTEMPT, WDC_WORKER_ID,
 // WDC_FENCING_TOKEN and WDC_ATTEMPT_DIR. On timeout, cancellation or drain
 // timeout the whole group gets SIGTERM, then SIGKILL after a grace period;
 // when the command ends, whatever is left of its group gets SIGKILL.
