@@ -1,4 +1,4 @@
-package main
+package agentcli
 
 import (
 	"context"
@@ -30,20 +30,20 @@ type AgentCmd struct {
 	Spool        string        `name:"spool" placeholder:"DIR" help:"Durable result buffer: results wait here until the coordinator decides, across a restart (default: spool in the work folder)."`
 }
 
-// Run runs the agent until it drains (first SIGTERM/SIGINT, or the
-// coordinator asks) or fails; a second signal exits at once with code 1.
-// The work is handed to run as e.then, to be done once the command line's
+// Run hands the agent's work to e.Then, to be done once the command line's
 // parser can be freed: the agent lives for hours, and the parser's model
 // would otherwise stay in its live heap (the collector lets the heap grow
-// in proportion to it).
-func (c *AgentCmd) Run(e *env) error {
-	e.then = func() error { return c.run(e) }
+// in proportion to it). The work runs the agent until it drains (first
+// SIGTERM/SIGINT, or the coordinator asks) or fails; a second signal exits
+// at once with code 1.
+func (c *AgentCmd) Run(e *Env) error {
+	e.Then = func() error { return c.run(e) }
 	return nil
 }
 
 // run is the agent's work (see Run).
-func (c *AgentCmd) run(e *env) error {
-	credential, pin, err := workerCredential(e, c.JoinFile, c.Pool, c.CASHA256)
+func (c *AgentCmd) run(e *Env) error {
+	credential, pin, err := Credential(e.getenv, c.JoinFile, c.Pool, c.CASHA256)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (c *AgentCmd) run(e *env) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	logger := slog.New(slog.NewTextHandler(e.Stderr, nil))
 	go func() {
 		select {
 		case s := <-sigs:
@@ -90,8 +90,8 @@ func (c *AgentCmd) run(e *env) error {
 		DrainTimeout: c.DrainTimeout,
 		Spool:        c.Spool,
 		Logger:       logger,
-		Version:      Version,
-		Environ:      e.environ,
+		Version:      e.Build.Version,
+		Environ:      e.Environ,
 		HTTPClient:   hc,
 	}
 	for {
@@ -112,16 +112,19 @@ func (c *AgentCmd) run(e *env) error {
 	}
 }
 
-// workerCredential finds the credential a worker registers with: the join
+// Credential finds the credential a worker registers with: the join
 // file's (checked against pool when both are given), else
-// WDC_LAUNCH_CREDENTIAL; and the CA fingerprint to pin: the flag's, else
-// the join file's. A flag that contradicts the join file is an error.
-func workerCredential(e *env, joinFile, pool, pin string) (credential, caSHA256 string, err error) {
+// WDC_LAUNCH_CREDENTIAL; and the CA fingerprint to pin: pin (a flag's),
+// else WDC_CA_SHA256, else the join file's. getenv looks a variable up in
+// the command's environment. A pin that contradicts the join file, a join
+// file for another pool, or one that cannot be read is an error; no
+// credential at all is "" and no error (the caller says what to give).
+func Credential(getenv func(string) string, joinFile, pool, pin string) (credential, caSHA256 string, err error) {
 	if pin == "" {
-		pin = e.getenv("WDC_CA_SHA256")
+		pin = getenv("WDC_CA_SHA256")
 	}
 	if joinFile == "" {
-		return e.getenv(protocol.LaunchCredentialEnv), pin, nil
+		return getenv(protocol.LaunchCredentialEnv), pin, nil
 	}
 	jf, err := protocol.ReadJoinFile(joinFile)
 	if err != nil {
