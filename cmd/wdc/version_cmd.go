@@ -12,8 +12,11 @@ var Version = agentcli.DefaultVersion
 // "unknown" (a build from a source archive).
 var Commit = ""
 
-// build is what `wdc version` prints (agentcli.VersionCmd, the command
-// wdc-agent has too) and the version `wdc agent` registers with.
+// VersionCmd is `wdc version`, the command wdc-agent has too.
+type VersionCmd = agentcli.VersionCmd
+
+// build is what `wdc version` prints and the version `wdc agent`
+// registers with.
 func build() agentcli.Build {
 	return agentcli.Build{Name: "wdc", Version: Version, Commit: Commit}
 }
