@@ -6,15 +6,19 @@ GO ?= go
 
 .PHONY: build test test-kubernetes test-ray quickstart release release-check
 
+# bin/wdc, and beside it bin/wdc-agent: the worker alone (no configuration
+# language, no cluster clients), what pods and Ray jobs run.
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/wdc ./cmd/wdc
+	CGO_ENABLED=0 $(GO) build -o bin/wdc-agent ./cmd/wdc-agent
 
 test:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/wdc
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/wdc-agent
 	$(GO) test -count=1 -timeout 20m ./...
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./state/ ./engine/ ./agent/ ./artifact/ ./providers/...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./state/ ./engine/ ./agent/... ./artifact/ ./providers/...
 	$(MAKE) --no-print-directory release-check
 	@if [ "$$CI" = true ] || [ "$$WDC_TEST_KUBERNETES" = 1 ]; then \
 		$(MAKE) --no-print-directory test-kubernetes; \

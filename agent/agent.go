@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 )
@@ -215,14 +216,6 @@ func (a *Agent) Drain() {
 	a.drainOnce.Do(func() { close(a.drainCh) })
 }
 
-// WorkerID returns the id the coordinator assigned, or "" before
-// registration.
-func (a *Agent) WorkerID() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.reg.WorkerID
-}
-
 // Run registers the worker and works until it drains or fails.
 //
 // It returns nil after a drain: ctx was cancelled, Drain was called, or the
@@ -242,7 +235,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	// What a killed agent of this work folder left running (its attempts'
 	// process groups) must not outlive it, whoever started it.
-	if n := KillOrphanGroups(a.opts.WorkDir, 0); n > 0 {
+	if n := procgroup.KillOrphans(a.opts.WorkDir, 0); n > 0 {
 		a.log.Warn("killed attempt process groups that a dead agent left in this work folder", "groups", n)
 	}
 	// Results an earlier agent left go first, with their own sessions:
@@ -611,9 +604,14 @@ func (a *Agent) done() bool {
 // runAssignment runs one granted assignment and posts its result. An
 // assignment beyond the worker's free slots (a coordinator that ignored
 // max) is not run: its result says "lost" so the task is retried.
+//
+// Its steps: run the command (execute), free its slot (freeSlot, which
+// reserves it for the next assignment the result asks for), build the
+// result (resultOf), deliver it (settle), start what its answer assigned
+// (startNext), and remove the scratch folder of a success whose files the
+// coordinator now keeps.
 func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	asg := at.asg
-	paths := at.paths
 	log := a.log.With("task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
 	defer func() {
 		at.end()
@@ -636,33 +634,8 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		log.Warn("assignment beyond capacity: not running it")
 	} else {
 		log.Info("attempt started") // not the command: it may hold a sensitive value; the plan shows it
-		fetch := func(dir string, inputs []protocol.InputFile) (string, string) {
-			return a.fetchInputs(callCtx, dir, inputs)
-		}
-		ex = runAttempt(at, paths, taskEnv(a.environ, asg, a.reg.WorkerID, paths.scratch), a.opts.KillGrace, fetch)
-		if stopSignal(ex) {
-			// A launch target that stops a worker signals its whole
-			// process tree (Ray's job stop, a pod's SIGTERM to a shell
-			// around the agent): the command may die before the agent
-			// hears of its own stop. Give that news a moment to come.
-			select {
-			case <-a.stopping:
-			case <-time.After(stopSignalWait):
-			}
-		}
-		ex = classifyStopSignal(ex, isClosed(a.stopping))
-		at.end()
-		a.mu.Lock()
-		a.running--
-		if !a.done() {
-			a.reserved++ // for the next assignment, asked for with the result
-			reserved = true
-		}
-		a.mu.Unlock()
-		select {
-		case a.slotFreed <- struct{}{}:
-		default:
-		}
+		ex = a.execute(callCtx, at)
+		reserved = a.freeSlot()
 		exit := "none"
 		if ex.exitCode != nil {
 			exit = strconv.Itoa(*ex.exitCode)
@@ -673,11 +646,84 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			"duration", ex.ended.Sub(ex.started).Round(time.Millisecond))
 	}
 
+	req, files := a.resultOf(at, ex, log)
+	if reserved {
+		req.Next = 1
+	}
+	resp, accepted := a.settle(callCtx, log, asg.FencingToken, req, files)
+	if reserved {
+		a.startNext(callCtx, resp.Assignments)
+		reserved = false
+	}
+	keeps := len(asg.Inputs) > 0 || len(asg.Definition.Outputs) > 0
+	if accepted && req.FailureClass == "" && ex.ran && keeps {
+		// Succeeded and delivered: its inputs and outputs are copies of
+		// what the coordinator keeps. A failed attempt's scratch folder
+		// stays, to look into, and so does that of a task without inputs
+		// or outputs (whatever it left there is nowhere else).
+		if err := os.RemoveAll(at.paths.scratch); err != nil {
+			log.Warn("removing the attempt's scratch folder", "err", err)
+		}
+	}
+}
+
+// execute runs an attempt's command (runAttempt) with the inputs fetched
+// through callCtx, and marks it ended. A command killed by a stop signal
+// the agent did not send counts as lost when its worker is being stopped
+// (classifyStopSignal).
+func (a *Agent) execute(callCtx context.Context, at *attempt) execution {
+	fetch := func(dir string, inputs []protocol.InputFile) (string, string) {
+		return a.fetchInputs(callCtx, dir, inputs)
+	}
+	ex := runAttempt(at, at.paths, taskEnv(a.environ, at.asg, a.reg.WorkerID, at.paths.scratch), a.opts.KillGrace, fetch)
+	if stopSignal(ex) {
+		// A launch target that stops a worker signals its whole
+		// process tree (Ray's job stop, a pod's SIGTERM to a shell
+		// around the agent): the command may die before the agent
+		// hears of its own stop. Give that news a moment to come.
+		select {
+		case <-a.stopping:
+		case <-time.After(stopSignalWait):
+		}
+	}
+	ex = classifyStopSignal(ex, isClosed(a.stopping))
+	at.end()
+	return ex
+}
+
+// freeSlot gives back the slot of an attempt whose command has ended, and
+// wakes the claim loop. Unless the agent is done, it reserves the slot for
+// the next assignment, asked for with the result, and reports so (the
+// caller then releases it, if the answer never comes).
+func (a *Agent) freeSlot() (reserved bool) {
+	a.mu.Lock()
+	a.running--
+	if !a.done() {
+		a.reserved++
+		reserved = true
+	}
+	a.mu.Unlock()
+	select {
+	case a.slotFreed <- struct{}{}:
+	default:
+	}
+	return reserved
+}
+
+// resultOf builds the result of an attempt that ended as ex: its exit,
+// class and error; for a command that ran, its logs, its declared outputs
+// (a success whose outputs are missing becomes a failure) and, for a
+// success, its recommendations; artifacts past the coordinator's size limit
+// are left out (fitArtifacts). It also returns the files to upload, by
+// SHA-256.
+func (a *Agent) resultOf(at *attempt, ex execution, log *slog.Logger) (protocol.ResultRequest, map[string]string) {
+	asg, paths := at.asg, at.paths
 	req := protocol.ResultRequest{
 		WorkerID:       a.reg.WorkerID,
 		Task:           asg.Task,
 		Attempt:        asg.Attempt,
 		IdempotencyKey: a.reg.WorkerID + "-" + strconv.FormatInt(asg.FencingToken, 10),
+		DefHash:        asg.DefHash,
 		ExitCode:       ex.exitCode,
 		Signal:         ex.signal,
 		FailureClass:   ex.class,
@@ -685,7 +731,6 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		StartedAt:      ex.started,
 		EndedAt:        ex.ended,
 	}
-	req.DefHash = asg.DefHash
 	files := map[string]string{} // hash → file, for uploads the coordinator asks for
 	if ex.ran {
 		for _, lf := range []struct{ name, path string }{{"stdout", paths.stdout}, {"stderr", paths.stderr}} {
@@ -714,24 +759,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		req.Recommendations, req.RecommendationsError = readRecommendations(paths.scratch)
 	}
 	fitArtifacts(&req, files, a.reg.MaxArtifactSize)
-	if reserved {
-		req.Next = 1
-	}
-	keeps := len(asg.Inputs) > 0 || len(asg.Definition.Outputs) > 0
-	resp, accepted := a.settle(callCtx, log, asg.FencingToken, req, files)
-	if reserved {
-		a.startNext(callCtx, resp.Assignments)
-		reserved = false
-	}
-	if accepted && req.FailureClass == "" && ex.ran && keeps {
-		// Succeeded and delivered: its inputs and outputs are copies of
-		// what the coordinator keeps. A failed attempt's scratch folder
-		// stays, to look into, and so does that of a task without inputs
-		// or outputs (whatever it left there is nowhere else).
-		if err := os.RemoveAll(paths.scratch); err != nil {
-			log.Warn("removing the attempt's scratch folder", "err", err)
-		}
-	}
+	return req, files
 }
 
 // settle spools a result with its artifacts, posts it, and then removes the

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -83,7 +84,7 @@ func (at *attempt) stopped() (bool, string) {
 type attemptPaths struct {
 	logDir, stdout, stderr, scratch string
 	address                         string // <logs>/<task>/address: the task address, as text
-	groups                          string // GroupsDir of the work folder
+	groups                          string // procgroup.Dir of the work folder
 }
 
 // pathsFor returns the log and scratch locations of an assignment:
@@ -100,7 +101,7 @@ func pathsFor(workDir string, asg protocol.Assignment) attemptPaths {
 		stderr:  filepath.Join(logDir, "stderr"),
 		address: filepath.Join(workDir, "logs", name, "address"),
 		scratch: filepath.Join(workDir, "scratch", name, n),
-		groups:  GroupsDir(workDir),
+		groups:  procgroup.Dir(workDir),
 	}
 }
 
@@ -129,12 +130,12 @@ func SanitizeTask(addr string) string {
 }
 
 // taskEnv builds an attempt's environment: base minus the variables that
-// hold credentials (IsSecretEnv), then the task's own variables (sorted, so the order is stable),
+// hold credentials (protocol.IsSecretEnv), then the task's own variables (sorted, so the order is stable),
 // then the WDC_* variables, which win over anything before them.
 func taskEnv(base []string, asg protocol.Assignment, workerID, scratch string) []string {
 	env := make([]string, 0, len(base)+len(asg.Definition.Env)+5)
 	for _, kv := range base {
-		if IsSecretEnv(kv) {
+		if protocol.IsSecretEnv(kv) {
 			continue
 		}
 		env = append(env, kv)
@@ -220,6 +221,11 @@ type execution struct {
 // signalled on timeout or stop, and swept with SIGKILL when the command
 // ends, so nothing it started outlives the attempt (except processes that
 // made their own session or group).
+//
+// Its steps: refuse a spec that cannot run here (runnable), prepare the
+// attempt's folders and inputs (prepare), find the command and open its
+// logs, start it, watch its process group until it ends (watchGroup), and
+// classify how it ended (outcome).
 func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration, fetch fetchFunc) execution {
 	asg := at.asg
 	ex := execution{started: time.Now().UTC()}
@@ -231,66 +237,22 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		return ex
 	}
 
-	// Refusals: the spec cannot run here.
-	if msg := checkDefinition(asg); msg != "" {
-		return finish(ClassRefused, "refused: "+msg)
+	workDir, refusal := runnable(asg, paths.scratch)
+	if refusal != "" {
+		return finish(ClassRefused, "refused: "+refusal)
 	}
-	if len(asg.Definition.Command) == 0 || asg.Definition.Command[0] == "" {
-		return finish(ClassRefused, "refused: the task has no command")
-	}
-	workDir := asg.WorkDir
-	if workDir == "" {
-		workDir = paths.scratch // it runs in its attempt's own directory
-	} else if fi, err := os.Stat(workDir); err != nil {
-		return finish(ClassRefused, fmt.Sprintf("refused: working directory: %v", err))
-	} else if !fi.IsDir() {
-		return finish(ClassRefused, fmt.Sprintf("refused: working directory %s is not a directory", workDir))
-	}
-
-	// Local I/O problems are the worker's, not the task's: "lost" lets the
-	// coordinator retry the attempt elsewhere.
-	if err := os.MkdirAll(paths.logDir, 0o755); err != nil {
-		return finish(ClassLost, fmt.Sprintf("creating the log folder: %v", err))
-	}
-	if err := os.WriteFile(paths.address, []byte(asg.Task+"\n"), 0o644); err != nil {
-		return finish(ClassLost, fmt.Sprintf("writing the task address file: %v", err))
-	}
-	if err := os.RemoveAll(paths.scratch); err != nil {
-		return finish(ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err))
-	}
-	if err := os.MkdirAll(paths.scratch, 0o755); err != nil {
-		return finish(ClassLost, fmt.Sprintf("creating the scratch folder: %v", err))
-	}
-	for _, m := range asg.Definition.Mounts {
-		found := false
-		for _, in := range asg.Inputs {
-			if strings.HasPrefix(in.Path, m.Name+"/") {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return finish(ClassRefused, fmt.Sprintf("refused: input block %q: %s has no accepted output matching %q", m.Name, m.From, m.Output))
-		}
-	}
-	if len(asg.Inputs) > 0 {
-		if class, msg := fetch(paths.scratch, asg.Inputs); class != "" {
-			return finish(class, msg)
-		}
+	if class, msg := prepare(asg, paths, fetch); class != "" {
+		return finish(class, msg)
 	}
 	path, err := lookPath(asg.Definition.Command[0], workDir, lookupEnv(env, "PATH"))
 	if err != nil {
 		return finish(ClassRefused, fmt.Sprintf("refused: command: %v", err))
 	}
-	stdout, err := os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	stdout, stderr, err := openLogs(paths)
 	if err != nil {
-		return finish(ClassLost, fmt.Sprintf("creating the stdout log: %v", err))
+		return finish(ClassLost, err.Error())
 	}
 	defer stdout.Close()
-	stderr, err := os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return finish(ClassLost, fmt.Sprintf("creating the stderr log: %v", err))
-	}
 	defer stderr.Close()
 
 	if stopped, why := at.stopped(); stopped {
@@ -316,170 +278,147 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		return finish(ClassLost, fmt.Sprintf("starting the command: %v", err))
 	}
 	ex.ran = true
+	ex.timedOut = watchGroup(at, cmd, paths.groups, killGrace)
+	ex.ended = time.Now().UTC()
+	ex.exitCode, ex.signal = exitOf(cmd.ProcessState)
+	return finish(outcome(at, ex))
+}
+
+// runnable checks that an assignment can run on this worker, and returns
+// the directory its command runs in (the task's dir, else its scratch
+// folder), or why it cannot run: the definition does not match its hash,
+// there is no command, or the directory is not one.
+func runnable(asg protocol.Assignment, scratch string) (workDir, refusal string) {
+	if msg := checkDefinition(asg); msg != "" {
+		return "", msg
+	}
+	if len(asg.Definition.Command) == 0 || asg.Definition.Command[0] == "" {
+		return "", "the task has no command"
+	}
+	workDir = asg.WorkDir
+	if workDir == "" {
+		return scratch, "" // it runs in its attempt's own directory
+	}
+	if fi, err := os.Stat(workDir); err != nil {
+		return "", fmt.Sprintf("working directory: %v", err)
+	} else if !fi.IsDir() {
+		return "", fmt.Sprintf("working directory %s is not a directory", workDir)
+	}
+	return workDir, ""
+}
+
+// prepare makes an attempt's log folder, its task address file and a fresh
+// scratch folder, checks that every input block has a file, and fetches the
+// inputs into the scratch folder. It returns the failure class and error
+// of what went wrong, or "" and "". Local I/O problems are the worker's,
+// not the task's: "lost" lets the coordinator retry the attempt elsewhere.
+func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (class, msg string) {
+	if err := os.MkdirAll(paths.logDir, 0o755); err != nil {
+		return ClassLost, fmt.Sprintf("creating the log folder: %v", err)
+	}
+	if err := os.WriteFile(paths.address, []byte(asg.Task+"\n"), 0o644); err != nil {
+		return ClassLost, fmt.Sprintf("writing the task address file: %v", err)
+	}
+	if err := os.RemoveAll(paths.scratch); err != nil {
+		return ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err)
+	}
+	if err := os.MkdirAll(paths.scratch, 0o755); err != nil {
+		return ClassLost, fmt.Sprintf("creating the scratch folder: %v", err)
+	}
+	for _, m := range asg.Definition.Mounts {
+		if !slices.ContainsFunc(asg.Inputs, func(in protocol.InputFile) bool { return strings.HasPrefix(in.Path, m.Name+"/") }) {
+			return ClassRefused, fmt.Sprintf("refused: input block %q: %s has no accepted output matching %q", m.Name, m.From, m.Output)
+		}
+	}
+	if len(asg.Inputs) > 0 {
+		return fetch(paths.scratch, asg.Inputs)
+	}
+	return "", ""
+}
+
+// openLogs creates (or truncates) an attempt's stdout and stderr logs.
+func openLogs(paths attemptPaths) (stdout, stderr *os.File, err error) {
+	stdout, err = os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the stdout log: %v", err)
+	}
+	stderr, err = os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		stdout.Close()
+		return nil, nil, fmt.Errorf("creating the stderr log: %v", err)
+	}
+	return stdout, stderr, nil
+}
+
+// watchGroup waits for a started command to exit, with its process group
+// recorded in groups while it runs: if this agent dies (SIGKILL, OOM),
+// Pdeathsig (Linux) ends only the command itself, and whoever supervises
+// the agent kills the group with procgroup.KillOrphans. On the attempt's
+// timeout or stop it ends the group (procgroup.Terminate: SIGTERM, then
+// SIGKILL after killGrace); when the command has exited it sweeps what is
+// left of the group with SIGKILL (background children of a command that
+// exited, or children that ignored SIGTERM). It reports whether the
+// attempt timed out.
+func watchGroup(at *attempt, cmd *exec.Cmd, groups string, killGrace time.Duration) (timedOut bool) {
 	pgid := cmd.Process.Pid
-	// Record the group while it runs: if this agent dies (SIGKILL, OOM),
-	// Pdeathsig (Linux) ends only the command itself, and whoever
-	// supervises the agent kills the group with KillOrphanGroups.
-	unrecord := recordGroup(paths.groups, pgid)
+	unrecord := procgroup.Record(groups, pgid)
 	defer unrecord()
 	done := make(chan struct{})
 	go func() {
-		_ = cmd.Wait() // the exit status is read from cmd.ProcessState below
+		_ = cmd.Wait() // the exit status is read from cmd.ProcessState
 		close(done)
 	}()
 
 	var timeout <-chan time.Time
-	if asg.TimeoutMS > 0 {
-		t := time.NewTimer(time.Duration(asg.TimeoutMS) * time.Millisecond)
+	if at.asg.TimeoutMS > 0 {
+		t := time.NewTimer(time.Duration(at.asg.TimeoutMS) * time.Millisecond)
 		defer t.Stop()
 		timeout = t.C
 	}
 	select {
 	case <-done:
 	case <-timeout:
-		ex.timedOut = true
-		killGroup(pgid, done, killGrace)
+		timedOut = true
+		procgroup.Terminate(pgid, done, killGrace)
 	case <-at.stopCh:
-		killGroup(pgid, done, killGrace)
+		procgroup.Terminate(pgid, done, killGrace)
 	}
 	<-done
-	ex.ended = time.Now().UTC()
-	// Sweep what is left of the group (background children of a command
-	// that exited, or children that ignored SIGTERM).
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return timedOut
+}
 
-	st := cmd.ProcessState
+// exitOf reads how a process ended: its exit code, or the name of the
+// signal that killed it ("SIGKILL", or "signal 42" for one without a name).
+func exitOf(st *os.ProcessState) (exitCode *int, signal string) {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		ex.signal = unix.SignalName(ws.Signal())
-		if ex.signal == "" {
-			ex.signal = "signal " + strconv.Itoa(int(ws.Signal()))
+		signal = unix.SignalName(ws.Signal())
+		if signal == "" {
+			signal = "signal " + strconv.Itoa(int(ws.Signal()))
 		}
-	} else {
-		code := st.ExitCode()
-		ex.exitCode = &code
+		return nil, signal
 	}
+	code := st.ExitCode()
+	return &code, ""
+}
 
+// outcome classifies an attempt whose command ran: lost when the agent
+// stopped it, a failure when it timed out, was killed by a signal or exited
+// non-zero, a success ("", "") otherwise.
+func outcome(at *attempt, ex execution) (class, msg string) {
 	if stopped, why := at.stopped(); stopped {
-		return finish(ClassLost, why)
+		return ClassLost, why
 	}
 	if ex.timedOut {
-		return finish(ClassFailure, "timed out after "+(time.Duration(asg.TimeoutMS)*time.Millisecond).String())
+		return ClassFailure, "timed out after " + (time.Duration(at.asg.TimeoutMS) * time.Millisecond).String()
 	}
 	switch {
 	case ex.signal != "":
-		return finish(ClassFailure, "killed by "+ex.signal) // "killed by SIGKILL", or "killed by signal 42"
+		return ClassFailure, "killed by " + ex.signal // "killed by SIGKILL", or "killed by signal 42"
 	case *ex.exitCode != 0:
-		return finish(ClassFailure, "exit status "+strconv.Itoa(*ex.exitCode))
+		return ClassFailure, "exit status " + strconv.Itoa(*ex.exitCode)
 	}
-	return finish("", "")
-}
-
-// killGroup sends SIGTERM to the process group pgid, waits up to grace for
-// its leader to exit (done closes), then sends SIGKILL to the group.
-func killGroup(pgid int, done <-chan struct{}, grace time.Duration) {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// GroupsDir is the folder of the work folder where running attempts'
-// process groups are recorded, one empty file "<agent pid>.<pgid>" each,
-// removed when the attempt ends. A supervisor that sees an agent die kills
-// the groups left there (KillOrphanGroups).
-func GroupsDir(workDir string) string { return filepath.Join(workDir, "groups") }
-
-// recordGroup records pgid as a running attempt of this agent, and returns
-// the function that removes the record. Failing to record is not fatal: it
-// only loses the clean-up after a crash.
-func recordGroup(dir string, pgid int) func() {
-	if dir == "" {
-		return func() {}
-	}
-	name := filepath.Join(dir, fmt.Sprintf("%d.%d", os.Getpid(), pgid))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return func() {}
-	}
-	f, err := os.Create(name)
-	if err != nil {
-		return func() {}
-	}
-	f.Close()
-	return func() { os.Remove(name) }
-}
-
-// OrphanGroup is the record, in GroupsDir, of an attempt's process group
-// whose agent is gone.
-type OrphanGroup struct {
-	AgentPID int // the agent that recorded it
-	PGID     int // the attempt's process group
-	// Running reports whether the group still had a member when it was
-	// listed (kill(-PGID, 0) succeeded).
-	Running bool
-	record  string // the record's path
-}
-
-// OrphanGroups lists the attempt process groups recorded in
-// GroupsDir(workDir) whose agent is gone: those of agentPID when it is > 0,
-// otherwise those of every recorded agent that is no longer running. It
-// changes nothing; KillOrphanGroups kills what it lists.
-func OrphanGroups(workDir string, agentPID int) []OrphanGroup {
-	dir := GroupsDir(workDir)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var out []OrphanGroup
-	for _, e := range entries {
-		var owner, pgid int
-		if _, err := fmt.Sscanf(e.Name(), "%d.%d", &owner, &pgid); err != nil || pgid <= 1 {
-			continue
-		}
-		if agentPID > 0 && owner != agentPID {
-			continue
-		}
-		if agentPID <= 0 && processAlive(owner) {
-			continue
-		}
-		err := syscall.Kill(-pgid, 0)
-		out = append(out, OrphanGroup{AgentPID: owner, PGID: pgid, Running: err == nil || errors.Is(err, syscall.EPERM),
-			record: filepath.Join(dir, e.Name())})
-	}
-	return out
-}
-
-// KillOrphanGroups kills (SIGKILL) the process groups of attempts recorded
-// in GroupsDir(workDir) whose agent is gone (OrphanGroups(workDir,
-// agentPID)): a record of a live agent is left alone unless agentPID names
-// it. It removes their records and returns how many groups it signalled.
-func KillOrphanGroups(workDir string, agentPID int) int {
-	killed := 0
-	for _, g := range OrphanGroups(workDir, agentPID) {
-		if err := syscall.Kill(-g.PGID, syscall.SIGKILL); err == nil {
-			killed++
-		}
-		os.Remove(g.record)
-	}
-	return killed
-}
-
-// processAlive reports whether pid exists (kill(pid, 0) succeeds or is
-// refused for permission).
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// IsSecretEnv reports whether the environment entry kv ("NAME=value")
-// holds a credential that must never reach a task or be passed on to a
-// worker: protocol.SecretEnvs, and WDC_WORKER_TOKEN of earlier versions.
-func IsSecretEnv(kv string) bool {
-	name, _, _ := strings.Cut(kv, "=")
-	return name == "WDC_WORKER_TOKEN" || slices.Contains(protocol.SecretEnvs, name)
+	return "", ""
 }
 
 // stopSignalWait is how long an agent whose command was killed by a stop

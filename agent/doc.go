@@ -1,8 +1,20 @@
 // Package agent is the worker runtime behind `wdc agent --server URL --pool
-// NAME`: one process that registers with a coordinator, heartbeats, claims
+// NAME` and `wdc-agent agent …` (the same command, cmd/internal/agentcli):
+// one process that registers with a coordinator, heartbeats, claims
 // assignments and runs them as child processes. It speaks only worker
 // protocol v1 through protocol.Client (docs/protocol.md) and never opens the
 // state; the coordinator (package engine) decides everything about leases.
+//
+// It owns: the agent's loops, each attempt's files and environment, running
+// and stopping its command, the failure class of how it ended, the result
+// and its delivery (the spool), inputs and outputs. It does not own the
+// command line (flags, credentials from a join file or the environment,
+// signals: cmd/internal/agentcli), the wire types and the client (package
+// protocol, which also names the credential variables kept from a task:
+// protocol.IsSecretEnv), nor the records of its attempts' process groups
+// and the signals that end a group (package agent/procgroup, which the
+// local provider uses too). It imports nothing of the configuration
+// language, the state, the engine or the providers, so wdc-agent stays small.
 //
 // A running agent has three kinds of goroutines:
 //
@@ -18,10 +30,14 @@
 // <work>/logs/<task>/<attempt>/{stdout,stderr} (task.x[2] is task.x.2 there,
 // with the address in logs/<task>/address), a fresh scratch folder
 // <work>/scratch/<task>/<attempt>/, and the agent's environment minus the
-// variables that hold credentials (IsSecretEnv) plus the task's env and WDC_TASK, WDC_ATTEMPT, WDC_WORKER_ID,
-// WDC_FENCING_TOKEN and WDC_ATTEMPT_DIR. On timeout, cancellation or drain
-// timeout the whole group gets SIGTERM, then SIGKILL after a grace period;
-// when the command ends, whatever is left of its group gets SIGKILL.
+// variables that hold credentials (protocol.IsSecretEnv) plus the task's env and WDC_TASK, WDC_ATTEMPT, WDC_WORKER_ID,
+// WDC_FENCING_TOKEN and WDC_ATTEMPT_DIR. While it runs its group is recorded
+// in <work>/groups/ (procgroup.Record), so that whoever sees the agent die
+// kills what it left (procgroup.KillOrphans; an agent starting in the same
+// work folder does so too). On timeout, cancellation or drain
+// timeout the whole group gets SIGTERM, then SIGKILL after a grace period
+// (procgroup.Terminate); when the command ends, whatever is left of its
+// group gets SIGKILL.
 //
 // How an attempt ended maps to a failure class: exit 0 is success; a
 // non-zero exit, a signal the command caused, or a timeout ("timed out after

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wdc-dev/wdc/agent/procgroup"
 )
 
 // startGroup starts `sleep 60` as the leader of its own process group.
@@ -33,52 +35,6 @@ func waitExit(t *testing.T, cmd *exec.Cmd) bool {
 	}
 }
 
-func TestKillOrphanGroups(t *testing.T) {
-	// A pid that cannot exist: pid_max is at most 2^22, and pids are below it.
-	const deadAgent = 1 << 22
-	tests := []struct {
-		name     string
-		owner    int // agent pid written in the record
-		agentPID int // argument to KillOrphanGroups
-		killed   bool
-	}{
-		{"dead agent, sweep of the dead", deadAgent, 0, true},
-		{"live agent is left alone by the sweep", os.Getpid(), 0, false},
-		{"live agent named explicitly", os.Getpid(), os.Getpid(), true},
-		{"another agent named", deadAgent, deadAgent + 1, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			work := t.TempDir()
-			cmd := startGroup(t)
-			dir := GroupsDir(work)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			rec := filepath.Join(dir, fmt.Sprintf("%d.%d", tt.owner, cmd.Process.Pid))
-			if err := os.WriteFile(rec, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			n := KillOrphanGroups(work, tt.agentPID)
-			if tt.killed {
-				if n != 1 || !waitExit(t, cmd) {
-					t.Fatalf("killed %d groups; the group must be gone", n)
-				}
-				if _, err := os.Stat(rec); !os.IsNotExist(err) {
-					t.Fatalf("record %s not removed", rec)
-				}
-				return
-			}
-			if n != 0 {
-				t.Fatalf("killed %d groups, want none", n)
-			}
-			if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
-				t.Fatalf("group leader gone: %v", err)
-			}
-		})
-	}
-}
-
 // TestAgentStartKillsOrphansOfItsWorkFolder: an agent that starts in a work
 // folder where a killed agent left an attempt's process group running kills
 // it before it registers (a worker that joined by hand has no provider to
@@ -90,10 +46,10 @@ func TestAgentStartKillsOrphansOfItsWorkFolder(t *testing.T) {
 	s := startFake(t, f)
 	cmd := startGroup(t)
 	work := t.TempDir()
-	if err := os.MkdirAll(GroupsDir(work), 0o755); err != nil {
+	if err := os.MkdirAll(procgroup.Dir(work), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(GroupsDir(work), fmt.Sprintf("%d.%d", deadAgent, cmd.Process.Pid)), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(procgroup.Dir(work), fmt.Sprintf("%d.%d", deadAgent, cmd.Process.Pid)), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	a := startAgent(t, s.URL(), func(o *Options) { o.WorkDir = work })
@@ -102,52 +58,5 @@ func TestAgentStartKillsOrphansOfItsWorkFolder(t *testing.T) {
 	}
 	if !waitExit(t, cmd) {
 		t.Fatal("the orphaned attempt group still runs after an agent started in its work folder")
-	}
-}
-
-// TestOrphanGroupsListsWithoutKilling: OrphanGroups names the groups of
-// dead agents, says whether each still runs, and kills and removes nothing.
-func TestOrphanGroupsListsWithoutKilling(t *testing.T) {
-	const deadAgent = 1 << 22
-	work := t.TempDir()
-	dir := GroupsDir(work)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	running := startGroup(t)
-	gone := startGroup(t)
-	_ = syscall.Kill(-gone.Process.Pid, syscall.SIGKILL)
-	if !waitExit(t, gone) {
-		t.Fatal("the group to end did not end")
-	}
-	live := startGroup(t)
-	records := []string{
-		fmt.Sprintf("%d.%d", deadAgent, running.Process.Pid),
-		fmt.Sprintf("%d.%d", deadAgent, gone.Process.Pid),
-		fmt.Sprintf("%d.%d", os.Getpid(), live.Process.Pid), // a live agent's
-		"not-a-record",
-	}
-	for _, r := range records {
-		if err := os.WriteFile(filepath.Join(dir, r), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := map[int]bool{}
-	for _, g := range OrphanGroups(work, 0) {
-		if g.AgentPID != deadAgent {
-			t.Errorf("listed %+v, whose agent is alive", g)
-		}
-		got[g.PGID] = g.Running
-	}
-	if len(got) != 2 || !got[running.Process.Pid] || got[gone.Process.Pid] {
-		t.Errorf("OrphanGroups = %v, want %d running and %d not", got, running.Process.Pid, gone.Process.Pid)
-	}
-	for _, r := range records {
-		if _, err := os.Stat(filepath.Join(dir, r)); err != nil {
-			t.Errorf("record %s removed by a listing: %v", r, err)
-		}
-	}
-	if err := syscall.Kill(running.Process.Pid, 0); err != nil {
-		t.Errorf("a listing killed a group: %v", err)
 	}
 }

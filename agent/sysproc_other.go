@@ -7,7 +7,7 @@ import "syscall"
 // attemptSysProcAttr puts an attempt's command in its own process group.
 // There is no parent-death signal outside Linux: if the agent itself dies
 // (SIGKILL), its command keeps running until apply, which records every
-// attempt's process group (GroupsDir), kills the group when it sees the
+// attempt's process group (procgroup.Dir), kills the group when it sees the
 // worker exit, or the next apply does when it takes over (docs/protocol.md,
 // "What a task gets").
 func attemptSysProcAttr() *syscall.SysProcAttr {

@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -58,6 +60,21 @@ const (
 // agent never passes them on to a task, and providers never pass the
 // caller's values on to a worker.
 var SecretEnvs = []string{LaunchCredentialEnv, SessionTokenEnv}
+
+// legacyWorkerTokenEnv carried a worker's token in earlier versions: it
+// may still be set where an older wdc ran, and is a credential.
+const legacyWorkerTokenEnv = "WDC_WORKER_TOKEN"
+
+// IsSecretEnv reports whether the environment entry kv ("NAME=value", or a
+// bare NAME) holds a credential that must never reach a task or be passed
+// on to a worker: SecretEnvs, and WDC_WORKER_TOKEN of earlier versions. It
+// lives here, beside the names it checks, so that the agent (which strips
+// them from an attempt's environment) and the providers (which strip them
+// from a worker's) share one list without importing each other.
+func IsSecretEnv(kv string) bool {
+	name, _, _ := strings.Cut(kv, "=")
+	return name == legacyWorkerTokenEnv || slices.Contains(SecretEnvs, name)
+}
 
 // RegisterRequest is the body of POST /v1/workers, sent with a launch or
 // join credential. Host and PID are informational: the coordinator records

@@ -13,6 +13,15 @@ import (
 // platforms are the release targets, GOOS/GOARCH.
 var platforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
 
+// programs are the binaries of a release, each built from ./cmd/<name> for
+// every platform: wdc, and wdc-agent, the worker alone (what pods and Ray
+// jobs run).
+var programs = []string{"wdc", "wdc-agent"}
+
+// maxAgentSize is the most a released wdc-agent binary may weigh: it is
+// downloaded by every pod and Ray job that runs a worker (10 MB).
+const maxAgentSize = 10_000_000
+
 // release is one release being made: the commit and the version stamped in.
 type release struct {
 	root    string // the repository's top folder
@@ -45,8 +54,10 @@ func newRelease(version string) (*release, error) {
 // base is the prefix of every file name of the release.
 func (r *release) base() string { return "wdc-" + r.version }
 
-func (r *release) binaryName(platform string) string {
-	return r.base() + "-" + strings.ReplaceAll(platform, "/", "-")
+// binaryName is the file name of program's binary for platform:
+// wdc-VERSION-linux-amd64, wdc-agent-VERSION-linux-amd64.
+func (r *release) binaryName(program, platform string) string {
+	return program + "-" + r.version + "-" + strings.ReplaceAll(platform, "/", "-")
 }
 
 func (r *release) archiveName() string { return r.base() + "-src.tar.gz" }
@@ -87,19 +98,22 @@ func (r *release) build(dist string) error {
 	}
 	tree := filepath.Join(src, r.base())
 	for _, p := range platforms {
-		if err := r.timed("build "+p, func() error {
-			return r.goBuild(tree, p, filepath.Join(dist, r.binaryName(p)), nil)
-		}); err != nil {
-			return err
+		for _, prog := range programs {
+			if err := r.timed("build "+prog+" "+p, func() error {
+				return r.goBuild(tree, prog, p, filepath.Join(dist, r.binaryName(prog, p)), nil)
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	return writeManifest(dist, r.version, r.commit, goVersion())
 }
 
-// goBuild builds ./cmd/wdc of the source tree for platform into out, as a
-// release binary: static, stripped, trimmed of paths, with the version and
-// commit stamped in. env is added to the environment (e.g. a GOCACHE).
-func (r *release) goBuild(tree, platform, out string, env []string) error {
+// goBuild builds ./cmd/<program> of the source tree for platform into
+// out, as a release binary: static, stripped, trimmed of paths, with the
+// version and commit stamped in (main.Version, main.Commit). env is added
+// to the environment (e.g. a GOCACHE).
+func (r *release) goBuild(tree, program, platform, out string, env []string) error {
 	goos, goarch, _ := strings.Cut(platform, "/")
 	abs, err := filepath.Abs(out)
 	if err != nil {
@@ -107,7 +121,7 @@ func (r *release) goBuild(tree, platform, out string, env []string) error {
 	}
 	ldflags := fmt.Sprintf("-s -w -X main.Version=%s -X main.Commit=%s", r.version, r.commit)
 	env = append([]string{"CGO_ENABLED=0", "GOOS=" + goos, "GOARCH=" + goarch, "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local"}, env...)
-	_, err = output(tree, env, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", abs, "./cmd/wdc")
+	_, err = output(tree, env, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", abs, "./cmd/"+program)
 	return err
 }
 

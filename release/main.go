@@ -4,18 +4,21 @@
 //	go run ./release check [-dist DIR]
 //
 // build releases the commit at HEAD. It writes into DIR (default dist): the
-// binaries for linux and darwin on amd64 and arm64, a source archive made
-// with git archive from the commit, a git bundle of its history, manifest.json and SHA256SUMS. The binaries are built from
-// the source archive, not from the work tree, so a release is exactly its
-// commit; -trimpath, CGO_ENABLED=0 and -buildvcs=false make the build
-// independent of where it runs.
+// binaries of wdc and of wdc-agent (the worker alone) for linux and darwin
+// on amd64 and arm64, a source archive made with git archive from the
+// commit, a git bundle of its history, manifest.json and SHA256SUMS. The
+// binaries are built from the source archive, not from the work tree, so a
+// release is exactly its commit; -trimpath, CGO_ENABLED=0 and
+// -buildvcs=false make the build independent of where it runs.
 //
 // check makes a release into a temporary folder (or checks DIR when -dist is
-// given), verifies SHA256SUMS and manifest.json, builds linux/amd64 twice
-// more in two clean folders, each with its own empty GOCACHE, and compares
-// the three binaries byte for byte; then it extracts the source archive into
+// given), verifies SHA256SUMS and manifest.json and that wdc-agent is at
+// most 10 MB, builds wdc and wdc-agent for linux/amd64 twice more in two
+// clean folders, each with its own empty GOCACHE, and compares the three
+// builds of each byte for byte; then it extracts the source archive into
 // an empty folder (no .git) and there runs exactly `go build ./cmd/wdc`,
-// `go vet ./...` and the quickstart with the binary it built.
+// `go build ./cmd/wdc-agent`, `go vet ./...` and the quickstart with the
+// wdc it built.
 //
 // docs/release.md describes the release and why it is plain go build.
 package main

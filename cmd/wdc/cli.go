@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
 	"github.com/wdc-dev/wdc/state"
 	"github.com/willabides/kongplete"
 	"golang.org/x/term"
@@ -83,11 +84,6 @@ type env struct {
 	stderr  io.Writer
 	environ []string
 	now     func() time.Time
-	// then, when a command's Run sets it, is the rest of the command: run
-	// calls it once the command line's parser is no longer referenced, so
-	// a command that runs for hours (the agent) does not keep the parser's
-	// model of every command alive in its heap.
-	then func() error
 }
 
 // getenv looks name up in the command's environment.
@@ -182,11 +178,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 		return 1
 	}
 	e := &env{flags: &cli, stdin: stdin, stdout: stdout, stderr: stderr, environ: environ, now: time.Now}
-	err = kctx.Run(e)
-	if err == nil && e.then != nil {
+	// The commands wdc shares with wdc-agent (agent, version) run with
+	// their own environment; the agent hands its work over as its Then.
+	ae := &agentcli.Env{Build: build(), Stdout: stdout, Stderr: stderr, Environ: environ}
+	err = kctx.Run(e, ae)
+	if err == nil && ae.Then != nil {
 		// parser and kctx are not used past this point, so the collector
-		// may free them while then runs.
-		err = e.then()
+		// may free them while Then runs.
+		err = ae.Then()
 	}
 	if err != nil {
 		var ee errExit

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol/tlsca"
@@ -29,6 +30,11 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"wdc": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ())) },
+		// The worker alone, as cmd/wdc-agent's main runs it.
+		"wdc-agent": func() {
+			b := agentcli.Build{Name: "wdc-agent", Version: Version, Commit: Commit}
+			os.Exit(agentcli.Main(os.Args[1:], os.Stdout, os.Stderr, os.Environ(), b))
+		},
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wdc-dev/wdc/agent"
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -34,7 +35,7 @@ type WorkersRegisterCmd struct {
 // Run registers and prints the worker id and its session token, as
 // shell assignments (eval-able) or JSON.
 func (c *WorkersRegisterCmd) Run(e *env) error {
-	cred, pin, err := workerCredential(e, c.JoinFile, c.Pool, c.CASHA256)
+	cred, pin, err := agentcli.Credential(e.getenv, c.JoinFile, c.Pool, c.CASHA256)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wdc-dev/wdc/agent"
+	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers"
 )
@@ -195,7 +195,7 @@ func writeLogHeader(f *os.File, req providers.LaunchRequest) error {
 }
 
 // environ builds a worker's environment: the base minus credentials
-// (agent.IsSecretEnv) and wdc's own WDC_VAR_*, WDC_STATE, WDC_LISTEN and
+// (protocol.IsSecretEnv) and wdc's own WDC_VAR_*, WDC_STATE, WDC_LISTEN and
 // WDC_ADVERTISE, the request's Env (sorted), then the launch credential.
 func (p *Provider) environ(req providers.LaunchRequest) []string {
 	base := p.Environ
@@ -208,7 +208,7 @@ func (p *Provider) environ(req providers.LaunchRequest) []string {
 		// wdc's own inputs: WDC_VAR_* may hold sensitive variable values,
 		// and WDC_STATE, WDC_LISTEN, WDC_ADVERTISE concern apply, not the
 		// tasks.
-		if agent.IsSecretEnv(kv) || strings.HasPrefix(kv, "WDC_VAR_") ||
+		if protocol.IsSecretEnv(kv) || strings.HasPrefix(kv, "WDC_VAR_") ||
 			strings.HasPrefix(kv, "WDC_STATE=") || strings.HasPrefix(kv, "WDC_LISTEN=") || strings.HasPrefix(kv, "WDC_ADVERTISE=") {
 			continue
 		}
@@ -352,7 +352,7 @@ func (p *Provider) Cleanup(_ context.Context, req providers.CleanupRequest) erro
 	if err != nil {
 		return err
 	}
-	agent.KillOrphanGroups(req.WorkDir, pid)
+	procgroup.KillOrphans(req.WorkDir, pid)
 	return nil
 }
 
@@ -377,7 +377,7 @@ func (p *Provider) Reclaim(_ context.Context, req providers.ReclaimRequest) (pro
 		waitGone(l.PID, 2*time.Second)
 		resp.Stopped = append(resp.Stopped, l)
 	}
-	resp.Orphans = agent.KillOrphanGroups(req.WorkDir, 0)
+	resp.Orphans = procgroup.KillOrphans(req.WorkDir, 0)
 	return resp, nil
 }
 
@@ -395,7 +395,7 @@ func (p *Provider) FindLeftovers(_ context.Context, req providers.ReclaimRequest
 			Stop:   fmt.Sprintf("kill -KILL %d", l.PID),
 		})
 	}
-	for _, g := range agent.OrphanGroups(req.WorkDir, 0) {
+	for _, g := range procgroup.Orphans(req.WorkDir, 0) {
 		if !g.Running {
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wdc-dev/wdc/agent"
+	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/providers/providertest"
@@ -355,10 +355,10 @@ func TestFindLeftoversStopsNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-group.Process.Pid, syscall.SIGKILL); _ = group.Wait() })
 	const deadAgent = 1 << 22 // above pid_max: never a live pid
-	if err := os.MkdirAll(agent.GroupsDir(req.WorkDir), 0o755); err != nil {
+	if err := os.MkdirAll(procgroup.Dir(req.WorkDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	record := filepath.Join(agent.GroupsDir(req.WorkDir), strconv.Itoa(deadAgent)+"."+strconv.Itoa(group.Process.Pid))
+	record := filepath.Join(procgroup.Dir(req.WorkDir), strconv.Itoa(deadAgent)+"."+strconv.Itoa(group.Process.Pid))
 	if err := os.WriteFile(record, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
