@@ -109,9 +109,8 @@ type Pool struct {
 	DrainTimeout time.Duration     // default 60s
 	// LaunchTimeout is how long a launched worker has to register; for an
 	// external pool, how long apply waits for a worker to join. Its
-	// default is the provider's (ProviderSchema.LaunchTimeout: 60s for
-	// local, 5m for kubernetes and ray, 10m for external). Zero only when
-	// the provider is unknown.
+	// default is the provider's (ProviderSchema.LaunchTimeout). Zero only
+	// when the provider is unknown or unchecked (Inputs.Providers).
 	LaunchTimeout time.Duration
 	Heartbeat     Heartbeat
 	// Settings are the pool's provider block (kubernetes { }, ray { },
