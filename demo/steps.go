@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wdc-dev/wdc/engine"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -23,7 +22,7 @@ func (s *story) register(ctx context.Context, st *Step) error {
 	name := s.pool.Runtime.Name
 	for i, wname := range []string{"A", "B"} {
 		seq := i + 1
-		cred, err := s.coord.IssueLaunch(ctx, name, seq, s.pool.Provider, engine.DefaultLaunchTimeout(s.pool.Provider))
+		cred, err := s.coord.IssueLaunch(ctx, name, seq, s.pool.Provider, s.pool.LaunchTimeout)
 		if err != nil {
 			return fmt.Errorf("issuing the launch credential of worker %s: %w", wname, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/providers/local"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -192,7 +193,9 @@ func setUp(ctx context.Context, dir string, clk *clock, version string) (*story,
 	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(Config), 0o644); err != nil {
 		return nil, fmt.Errorf("demo: writing the configuration: %w", err)
 	}
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	// Its pool names the local provider (the demo plays the workers
+	// itself: nothing is launched).
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: map[string]wdchcl.ProviderSchema{local.Name: local.Schema}})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("demo: the demo's configuration does not load: %s", diags.Error())
 	}

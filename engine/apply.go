@@ -18,6 +18,7 @@ import (
 	"github.com/wdc-dev/wdc/artifact"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -46,8 +47,8 @@ const (
 )
 
 // ProviderExternal is the provider of a pool apply launches nothing for:
-// its workers join from anywhere with a join token.
-const ProviderExternal = "external"
+// its workers join from anywhere with a join token (providers.External).
+const ProviderExternal = providers.External
 
 // neverRegisteredLimit is how many launches in a row of one pool may fail
 // to register before apply fails the pool's remaining tasks.
@@ -62,17 +63,15 @@ type ApplyPool struct {
 	// LaunchTimeout is how long a launched worker has to register before
 	// its credential is revoked and it counts as never registered; for an
 	// external pool, how long apply waits for a worker to join while the
-	// pool has work and no live worker (default DefaultLaunchTimeout of
-	// the provider).
+	// pool has work and no live worker (default the provider's,
+	// providers.LaunchTimeout).
 	LaunchTimeout time.Duration
-	// Env is extra environment for the pool's workers (a local block's env).
-	Env map[string]string
 	// Workers is the number the plan launches (PoolChange.Workers).
 	Workers int
-	// Settings is the pool's provider block (for kubernetes:
-	// *hcl.KubernetesPool, for ray: *hcl.RayPool), handed to the provider with every launch; nil
-	// for a provider without one.
-	Settings any
+	// Settings are the pool's settings as its provider decoded them
+	// (hcl.Pool.Settings), handed back to the provider with every launch;
+	// nil for a pool without any.
+	Settings wdchcl.ProviderSettings
 }
 
 // ApplyOptions configure Apply.
@@ -150,19 +149,6 @@ func (o ApplyOptions) supervisorTick() time.Duration {
 // blobs (logs, outputs, inputs): the folder "artifacts" of it.
 func ArtifactFolder(workDir string) string { return filepath.Join(workDir, "artifacts") }
 
-// DefaultLaunchTimeout returns a provider's default launch_timeout: 60 s
-// for local, 10 min for external (waiting for a worker to join), 5 min for
-// the others (a pod or a Ray job takes a while to start).
-func DefaultLaunchTimeout(provider string) time.Duration {
-	switch provider {
-	case "local":
-		return time.Minute
-	case ProviderExternal:
-		return 10 * time.Minute
-	}
-	return 5 * time.Minute
-}
-
 // OperatorCredentialFile is the file, in the work folder, that holds the
 // operator credential of the running apply's coordinator (mode 0600):
 // commands that change the state while an apply runs present it.
@@ -213,17 +199,13 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 			Runtime: PoolRuntime{Name: pool.Name, Labels: pool.Labels, Capacity: pool.Capacity,
 				HeartbeatInterval: pool.Heartbeat.Interval, TTL: pool.Heartbeat.TTL},
 			Provider: pool.Provider, Min: pool.Min, Max: pool.Max, DrainTimeout: pool.DrainTimeout,
-			LaunchTimeout: pool.LaunchTimeout, Workers: workers[pool.Name],
+			LaunchTimeout: pool.LaunchTimeout, Workers: workers[pool.Name], Settings: pool.Settings,
 		}
 		if pool.Provider == ProviderExternal {
 			ap.Runtime.Joinable, ap.Runtime.Max = true, pool.Max
 		}
-		if pool.Local != nil {
-			ap.Env = pool.Local.Env
-		}
-		if b := pool.ClusterBlock(); b != nil {
+		if info, ok := providers.Describe(pool.Provider); ok && info.Capabilities.ClusterWrites {
 			// A pod or a Ray job may run on any node of the cluster.
-			ap.Settings = b
 			ap.Runtime.SharesNoDisk = true
 		}
 		if pool.SensitiveLabels || len(pool.SensitiveLabelKeys) > 0 {
@@ -295,7 +277,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	}
 	for i := range opts.Pools {
 		if opts.Pools[i].LaunchTimeout <= 0 {
-			opts.Pools[i].LaunchTimeout = DefaultLaunchTimeout(opts.Pools[i].Provider)
+			opts.Pools[i].LaunchTimeout = providers.LaunchTimeout(opts.Pools[i].Provider)
 		}
 	}
 	if opts.Serve.CADir == "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
 	_ "github.com/wdc-dev/wdc/providers/local"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -22,7 +23,7 @@ func applyFixture(t *testing.T, src string) (*state.Store, *wdchcl.Config, *Plan
 	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: providers.Schemas()})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -75,7 +75,7 @@ func newDoctorFixture(t *testing.T) *doctorFixture {
 	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(doctorConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: providers.Schemas()})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hclparse"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkPlanLarge(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+		cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: providers.Schemas()})
 		if diags.HasErrors() {
 			b.Fatal(diags)
 		}

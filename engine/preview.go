@@ -48,13 +48,8 @@ func LaunchRequestFor(p *wdchcl.Pool, lineage string, seq int) providers.LaunchR
 		Pool: p.Name, Lineage: cmp.Or(lineage, "new-state"), ApplyID: PreviewApplyID, Seq: seq,
 		ServerURL: PreviewServerURL, Credential: "(sensitive)", Executable: "wdc", WorkDir: PreviewWorkDir,
 		DrainTimeout: p.DrainTimeout, HeartbeatTTL: cmp.Or(p.Heartbeat.TTL, DefaultTTL),
-		LogPath: filepath.Join("(work folder)", "workers", "(apply start)", fmt.Sprintf("%s-%d.log", p.Name, seq)),
-	}
-	if p.Local != nil {
-		req.Env = p.Local.Env
-	}
-	if b := p.ClusterBlock(); b != nil {
-		req.Settings = b
+		LogPath:  filepath.Join("(work folder)", "workers", "(apply start)", fmt.Sprintf("%s-%d.log", p.Name, seq)),
+		Settings: p.Settings,
 	}
 	return req
 }
@@ -135,8 +130,8 @@ func PreviewLaunches(ctx context.Context, cfg *wdchcl.Config, plan *Plan, opts P
 // provider block, else the pool.
 func poolSubject(p *wdchcl.Pool) *hcl.Range {
 	r := p.DeclRange
-	if b := p.ClusterBlock(); b != nil {
-		r = b.BlockRange()
+	if p.Settings != nil {
+		r = p.Settings.BlockRange()
 	}
 	return &r
 }

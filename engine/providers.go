@@ -10,22 +10,12 @@ import (
 	"github.com/wdc-dev/wdc/providers"
 )
 
-// ExternalProviderInfo describes "external", the provider name of pools
-// whose workers join by themselves with a join token: it is no provider of
-// the registry (apply launches nothing for it, so there is nothing to
-// render, dry-run or write to a cluster), but pools name it like one.
-var ExternalProviderInfo = providers.Info{
-	Name:    ProviderExternal,
-	Source:  providers.SourceBuiltIn,
-	Summary: "workers that join from any machine with a join token; apply launches nothing",
-}
-
 // ProviderEntry is one provider of `wdc providers`: a registry entry, or
 // the external pseudo-provider, with what the configuration does with it.
 type ProviderEntry struct {
 	providers.Entry
-	// Pseudo is true for "external" (ExternalProviderInfo): pools name it,
-	// but it is not in the registry.
+	// Pseudo is true for "external" (providers.ExternalInfo): pools name
+	// it, but it is not in the registry.
 	Pseudo bool
 	// Pools names the pools of the configuration whose provider it is, in
 	// declaration order; empty without a configuration.
@@ -49,7 +39,7 @@ func ListProviders(entries []providers.Entry, cfg *wdchcl.Config) []ProviderEntr
 		hasExternal = hasExternal || e.Info.Name == ProviderExternal
 	}
 	if !hasExternal {
-		out = append(out, ProviderEntry{Entry: providers.Entry{Info: ExternalProviderInfo, Status: providers.StatusAvailable}, Pseudo: true})
+		out = append(out, ProviderEntry{Entry: providers.Entry{Info: providers.ExternalInfo, Status: providers.StatusAvailable}, Pseudo: true})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Info.Name < out[j].Info.Name })
 	if cfg == nil {
@@ -67,10 +57,10 @@ func ListProviders(entries []providers.Entry, cfg *wdchcl.Config) []ProviderEntr
 }
 
 // AllowsClusterWrites reports whether pool p lets apply write to its
-// cluster: allow_writes = true in its kubernetes or ray block.
+// cluster: its settings allow it (allow_writes = true in its kubernetes or
+// ray block).
 func AllowsClusterWrites(p *wdchcl.Pool) bool {
-	b := p.ClusterBlock()
-	return b != nil && b.WritesAllowed()
+	return p.Settings != nil && p.Settings.WritesAllowed()
 }
 
 // ClusterWriteDiags returns an error diagnostic, on the pool's provider
@@ -80,20 +70,19 @@ func AllowsClusterWrites(p *wdchcl.Pool) bool {
 // or reaches a cluster (docs/design.md §3 invariant 10).
 func ClusterWriteDiags(cfg *wdchcl.Config) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	writes := map[string]bool{}
+	writers := map[string]providers.Info{} // the providers that write to a cluster
 	for _, e := range providers.List() {
-		writes[e.Info.Name] = e.Status == providers.StatusAvailable && e.Info.Capabilities.ClusterWrites
+		if e.Status == providers.StatusAvailable && e.Info.Capabilities.ClusterWrites {
+			writers[e.Info.Name] = e.Info
+		}
 	}
 	for _, p := range cfg.Pools {
-		if !writes[p.Provider] || AllowsClusterWrites(p) {
+		info, writes := writers[p.Provider]
+		if !writes || AllowsClusterWrites(p) {
 			continue
 		}
-		what := "Jobs, Secrets and Leases in a Kubernetes cluster"
-		if p.Provider == "ray" {
-			what = "Ray jobs on a Ray cluster"
-		}
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cluster writes not allowed",
-			Detail:  fmt.Sprintf("Pool %q would create %s, and apply writes to a cluster only when the pool allows it: add allow_writes = true to its %s block (wdc plan shows what it would create).", p.Name, what, p.Provider),
+			Detail:  fmt.Sprintf("Pool %q would create %s, and apply writes to a cluster only when the pool allows it: add allow_writes = true to its %s block (wdc plan shows what it would create).", p.Name, info.Creates, p.Provider),
 			Subject: poolSubject(p)})
 	}
 	return diags

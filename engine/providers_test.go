@@ -8,7 +8,7 @@ import (
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	// The ray provider, registered for ClusterWriteDiags.
-	_ "github.com/wdc-dev/wdc/providers/ray"
+	"github.com/wdc-dev/wdc/providers/ray"
 )
 
 func TestListProviders(t *testing.T) {
@@ -45,20 +45,20 @@ func TestListProviders(t *testing.T) {
 	if list[0].Err == nil || list[0].Err.Rule != providers.RuleName {
 		t.Errorf("the contract error is lost: %+v", list[0])
 	}
-	if list[1].Info != ExternalProviderInfo {
-		t.Errorf("external = %+v, want ExternalProviderInfo", list[1].Info)
+	if list[1].Info != providers.ExternalInfo {
+		t.Errorf("external = %+v, want providers.ExternalInfo", list[1].Info)
 	}
 }
 
 // Ray pools: apply refuses them without allow_writes, naming Ray jobs and
-// pointing at the ray block; their block reaches the provider as Settings
-// (launches and reclaim), and their workers share no disk with apply.
+// pointing at the ray block; their settings reach the provider (launches
+// and reclaim), and their workers share no disk with apply.
 func TestRayPoolWiring(t *testing.T) {
 	t.Parallel()
-	closed := &wdchcl.RayPool{Address: "http://h:8265", WdcPath: "/wdc"}
+	closed := &ray.Settings{Address: "http://h:8265", WdcPath: "/wdc"}
 	closed.Range.Start.Line = 7
-	open := &wdchcl.RayPool{Address: "http://h:8265", WdcPath: "/wdc", AllowWrites: true}
-	cfg := &wdchcl.Config{Pools: []*wdchcl.Pool{{Name: "closed", Provider: "ray", Ray: closed}, {Name: "open", Provider: "ray", Ray: open}}}
+	open := &ray.Settings{Address: "http://h:8265", WdcPath: "/wdc", AllowWrites: true}
+	cfg := &wdchcl.Config{Pools: []*wdchcl.Pool{{Name: "closed", Provider: "ray", Settings: closed}, {Name: "open", Provider: "ray", Settings: open}}}
 	if !AllowsClusterWrites(cfg.Pools[1]) || AllowsClusterWrites(cfg.Pools[0]) {
 		t.Error("AllowsClusterWrites does not follow the ray block's allow_writes")
 	}
@@ -66,14 +66,14 @@ func TestRayPoolWiring(t *testing.T) {
 	if len(diags) != 1 || !strings.Contains(diags[0].Detail, `Pool "closed" would create Ray jobs`) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 7 {
 		t.Errorf("ClusterWriteDiags = %v", diags)
 	}
-	if s := ProviderSettings(cfg)["ray"]; len(s) != 2 || s[0] != any(closed) {
+	if s := ProviderSettings(cfg)["ray"]; len(s) != 2 || s[0] != wdchcl.ProviderSettings(closed) {
 		t.Errorf("ProviderSettings[ray] = %v", s)
 	}
 	pools, _ := ApplyInputs(cfg, &Plan{})
-	if pools[1].Settings != any(open) || !pools[1].Runtime.SharesNoDisk {
+	if pools[1].Settings != wdchcl.ProviderSettings(open) || !pools[1].Runtime.SharesNoDisk {
 		t.Errorf("ApplyInputs: %+v", pools[1])
 	}
-	if req := LaunchRequestFor(cfg.Pools[0], "", 1); req.Settings != any(closed) {
+	if req := LaunchRequestFor(cfg.Pools[0], "", 1); req.Settings != wdchcl.ProviderSettings(closed) {
 		t.Errorf("LaunchRequestFor: Settings %v", req.Settings)
 	}
 }

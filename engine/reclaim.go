@@ -31,7 +31,7 @@ type ReclaimResult struct {
 // provider (ProviderSettings): where a provider that labels what it
 // creates looks for it. Errors: state errors; a provider's failure is
 // returned after the others ran.
-func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID string, settings map[string][]any, now time.Time) (ReclaimResult, error) {
+func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID string, settings map[string][]wdchcl.ProviderSettings, now time.Time) (ReclaimResult, error) {
 	var res ReclaimResult
 	byProvider, order, lineage, dead, err := strays(ctx, store, applyID, settings)
 	if err != nil {
@@ -81,7 +81,7 @@ type Leftover struct {
 // what the dead applies labelled, where settings (ProviderSettings) say to
 // look. Errors: state errors; a provider's failure is returned after the
 // others ran.
-func FindLeftovers(ctx context.Context, store *state.Store, workDir, applyID string, settings map[string][]any) ([]Leftover, error) {
+func FindLeftovers(ctx context.Context, store *state.Store, workDir, applyID string, settings map[string][]wdchcl.ProviderSettings) ([]Leftover, error) {
 	byProvider, order, lineage, dead, err := strays(ctx, store, applyID, settings)
 	if err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func FindLeftovers(ctx context.Context, store *state.Store, workDir, applyID str
 // providers to ask (those of the launches, "local", and those with
 // settings), the state's lineage and the applies other than applyID that
 // did not end by releasing the lock.
-func strays(ctx context.Context, store *state.Store, applyID string, settings map[string][]any) (map[string][]providers.LaunchRecord, []string, string, []string, error) {
+func strays(ctx context.Context, store *state.Store, applyID string, settings map[string][]wdchcl.ProviderSettings) (map[string][]providers.LaunchRecord, []string, string, []string, error) {
 	byProvider, order, err := openLaunchesByProvider(ctx, store, applyID)
 	if err != nil {
 		return nil, nil, "", nil, err
@@ -149,18 +149,17 @@ func strays(ctx context.Context, store *state.Store, applyID string, settings ma
 	return byProvider, order, lineage, dead, nil
 }
 
-// ProviderSettings returns the provider blocks of cfg's pools by provider
-// name (for kubernetes: their *hcl.KubernetesPool; for ray:
-// *hcl.RayPool), as ReclaimStrays and
-// FindLeftovers take them; nil for a nil cfg.
-func ProviderSettings(cfg *wdchcl.Config) map[string][]any {
+// ProviderSettings returns the settings of cfg's pools (hcl.Pool.Settings)
+// by provider name, as ReclaimStrays and FindLeftovers take them; nil for
+// a nil cfg.
+func ProviderSettings(cfg *wdchcl.Config) map[string][]wdchcl.ProviderSettings {
 	if cfg == nil {
 		return nil
 	}
-	out := map[string][]any{}
+	out := map[string][]wdchcl.ProviderSettings{}
 	for _, p := range cfg.Pools {
-		if b := p.ClusterBlock(); b != nil {
-			out[p.Provider] = append(out[p.Provider], b)
+		if p.Settings != nil {
+			out[p.Provider] = append(out[p.Provider], p.Settings)
 		}
 	}
 	return out

@@ -98,12 +98,6 @@ type Heartbeat struct {
 	TTL      time.Duration // default 10s
 }
 
-// LocalPool is the optional local { } block of a pool whose provider is "local".
-type LocalPool struct {
-	// Env is extra environment given to every worker process of the pool.
-	Env map[string]string
-}
-
 // Pool is one pool "NAME" block.
 type Pool struct {
 	Name         string
@@ -113,19 +107,16 @@ type Pool struct {
 	Capacity     int               // attempts one worker runs at once; default 1
 	Labels       map[string]string // never nil
 	DrainTimeout time.Duration     // default 60s
-	// LaunchTimeout is how long a launched worker has to register (default
-	// 60s for local, 5m for kubernetes and ray); for an external pool, how
-	// long apply waits for a worker to join (default 10m). Zero only when
-	// the provider is unknown.
+	// LaunchTimeout is how long a launched worker has to register; for an
+	// external pool, how long apply waits for a worker to join. Its
+	// default is the provider's (ProviderSchema.LaunchTimeout). Zero only
+	// when the provider is unknown or unchecked (Inputs.Providers).
 	LaunchTimeout time.Duration
 	Heartbeat     Heartbeat
-	Local         *LocalPool // nil unless the block is present
-	// Kubernetes is the kubernetes { } block of a pool with provider =
-	// "kubernetes" (required for it; nil otherwise).
-	Kubernetes *KubernetesPool
-	// Ray is the ray { } block of a pool with provider = "ray" (required
-	// for it; nil otherwise).
-	Ray *RayPool
+	// Settings are the pool's provider block (kubernetes { }, ray { },
+	// local { }) as its provider decoded it (ProviderSchema.Decode); nil
+	// when the provider returned none (no block, or one with errors).
+	Settings ProviderSettings
 	// SensitiveLabels is true when labels as a whole are computed from a
 	// sensitive variable; SensitiveLabelKeys names single labels whose
 	// values are. Outputs show "(sensitive)" instead of those values.
@@ -226,37 +217,3 @@ func (t *Task) Address() string {
 	}
 	return fmt.Sprintf("task.%s[%d]", t.Name, t.Index)
 }
-
-// ClusterBlock is a pool's block that says where its workers run on a
-// shared cluster (kubernetes { }, ray { }): the provider gets it with
-// every launch, and apply writes to the cluster only when it allows it.
-type ClusterBlock interface {
-	// WritesAllowed reports the block's allow_writes.
-	WritesAllowed() bool
-	// BlockRange is the block's range, for diagnostics about the cluster.
-	BlockRange() hcl.Range
-}
-
-// ClusterBlock returns the pool's kubernetes or ray block, or nil for a
-// pool that has none (local, external).
-func (p *Pool) ClusterBlock() ClusterBlock {
-	switch {
-	case p.Kubernetes != nil:
-		return p.Kubernetes
-	case p.Ray != nil:
-		return p.Ray
-	}
-	return nil
-}
-
-// WritesAllowed reports allow_writes.
-func (k *KubernetesPool) WritesAllowed() bool { return k.AllowWrites }
-
-// BlockRange is the kubernetes block's range.
-func (k *KubernetesPool) BlockRange() hcl.Range { return k.Range }
-
-// WritesAllowed reports allow_writes.
-func (r *RayPool) WritesAllowed() bool { return r.AllowWrites }
-
-// BlockRange is the ray block's range.
-func (r *RayPool) BlockRange() hcl.Range { return r.Range }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -35,51 +34,6 @@ const (
 	// MaxCount is the largest count a task block may have.
 	MaxCount = 10000
 )
-
-// Providers lists every provider name the language knows, and whether
-// it is available in this build.
-var Providers = map[string]bool{
-	"local":      true,
-	"external":   true,
-	"ray":        true,
-	"kubernetes": true,
-}
-
-// ProviderExternal is the provider of pools whose workers join by
-// themselves, with a join token: apply launches nothing for them.
-const ProviderExternal = "external"
-
-// DefaultLaunchTimeouts are the default launch_timeout of each provider.
-var DefaultLaunchTimeouts = map[string]time.Duration{
-	"local":      time.Minute,
-	"external":   10 * time.Minute,
-	"ray":        5 * time.Minute,
-	"kubernetes": 5 * time.Minute,
-}
-
-// providerNames returns the names of the providers that are available
-// (available true) or only planned (false), sorted.
-func providerNames(available bool) []string {
-	var names []string
-	for n, ok := range Providers {
-		if ok == available {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
-// knownProviders says which providers a pool may name, and which are
-// planned but not built: "The available providers are: local (planned, not
-// built yet: kubernetes, ray)."
-func knownProviders() string {
-	s := "The available providers are: " + strings.Join(providerNames(true), ", ")
-	if planned := providerNames(false); len(planned) > 0 {
-		s += " (planned, not built yet: " + strings.Join(planned, ", ") + ")"
-	}
-	return s + "."
-}
 
 type wdcBody struct {
 	State     *hcl.Attribute `hcl:"state,optional"`
@@ -288,18 +242,6 @@ type heartbeatBody struct {
 	Body     hcl.Body       `hcl:",body"`
 }
 
-type localBody struct {
-	Env *hcl.Attribute `hcl:"env,optional"`
-}
-
-var providerSchema = func() *hcl.BodySchema {
-	s := &hcl.BodySchema{}
-	for _, n := range append(providerNames(true), providerNames(false)...) {
-		s.Blocks = append(s.Blocks, hcl.BlockHeaderSchema{Type: n})
-	}
-	return s
-}()
-
 func (l *loader) pools(blocks hcl.Blocks) {
 	seen := map[string]hcl.Range{}
 	for _, b := range blocks {
@@ -339,31 +281,36 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 		}
 		return
 	}
-	sc := scope{}
-	p.ProviderRange = body.Provider.Range
-	provider, set, diags := l.ev.str(body.Provider, sc)
+	schema, providerOK := l.poolProvider(p, body.Provider)
+	l.poolSize(p, b, &body)
+	var d hcl.Diagnostics
+	p.DrainTimeout, _, d = l.ev.duration(body.DrainTimeout, scope{}, DefaultDrainTimeout)
+	l.add(d...)
+	p.LaunchTimeout, _, d = l.ev.duration(body.LaunchTimeout, scope{}, schema.LaunchTimeout)
+	l.add(d...)
+	if body.Heartbeat != nil {
+		l.poolHeartbeat(p, body.Heartbeat)
+	}
+	l.poolProviderBlocks(p, b, body.Remain, schema, providerOK)
+}
+
+// poolProvider evaluates and checks a pool's provider name and returns its
+// provider's schema; ok is false when the name is not one a pool may
+// give (an error says why).
+func (l *loader) poolProvider(p *Pool, attr *hcl.Attribute) (schema ProviderSchema, ok bool) {
+	p.ProviderRange = attr.Range
+	provider, set, diags := l.ev.str(attr, scope{})
 	l.add(diags...)
 	p.Provider = provider
-	providerOK := false
-	if !diags.HasErrors() {
-		switch available, known := Providers[provider]; {
-		case !set:
-			l.add(attrErr(body.Provider, "Missing provider",
-				fmt.Sprintf("The provider of pool %q is required; it must not be null. %s", p.Name, knownProviders())))
-		case provider == "":
-			l.add(attrErr(body.Provider, "Missing provider",
-				fmt.Sprintf("The provider of pool %q must not be empty. %s", p.Name, knownProviders())))
-		case !known:
-			l.add(attrErr(body.Provider, "Unknown provider",
-				fmt.Sprintf("There is no provider named %q.%s %s", provider, didYouMean(provider, mapKeys(Providers)), knownProviders())))
-		case !available:
-			l.add(attrErr(body.Provider, fmt.Sprintf("Provider %q is not available", provider),
-				fmt.Sprintf("Pool %q names provider %q, but the %s provider is not available yet; use provider = \"local\" (workers on this machine) or \"external\" (workers that join from anywhere).", p.Name, provider, provider)))
-		default:
-			providerOK = true
-		}
+	if diags.HasErrors() {
+		return ProviderSchema{}, false
 	}
+	return l.checkProviderName(p, attr, provider, set)
+}
 
+// poolSize decodes a pool's min, max, capacity and labels.
+func (l *loader) poolSize(p *Pool, b *hcl.Block, body *poolBody) {
+	sc := scope{}
 	var d hcl.Diagnostics
 	var minOK, maxOK bool
 	p.Min, minOK, d = l.ev.integer(body.Min, sc, DefaultPoolMin, 0, math.MaxInt32)
@@ -392,51 +339,48 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 	if body.Labels != nil {
 		p.LabelsRange = body.Labels.Range
 	}
-	p.DrainTimeout, _, d = l.ev.duration(body.DrainTimeout, sc, DefaultDrainTimeout)
-	l.add(d...)
-	p.LaunchTimeout, _, d = l.ev.duration(body.LaunchTimeout, sc, DefaultLaunchTimeouts[p.Provider])
-	l.add(d...)
+}
 
-	if hb := body.Heartbeat; hb != nil {
-		var iok, tok bool
-		p.Heartbeat.Interval, iok, d = l.ev.duration(hb.Interval, sc, DefaultHeartbeatInterval)
-		l.add(d...)
-		p.Heartbeat.TTL, tok, d = l.ev.duration(hb.TTL, sc, DefaultHeartbeatTTL)
-		l.add(d...)
-		if iok && tok && p.Heartbeat.Interval >= p.Heartbeat.TTL {
-			rng := hb.Body.MissingItemRange()
-			if hb.Interval != nil {
-				rng = hb.Interval.Expr.Range()
-			} else if hb.TTL != nil {
-				rng = hb.TTL.Expr.Range()
-			}
-			l.add(&hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Heartbeat interval is not shorter than its ttl",
-				Detail: fmt.Sprintf("Pool %q has heartbeat interval %s and ttl %s; the interval must be shorter than the ttl, or live workers would look dead.",
-					p.Name, p.Heartbeat.Interval, p.Heartbeat.TTL),
-				Subject: rng.Ptr(),
-			})
-		}
-	}
-
-	sawKubernetes, sawRay := false, false
-	defer func() {
-		if providerOK && p.Provider == "kubernetes" && !sawKubernetes {
-			l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing kubernetes block",
-				Detail:  fmt.Sprintf("Pool %q uses provider \"kubernetes\", so it needs a kubernetes { } block with at least image = \"…\" (an image holding the wdc binary).", p.Name),
-				Subject: b.Body.MissingItemRange().Ptr()})
-		}
-		if providerOK && p.Provider == "ray" && !sawRay {
-			l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing ray block",
-				Detail:  fmt.Sprintf("Pool %q uses provider \"ray\", so it needs a ray { } block with at least address = \"http://…:8265\" (the Ray dashboard) and wdc_path = \"…\" (the wdc binary on the Ray nodes).", p.Name),
-				Subject: b.Body.MissingItemRange().Ptr()})
-		}
-	}()
-	if body.Remain == nil {
+// poolHeartbeat decodes a pool's heartbeat block.
+func (l *loader) poolHeartbeat(p *Pool, hb *heartbeatBody) {
+	var d hcl.Diagnostics
+	var iok, tok bool
+	p.Heartbeat.Interval, iok, d = l.ev.duration(hb.Interval, scope{}, DefaultHeartbeatInterval)
+	l.add(d...)
+	p.Heartbeat.TTL, tok, d = l.ev.duration(hb.TTL, scope{}, DefaultHeartbeatTTL)
+	l.add(d...)
+	if !iok || !tok || p.Heartbeat.Interval < p.Heartbeat.TTL {
 		return
 	}
-	content, diags := body.Remain.Content(providerSchema)
+	rng := hb.Body.MissingItemRange()
+	if hb.Interval != nil {
+		rng = hb.Interval.Expr.Range()
+	} else if hb.TTL != nil {
+		rng = hb.TTL.Expr.Range()
+	}
+	l.add(&hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Heartbeat interval is not shorter than its ttl",
+		Detail: fmt.Sprintf("Pool %q has heartbeat interval %s and ttl %s; the interval must be shorter than the ttl, or live workers would look dead.",
+			p.Name, p.Heartbeat.Interval, p.Heartbeat.TTL),
+		Subject: rng.Ptr(),
+	})
+}
+
+// poolProviderBlocks checks the provider blocks of a pool (at most one,
+// named like its provider) and hands the pool's block, or its absence, to
+// the provider when the provider is one a pool may name (providerOK).
+func (l *loader) poolProviderBlocks(p *Pool, b *hcl.Block, remain hcl.Body, schema ProviderSchema, providerOK bool) {
+	decoded := false
+	defer func() {
+		if providerOK && !decoded {
+			l.decodeProviderBlock(p, schema, nil, b.Body.MissingItemRange())
+		}
+	}()
+	if remain == nil {
+		return
+	}
+	content, diags := remain.Content(l.providerBlockSchema())
 	l.add(diags...)
 	if content == nil {
 		return
@@ -456,7 +400,7 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 		if p.Provider != pb.Type {
 			// After an unknown, empty or null provider the mismatch
 			// would only repeat that error.
-			if _, known := Providers[p.Provider]; providerOK || known {
+			if providerOK {
 				l.add(&hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Provider block does not match the provider",
@@ -467,33 +411,8 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 			}
 			continue
 		}
-		if pb.Type == ProviderExternal {
-			// Nothing to configure: workers join by themselves.
-			_, d := pb.Body.Content(&hcl.BodySchema{})
-			l.add(d...)
-			continue
-		}
-		if pb.Type == "kubernetes" {
-			sawKubernetes = true
-			l.kubernetes(p, pb, sc)
-			continue
-		}
-		if pb.Type == "ray" {
-			sawRay = true
-			l.ray(p, pb, sc)
-			continue
-		}
-		if pb.Type == "local" {
-			var lb localBody
-			d := gohcl.DecodeBody(pb.Body, nil, &lb)
-			l.add(d...)
-			if d.HasErrors() {
-				continue
-			}
-			env, d := l.ev.stringMap(lb.Env, sc)
-			l.add(d...)
-			p.Local = &LocalPool{Env: env}
-		}
+		decoded = true
+		l.decodeProviderBlock(p, schema, pb.Body, pb.DefRange)
 	}
 }
 

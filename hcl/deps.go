@@ -23,102 +23,131 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 		if tb.proposed || (tb.dependsOn == nil && len(tb.mounts) == 0) {
 			continue
 		}
-		deps := map[*Task]bool{}
-		edges := map[int]bool{}
-		var exprs []hcl.Expression
-		if tb.dependsOn != nil {
-			var diags hcl.Diagnostics
-			exprs, diags = hcl.ExprList(tb.dependsOn.Expr)
-			for _, d := range diags {
-				d.Detail = "depends_on must be a list of task addresses, as in [task.fetch, task.build[0]]. " + d.Detail
-			}
-			l.add(diags...)
+		adj[i] = l.blockDependencies(tb, byName, tbs)
+	}
+	l.reportCycles(tbs, adj)
+}
+
+// blockDependencies resolves the depends_on and the input blocks of one
+// task block: it sets its instances' DependsOn and their mounts' From,
+// and returns the blocks it depends on (indexes into tbs, sorted).
+func (l *loader) blockDependencies(tb *taskBlock, byName map[string]int, tbs []*taskBlock) []int {
+	deps := map[*Task]bool{}
+	edges := map[int]bool{}
+	var exprs []hcl.Expression
+	if tb.dependsOn != nil {
+		var diags hcl.Diagnostics
+		exprs, diags = hcl.ExprList(tb.dependsOn.Expr)
+		for _, d := range diags {
+			d.Detail = "depends_on must be a list of task addresses, as in [task.fetch, task.build[0]]. " + d.Detail
 		}
-		// An input block's task is a dependency too: its outputs must exist.
-		for _, m := range tb.mounts {
-			if m.From == nil {
-				continue
-			}
-			j, idx, ok := l.dependency(m.From.Expr, byName, tbs, fmt.Sprintf("input %q's from", m.Name))
-			if !ok {
-				continue
-			}
-			target := tbs[j]
-			if idx < 0 && target.counted {
-				l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Input from a counted task",
-					Detail:  fmt.Sprintf("task.%s has count, so the input %q must name one instance, as in task.%s[0].", target.name, m.Name, target.name),
-					Subject: m.From.Expr.Range().Ptr()})
-				continue
-			}
-			if idx < 0 {
-				idx = 0
-			}
-			if idx >= len(target.instances) {
-				continue
-			}
-			from := target.instances[idx]
-			if msg := outputsCanMatch(from, tb, m.Name); msg != "" {
-				l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Input matches no output", Detail: msg, Subject: m.From.Expr.Range().Ptr()})
-				continue
-			}
+		l.add(diags...)
+	}
+	// An input block's task is a dependency too: its outputs must exist.
+	for _, m := range tb.mounts {
+		if j, from := l.mountDependency(tb, m, byName, tbs); from != nil {
 			deps[from] = true
 			edges[j] = true
-			for _, t := range tb.instances {
-				for k := range t.Mounts {
-					if t.Mounts[k].Name == m.Name {
-						t.Mounts[k].From = from.Address()
-					}
-				}
-			}
 		}
-		for _, e := range exprs {
-			j, idx, ok := l.dependency(e, byName, tbs, "depends_on")
-			if !ok {
-				continue
-			}
-			target := tbs[j]
-			var got []*Task
-			if idx < 0 {
-				got = target.instances
-			} else if idx < len(target.instances) {
-				got = target.instances[idx : idx+1]
-			}
-			for _, t := range got {
-				deps[t] = true
-			}
-			if len(got) > 0 && len(tb.instances) > 0 {
-				edges[j] = true
-			}
-		}
-		list := make([]*Task, 0, len(deps))
-		for t := range deps {
-			list = append(list, t)
-		}
-		sort.Slice(list, func(a, b int) bool {
-			if list[a].Name != list[b].Name {
-				return list[a].Name < list[b].Name
-			}
-			return list[a].Index < list[b].Index
-		})
-		addrs := make([]string, len(list))
-		for k, t := range list {
-			addrs[k] = t.Address()
-		}
-		if len(addrs) == 0 {
-			addrs = nil
-		}
-		// Every instance of a block shares one slice (full slice
-		// expression: an append by a caller copies): a counted task that
-		// depends on a counted task would otherwise need count×count strings.
-		for _, t := range tb.instances {
-			t.DependsOn = addrs[:len(addrs):len(addrs)]
-		}
-		for j := range edges {
-			adj[i] = append(adj[i], j)
-		}
-		sort.Ints(adj[i])
 	}
+	for _, e := range exprs {
+		j, idx, ok := l.dependency(e, byName, tbs, "depends_on")
+		if !ok {
+			continue
+		}
+		target := tbs[j]
+		var got []*Task
+		if idx < 0 {
+			got = target.instances
+		} else if idx < len(target.instances) {
+			got = target.instances[idx : idx+1]
+		}
+		for _, t := range got {
+			deps[t] = true
+		}
+		if len(got) > 0 && len(tb.instances) > 0 {
+			edges[j] = true
+		}
+	}
+	setDependsOn(tb, deps)
+	var adj []int
+	for j := range edges {
+		adj = append(adj, j)
+	}
+	sort.Ints(adj)
+	return adj
+}
 
+// mountDependency resolves the task an input block of tb takes outputs
+// from: the index of its block and the instance, nil when the block names
+// none that can give it a file (an error says why). The instances'
+// mounts get its address.
+func (l *loader) mountDependency(tb *taskBlock, m *mountBody, byName map[string]int, tbs []*taskBlock) (int, *Task) {
+	if m.From == nil {
+		return 0, nil
+	}
+	j, idx, ok := l.dependency(m.From.Expr, byName, tbs, fmt.Sprintf("input %q's from", m.Name))
+	if !ok {
+		return 0, nil
+	}
+	target := tbs[j]
+	if idx < 0 && target.counted {
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Input from a counted task",
+			Detail:  fmt.Sprintf("task.%s has count, so the input %q must name one instance, as in task.%s[0].", target.name, m.Name, target.name),
+			Subject: m.From.Expr.Range().Ptr()})
+		return 0, nil
+	}
+	if idx < 0 {
+		idx = 0
+	}
+	if idx >= len(target.instances) {
+		return 0, nil
+	}
+	from := target.instances[idx]
+	if msg := outputsCanMatch(from, tb, m.Name); msg != "" {
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Input matches no output", Detail: msg, Subject: m.From.Expr.Range().Ptr()})
+		return 0, nil
+	}
+	for _, t := range tb.instances {
+		for k := range t.Mounts {
+			if t.Mounts[k].Name == m.Name {
+				t.Mounts[k].From = from.Address()
+			}
+		}
+	}
+	return j, from
+}
+
+// setDependsOn gives the instances of tb the addresses of deps, sorted.
+func setDependsOn(tb *taskBlock, deps map[*Task]bool) {
+	list := make([]*Task, 0, len(deps))
+	for t := range deps {
+		list = append(list, t)
+	}
+	sort.Slice(list, func(a, b int) bool {
+		if list[a].Name != list[b].Name {
+			return list[a].Name < list[b].Name
+		}
+		return list[a].Index < list[b].Index
+	})
+	addrs := make([]string, len(list))
+	for k, t := range list {
+		addrs[k] = t.Address()
+	}
+	if len(addrs) == 0 {
+		addrs = nil
+	}
+	// Every instance of a block shares one slice (full slice expression:
+	// an append by a caller copies): a counted task that depends on a
+	// counted task would otherwise need count×count strings.
+	for _, t := range tb.instances {
+		t.DependsOn = addrs[:len(addrs):len(addrs)]
+	}
+}
+
+// reportCycles reports every dependency cycle among the task blocks (adj:
+// the blocks each depends on), naming every task in it.
+func (l *loader) reportCycles(tbs []*taskBlock, adj [][]int) {
 	for _, comp := range stronglyConnected(len(tbs), adj) {
 		cyc := cycleIn(comp, adj)
 		if cyc == nil {

@@ -22,17 +22,28 @@
 //     engine's business;
 //   - language-level validation: unknown blocks and arguments, types,
 //     ranges (min ≤ max, counts, durations), duplicate names, provider
-//     names and provider blocks, task addresses in depends_on, dependency
-//     cycles. Every error is an hcl.Diagnostic with a source range, and the
-//     decoded values keep their ranges (DeclRange, PlacementRange, …) so
-//     later stages can point at the configuration too.
+//     names (against the providers it is given, Inputs.Providers), at most
+//     one provider block per pool and named like its provider, task
+//     addresses in depends_on, dependency cycles. Every error is an
+//     hcl.Diagnostic with a source range, and the decoded values keep their
+//     ranges (DeclRange, PlacementRange, …) so later stages can point at
+//     the configuration too;
+//   - handing each pool's provider block (kubernetes { }, ray { },
+//     local { }) to its provider as an HCL body (ProviderBlock), with the
+//     evaluation every other block gets, and keeping the settings the
+//     provider returns (Pool.Settings) and the diagnostics it reports, in
+//     order, sensitive values scrubbed.
 //
 // What it does not do: it knows nothing of SQLite or the state file (the
 // Settings it returns are only what the wdc block says; the caller applies
 // flag > environment > block > default), it does not plan or compute
 // definition hashes, and it does not match placement against pool labels
-// (engine does that, using Task.PlacementRange for its errors). Providers
-// other than "local" are rejected here until they are built.
+// (engine does that, using Task.PlacementRange for its errors). It knows
+// no provider by itself: which providers exist, their defaults
+// (ProviderSchema) and what their blocks hold belong to package providers
+// and the provider packages, which declare each block's schema, check it
+// and decode it into their own settings type; so the language imports no
+// Kubernetes package.
 //
 // Load never panics; on errors it still returns a Config, possibly partial.
 package hcl

@@ -15,7 +15,7 @@ import (
 )
 
 func TestEdges(t *testing.T) {
-	cfg, diags := Load("testdata/valid/edges", Inputs{})
+	cfg, diags := Load("testdata/valid/edges", withProviders(Inputs{}))
 	if len(diags) > 0 {
 		t.Fatalf("Load: %s", diags.Error())
 	}
@@ -130,7 +130,7 @@ edge "e" {
   propose = task.p
   `+attrs+`
 }
-`), Inputs{})
+`), withProviders(Inputs{}))
 	return cfg.Edges[0]
 }
 
@@ -284,7 +284,7 @@ edge "e" {
   type    = "t"
   propose = task.p
 }
-`), Inputs{})
+`), withProviders(Inputs{}))
 	e := cfg.Edges[0]
 	in, _ := e.ConvertInput([]byte(`{"run": "7"}`))
 	tk, diags := cfg.RenderProposal(e, in, ProposalSource{Task: "task.a", Attempt: 1})
@@ -351,7 +351,7 @@ task "alone" {
   command       = ["echo", proposal.input.anything, proposal.source.task]
   timeout       = proposal.input.t
 }
-`), Inputs{})
+`), withProviders(Inputs{}))
 	if diags.HasErrors() {
 		t.Fatalf("errors: %s", diags.Error())
 	}
@@ -382,7 +382,7 @@ edge "other" {
   propose = task.p
   input   = object({ job = string })
 }
-`), Inputs{})
+`), withProviders(Inputs{}))
 	if len(diags) != 1 || diags[0].Summary != "Unsupported attribute" || !strings.Contains(diags[0].Detail, "edge.other") {
 		t.Errorf("diags = %v, want one error naming edge.other", diags)
 	}

@@ -26,7 +26,7 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), src, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg, diags := Load(dir, Inputs{Vars: []string{"x=1"}, Environ: []string{"WDC_VAR_y=[1]"}})
+		cfg, diags := Load(dir, withProviders(Inputs{Vars: []string{"x=1"}, Environ: []string{"WDC_VAR_y=[1]"}}))
 		if cfg == nil || cfg.Files == nil || cfg.Variables == nil || cfg.Locals == nil {
 			t.Fatal("Load returned an unusable Config")
 		}
@@ -60,7 +60,7 @@ func FuzzEdgeConvertInput(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	cfg, diags := Load("testdata/valid/edges", Inputs{})
+	cfg, diags := Load("testdata/valid/edges", withProviders(Inputs{}))
 	if diags.HasErrors() {
 		f.Fatal(diags.Error())
 	}
@@ -84,7 +84,7 @@ edge "e" {
 		if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
 			f.Fatal(err)
 		}
-		c, diags := Load(dir, Inputs{})
+		c, diags := Load(dir, withProviders(Inputs{}))
 		if diags.HasErrors() {
 			f.Fatal(diags.Error())
 		}

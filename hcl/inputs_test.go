@@ -208,7 +208,7 @@ func TestInputErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, diags := Load(dir, c.in)
+			cfg, diags := Load(dir, withProviders(c.in))
 			var found bool
 			for _, d := range diags {
 				for _, a := range c.absent {
@@ -246,7 +246,7 @@ func TestLoadDirErrors(t *testing.T) {
 		"other":   writeDir(t, map[string]string{"main.hcl": "", "x.wdc.hcl.bak": ""}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg, diags := Load(dir, Inputs{})
+			cfg, diags := Load(dir, withProviders(Inputs{}))
 			if cfg == nil || cfg.Files == nil || cfg.Variables == nil {
 				t.Fatal("Load must return a usable Config")
 			}
@@ -263,7 +263,7 @@ func TestFilesIncludeEveryConfigFile(t *testing.T) {
 		"b.wdc.hcl": "task \"t\" {\n  command = [\"x\"]\n}\n",
 		"c.wdc.hcl": "task \"t\" {\n  command = [\"y\"]\n}\n",
 	})
-	cfg, diags := Load(dir, Inputs{})
+	cfg, diags := Load(dir, withProviders(Inputs{}))
 	if len(cfg.Files) != 3 {
 		t.Errorf("Files has %d entries, want 3", len(cfg.Files))
 	}
@@ -298,7 +298,7 @@ func TestListen(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.listen, func(t *testing.T) {
 			dir := writeDir(t, map[string]string{"main.wdc.hcl": fmt.Sprintf("wdc {\n  listen = %q\n}\n", c.listen)})
-			cfg, diags := Load(dir, Inputs{})
+			cfg, diags := Load(dir, withProviders(Inputs{}))
 			if c.err == "" {
 				if diags.HasErrors() {
 					t.Fatalf("unexpected errors: %v", diags)
@@ -341,7 +341,7 @@ func TestSkipsEditorFiles(t *testing.T) {
 	}
 
 	only := writeDir(t, map[string]string{".x.wdc.hcl": "task \"t\" {\n  command = [\"true\"]\n}\n"})
-	if _, diags := Load(only, Inputs{}); !diags.HasErrors() || diags[0].Summary != "No configuration files" {
+	if _, diags := Load(only, withProviders(Inputs{})); !diags.HasErrors() || diags[0].Summary != "No configuration files" {
 		t.Errorf("a directory with only hidden files: want No configuration files, got %v", diags)
 	}
 }
@@ -351,7 +351,7 @@ func TestUnreadableConfigFile(t *testing.T) {
 	if err := os.Symlink("nowhere", filepath.Join(dir, "b.wdc.hcl")); err != nil {
 		t.Fatal(err)
 	}
-	_, diags := Load(dir, Inputs{})
+	_, diags := Load(dir, withProviders(Inputs{}))
 	if len(diags) != 1 || diags[0].Summary != "Cannot read configuration file" || !strings.Contains(diags[0].Detail, "b.wdc.hcl could not be read: no such file or directory") {
 		t.Errorf("want one read error giving the reason, got %v", diags)
 	}
@@ -364,7 +364,7 @@ func TestSensitiveInputErrorsDoNotEchoTheValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, in := range []Inputs{{Vars: []string{"pin=SECRETPIN"}}, {Environ: []string{"WDC_VAR_pin=SECRETPIN"}}} {
-		cfg, diags := Load(dir, in)
+		cfg, diags := Load(dir, withProviders(in))
 		if !diags.HasErrors() {
 			t.Fatalf("%+v: want an error", in)
 		}
@@ -415,7 +415,7 @@ task "open" {
 	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := Load(dir, Inputs{})
+	cfg, diags := Load(dir, withProviders(Inputs{}))
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -457,7 +457,7 @@ task "t" {
 	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := Load(dir, Inputs{Vars: []string{"tok=zzsecretaa-bbqq77"}})
+	cfg, diags := Load(dir, withProviders(Inputs{Vars: []string{"tok=zzsecretaa-bbqq77"}}))
 	if !diags.HasErrors() {
 		t.Fatal("want errors")
 	}

@@ -31,7 +31,7 @@ func TestInvalid(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatalf("%s has no # ERROR: annotations", file)
 			}
-			cfg, diags := Load(dir, Inputs{})
+			cfg, diags := Load(dir, withProviders(Inputs{}))
 			if cfg == nil {
 				t.Fatal("Load returned a nil Config")
 			}

@@ -30,6 +30,14 @@ type Inputs struct {
 	// Environ is an os.Environ()-style list; WDC_VAR_NAME entries set
 	// variables.
 	Environ []string
+	// Providers are the providers pools may name, by name, with what the
+	// language needs of each (providers.Schemas gives wdc's): a pool that
+	// names another is an error, and each pool's provider block goes to
+	// its provider. Nil leaves providers unchecked, for a caller that
+	// launches nothing and needs no provider's settings: a pool may name
+	// any provider but have no provider block, its Settings are nil and
+	// its launch_timeout has no default.
+	Providers map[string]ProviderSchema
 }
 
 // EnvVarPrefix prefixes environment variables that set input variables.
@@ -60,6 +68,8 @@ type loader struct {
 	sensitiveVars int
 	// taskBlocks are the decoded task blocks, proposed_only ones too.
 	taskBlocks []*taskBlock
+	// providers are Inputs.Providers.
+	providers map[string]ProviderSchema
 }
 
 // usesSensitive reports whether expr refers to a sensitive variable, or to
@@ -205,6 +215,7 @@ func (l *loader) load(dir string, in Inputs) {
 		return
 	}
 	l.cfg.Dir = abs
+	l.providers = in.Providers
 	l.ev = &evaluator{
 		dir:       abs,
 		vars:      map[string]cty.Value{},

@@ -62,7 +62,7 @@ func with(t *Task, f func(*Task)) *Task { f(t); return t }
 
 func mustLoad(t *testing.T, dir string, in Inputs) *Config {
 	t.Helper()
-	cfg, diags := Load(dir, in)
+	cfg, diags := Load(dir, withProviders(in))
 	if diags.HasErrors() {
 		var buf bytes.Buffer
 		_ = hcl.NewDiagnosticTextWriter(&buf, cfg.Files, 100, false).WriteDiagnostics(diags)
@@ -126,7 +126,7 @@ func TestValid(t *testing.T) {
 				p.Labels = map[string]string{"gpu": "a100", "zone": "eu"}
 				p.DrainTimeout = 5 * time.Minute
 				p.Heartbeat = Heartbeat{Interval: 500 * time.Millisecond, TTL: 3 * time.Second}
-				p.Local = &LocalPool{Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0", "N": "1"}}
+				p.Settings = &testLocal{Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0", "N": "1"}}
 				train := task(filepath.Join(dir, "work", "train"), "train", -1, "python", "train.py")
 				train.Env = map[string]string{"EPOCHS": "10", "MODE": "full"}
 				train.Placement = map[string]string{"gpu": "a100"}

@@ -34,6 +34,14 @@ type varDecl struct {
 // variables decodes the variable blocks and resolves their values:
 // default < WDC_VAR_NAME < --var-file files < --var flags.
 func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
+	decls, order := l.declareVariables(blocks)
+	failed := l.inputVariables(decls, in)
+	l.resolveVariables(decls, order, failed)
+}
+
+// declareVariables decodes the variable blocks: the declarations by name,
+// and their names in declaration order.
+func (l *loader) declareVariables(blocks hcl.Blocks) (map[string]*varDecl, []string) {
 	decls := map[string]*varDecl{}
 	var order []string
 	for _, b := range blocks {
@@ -52,65 +60,78 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 		order = append(order, name)
 		l.cfg.Variables[name] = v
 		l.ev.declared[name] = true
+		d.ok = l.declareVariable(b, d)
+	}
+	return decls, order
+}
 
-		var body variableBody
-		if diags := gohcl.DecodeBody(b.Body, nil, &body); diags.HasErrors() {
-			l.add(diags...)
-			d.ok = false
-			continue
+// declareVariable decodes one variable block into d: its type, description,
+// sensitivity and default. It returns false when the declaration has
+// errors that leave the variable without a usable type or default.
+func (l *loader) declareVariable(b *hcl.Block, d *varDecl) bool {
+	v := d.v
+	var body variableBody
+	if diags := gohcl.DecodeBody(b.Body, nil, &body); diags.HasErrors() {
+		l.add(diags...)
+		return false
+	}
+	if body.Type != nil {
+		ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(body.Type.Expr)
+		l.add(diags...)
+		if diags.HasErrors() {
+			return false
 		}
-		if body.Type != nil {
-			ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(body.Type.Expr)
-			l.add(diags...)
-			if diags.HasErrors() {
-				d.ok = false
-				continue
-			}
-			v.Type, d.defaults = ty, defaults
-		}
-		if body.Description != nil {
-			s, diags := staticValue(body.Description, cty.String)
-			l.add(diags...)
-			if !diags.HasErrors() && !s.IsNull() {
-				v.Description = s.AsString()
-			}
-		}
-		if body.Sensitive != nil {
-			s, diags := staticValue(body.Sensitive, cty.Bool)
-			l.add(diags...)
-			if !diags.HasErrors() && !s.IsNull() {
-				v.Sensitive = s.True()
-				if v.Sensitive {
-					l.sensitiveVars++
-				}
-			}
-		}
-		if body.Default != nil {
-			val, diags := body.Default.Expr.Value(nil)
-			l.add(diags...)
-			if diags.HasErrors() {
-				d.ok = false
-				continue
-			}
-			cv, err := d.convert(val)
-			if err != nil {
-				l.add(attrErr(body.Default, "Invalid default value for variable",
-					fmt.Sprintf("The default value of variable %q does not match its type %s: %s.", name, typeexpr.TypeString(v.Type), err)))
-				d.ok = false
-				continue
-			}
-			v.Default, v.HasDefault, v.Value = cv, true, cv
+		v.Type, d.defaults = ty, defaults
+	}
+	if body.Description != nil {
+		s, diags := staticValue(body.Description, cty.String)
+		l.add(diags...)
+		if !diags.HasErrors() && !s.IsNull() {
+			v.Description = s.AsString()
 		}
 	}
+	if body.Sensitive != nil {
+		s, diags := staticValue(body.Sensitive, cty.Bool)
+		l.add(diags...)
+		if !diags.HasErrors() && !s.IsNull() {
+			v.Sensitive = s.True()
+			if v.Sensitive {
+				l.sensitiveVars++
+			}
+		}
+	}
+	if body.Default == nil {
+		return true
+	}
+	val, diags := body.Default.Expr.Value(nil)
+	l.add(diags...)
+	if diags.HasErrors() {
+		return false
+	}
+	cv, err := d.convert(val)
+	if err != nil {
+		l.add(attrErr(body.Default, "Invalid default value for variable",
+			fmt.Sprintf("The default value of variable %q does not match its type %s: %s.", v.Name, typeexpr.TypeString(v.Type), err)))
+		return false
+	}
+	v.Default, v.HasDefault, v.Value = cv, true, cv
+	return true
+}
 
-	// An input that failed may have been meant to set some variables:
-	// their "No value for required variable" errors would only mislead.
-	// failed names them; failedAll is set when the failing input cannot be
-	// attributed (an unreadable or malformed var file).
-	failed := map[string]bool{}
-	failedAll := false
+// failedInputs names the variables an input that failed may have been
+// meant to set: their "No value for required variable" errors would only
+// mislead. all is set when the failing input cannot be attributed (an
+// unreadable or malformed var file, a --var without a name).
+type failedInputs struct {
+	names map[string]bool
+	all   bool
+}
 
-	// WDC_VAR_NAME environment variables. Undeclared ones are ignored.
+// inputVariables sets the declared variables from the inputs, in
+// increasing precedence: WDC_VAR_NAME environment variables (undeclared
+// ones are ignored), --var-file files, --var flags.
+func (l *loader) inputVariables(decls map[string]*varDecl, in Inputs) failedInputs {
+	failed := failedInputs{names: map[string]bool{}}
 	for _, kv := range in.Environ {
 		if !strings.HasPrefix(kv, EnvVarPrefix) {
 			continue
@@ -122,53 +143,61 @@ func (l *loader) variables(blocks hcl.Blocks, in Inputs) {
 		}
 		l.setRaw(d, raw, EnvVarPrefix+name)
 	}
-
-	// --var-file files.
 	for _, path := range in.VarFiles {
 		names, all := l.varFile(path, decls)
 		for _, n := range names {
-			failed[n] = true
+			failed.names[n] = true
 		}
-		failedAll = failedAll || all
+		failed.all = failed.all || all
 	}
-
-	// --var flags.
 	for _, kv := range in.Vars {
-		name, raw, ok := strings.Cut(kv, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			l.add(&hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid --var option",
-				Detail:   fmt.Sprintf("The value %q is not of the form NAME=VALUE.", kv),
-			})
-			if name == "" {
-				failedAll = true
-			} else {
-				failed[name] = true
-			}
-			continue
-		}
-		d := decls[name]
-		if d == nil {
-			l.add(&hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Value for undeclared variable",
-				Detail: fmt.Sprintf("--var sets a variable named %q, but no variable %q is declared in the configuration.%s Declare it with a variable %q { } block.",
-					name, name, didYouMean(name, mapKeys(decls)), name),
-			})
-			continue
-		}
-		l.setRaw(d, raw, "--var "+name)
+		l.varFlag(decls, kv, &failed)
 	}
+	return failed
+}
 
+// varFlag sets a variable from a --var NAME=VALUE flag.
+func (l *loader) varFlag(decls map[string]*varDecl, kv string, failed *failedInputs) {
+	name, raw, ok := strings.Cut(kv, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid --var option",
+			Detail:   fmt.Sprintf("The value %q is not of the form NAME=VALUE.", kv),
+		})
+		if name == "" {
+			failed.all = true
+		} else {
+			failed.names[name] = true
+		}
+		return
+	}
+	d := decls[name]
+	if d == nil {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Value for undeclared variable",
+			Detail: fmt.Sprintf("--var sets a variable named %q, but no variable %q is declared in the configuration.%s Declare it with a variable %q { } block.",
+				name, name, didYouMean(name, mapKeys(decls)), name),
+		})
+		return
+	}
+	l.setRaw(d, raw, "--var "+name)
+}
+
+// resolveVariables gives expressions the final value of every declared
+// variable, reporting the required ones that got none (unless a failed
+// input may have been meant to set them); a variable without a usable
+// value is unknown to expressions.
+func (l *loader) resolveVariables(decls map[string]*varDecl, order []string, failed failedInputs) {
 	for _, name := range order {
 		d := decls[name]
 		if !d.ok {
 			continue
 		}
 		if !d.set && !d.v.HasDefault {
-			if failed[name] || failedAll {
+			if failed.names[name] || failed.all {
 				continue
 			}
 			l.add(&hcl.Diagnostic{

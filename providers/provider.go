@@ -3,6 +3,8 @@ package providers
 import (
 	"context"
 	"time"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 )
 
 // Provider launches, watches and stops workers (`wdc agent` processes) on
@@ -107,9 +109,9 @@ type ReclaimRequest struct {
 	// state's lineage, which those labels carry too.
 	ApplyIDs []string
 	Lineage  string
-	// Settings are the provider blocks of the configuration's pools of
-	// this provider (see LaunchRequest.Settings): where to look.
-	Settings []any
+	// Settings are the settings of the configuration's pools of this
+	// provider (see LaunchRequest.Settings): where to look.
+	Settings []wdchcl.ProviderSettings
 }
 
 // LaunchRecord is what a provider returned for one launch, as the state
@@ -182,10 +184,11 @@ type LaunchRequest struct {
 	// HeartbeatTTL is the pool's heartbeat ttl (a provider that mirrors
 	// liveness, like the Kubernetes Lease, uses it as the lease duration).
 	HeartbeatTTL time.Duration
-	// Settings are the pool's provider block as the configuration gives it
-	// (for kubernetes: *hcl.KubernetesPool); nil for a provider without
-	// one. Each provider documents what it expects.
-	Settings any
+	// Settings are the pool's settings as the provider decoded them from
+	// the pool's provider block (its Info.Schema): a value of the
+	// provider's own type (for kubernetes: *kubernetes.Settings), or nil
+	// for a pool without any. Each provider documents what it needs.
+	Settings wdchcl.ProviderSettings
 }
 
 // LaunchResponse describes a launched worker.

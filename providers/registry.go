@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 )
 
 // SourceBuiltIn is the Source of a provider compiled into wdc.
@@ -30,7 +33,23 @@ type Info struct {
 	// Capabilities are what the provider can do beyond the Provider
 	// interface.
 	Capabilities Capabilities
+	// Creates says what the provider's launches create on a shared
+	// cluster, for messages: "Jobs, Secrets and Leases in a Kubernetes
+	// cluster". "" for a provider without Capabilities.ClusterWrites.
+	Creates string
+	// Schema is the provider's configuration: what a pool's provider
+	// block of its name holds, decoded and checked by the provider into
+	// its own settings (which every LaunchRequest of the pool carries
+	// back to it), and the pool defaults that are the provider's. Nil: the
+	// provider takes no settings, and its pools' launch_timeout defaults
+	// to DefaultLaunchTimeout.
+	Schema *wdchcl.ProviderSchema
 }
+
+// DefaultLaunchTimeout is the launch_timeout of the pools of a provider
+// whose Schema gives none, and LaunchTimeout's answer for a name no
+// provider has: a pod or a Ray job takes a while to start.
+const DefaultLaunchTimeout = 5 * time.Minute
 
 // Capabilities are what a provider can do beyond launching, watching and
 // stopping workers. A capability that needs a method is a promise: the
@@ -57,8 +76,8 @@ type Status string
 const (
 	// StatusAvailable: registered, and it keeps its contract.
 	StatusAvailable Status = "available"
-	// StatusPlanned: the design names it (ray, kubernetes), but it is not
-	// part of this wdc; a pool that names it is a validation error.
+	// StatusPlanned: the registry was made to list it (NewRegistry), but
+	// it is not part of this program; a pool cannot name it.
 	StatusPlanned Status = "planned"
 	// StatusInvalid: registered, but it fails its contract (Entry.Err
 	// says how); Lookup refuses it.
@@ -119,8 +138,8 @@ func (e *ContractError) Error() string {
 var (
 	// ErrUnknown means no provider has the name.
 	ErrUnknown = errors.New("unknown provider")
-	// ErrNotBuilt means the provider is planned (ray, kubernetes) but not
-	// built into this wdc yet.
+	// ErrNotBuilt means the provider is planned (a name NewRegistry was
+	// given) but not built into this program.
 	ErrNotBuilt = errors.New("provider not built yet")
 	// ErrDuplicate means a provider of that name is registered already.
 	ErrDuplicate = errors.New("provider registered twice")
@@ -214,6 +233,37 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Describe returns the Info the provider name registered with, without
+// making the provider; false when no provider registered the name.
+func (r *Registry) Describe(name string) (Info, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reg, ok := r.entries[name]
+	return reg.info, ok
+}
+
+// Schemas returns the configuration schema of every registered provider by
+// name (Info.Schema; a provider without one takes no settings and has the
+// DefaultLaunchTimeout), as the configuration language takes them
+// (hcl.Inputs.Providers).
+func (r *Registry) Schemas() map[string]wdchcl.ProviderSchema {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]wdchcl.ProviderSchema, len(r.entries))
+	for name, reg := range r.entries {
+		out[name] = reg.info.schema()
+	}
+	return out
+}
+
+// schema is info's Schema, or what a provider without one gets.
+func (info Info) schema() wdchcl.ProviderSchema {
+	if info.Schema == nil {
+		return wdchcl.ProviderSchema{LaunchTimeout: DefaultLaunchTimeout}
+	}
+	return *info.Schema
 }
 
 // List returns every registered provider, checked as Lookup checks it
@@ -316,16 +366,9 @@ func check(info Info, p Provider) *ContractError {
 	return nil
 }
 
-// planned are the providers the design names; a build whose registry lacks
-// one (a program that does not import its package) lists it as planned.
-var planned = []Info{
-	{Name: "kubernetes", Summary: "workers as Kubernetes Jobs (batch/v1), each with a Lease, through client-go"},
-	{Name: "ray", Summary: "workers as Ray jobs, through the Ray Jobs REST API"},
-}
-
 // defaultRegistry is the registry provider packages register into from
 // init and apply looks providers up in.
-var defaultRegistry = NewRegistry(planned...)
+var defaultRegistry = NewRegistry()
 
 // Register makes a provider available to Lookup under info.Name. Provider
 // packages call it from init (providers/local registers "local"), so a
@@ -341,18 +384,41 @@ func Register(info Info, factory func() Provider) {
 }
 
 // Lookup returns a new instance of the provider registered as name (see
-// Registry.Lookup): a *ContractError when it fails its contract, an error
-// wrapping ErrNotBuilt for a planned provider (ray, kubernetes) and
-// ErrUnknown for any other unknown name; its message lists the known
-// names.
+// Registry.Lookup): a *ContractError when it fails its contract, and an
+// error wrapping ErrUnknown for a name no provider registered (a program
+// that does not import its package); its message lists the known names.
 func Lookup(name string) (Provider, error) { return defaultRegistry.Lookup(name) }
 
 // Names returns the registered provider names, sorted.
 func Names() []string { return defaultRegistry.Names() }
 
-// List returns every registered and planned provider with its status,
-// sorted by name (see Registry.List); `wdc providers` prints it.
+// List returns every registered provider with its status, sorted by name
+// (see Registry.List); `wdc providers` prints it.
 func List() []Entry { return defaultRegistry.List() }
 
 // Validate checks every registered provider (see Registry.Validate).
 func Validate() error { return defaultRegistry.Validate() }
+
+// Describe returns the Info a provider registered with (see
+// Registry.Describe); the external pseudo-provider is not in the
+// registry.
+func Describe(name string) (Info, bool) { return defaultRegistry.Describe(name) }
+
+// Schemas returns what the configuration language needs of every provider a
+// pool may name, by name (hcl.Inputs.Providers): the registered providers'
+// schemas (Registry.Schemas) and the external pseudo-provider's.
+func Schemas() map[string]wdchcl.ProviderSchema {
+	out := defaultRegistry.Schemas()
+	out[External] = externalSchema
+	return out
+}
+
+// LaunchTimeout returns the default launch_timeout of a provider's pools:
+// its schema's (external's too), or DefaultLaunchTimeout for a name no
+// provider has.
+func LaunchTimeout(provider string) time.Duration {
+	if s, ok := Schemas()[provider]; ok {
+		return s.LaunchTimeout
+	}
+	return DefaultLaunchTimeout
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/posener/complete"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
 )
 
 // CompletionCmd prints a shell's completion script. The script makes the
@@ -126,6 +127,6 @@ func completionConfig(a complete.Args) *wdchcl.Config {
 			dir = words[i+1]
 		}
 	}
-	cfg, _ := wdchcl.Load(dir, wdchcl.Inputs{Environ: os.Environ()})
+	cfg, _ := wdchcl.Load(dir, wdchcl.Inputs{Environ: os.Environ(), Providers: providers.Schemas()})
 	return cfg
 }

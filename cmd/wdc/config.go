@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -32,7 +33,7 @@ func (e *env) loadConfig() (*wdchcl.Config, error) {
 	}
 	// Load the directory as the user named it, so diagnostics show paths
 	// relative to where they are ("main.wdc.hcl line 3").
-	cfg, diags := wdchcl.Load(e.displayDir(), wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
+	cfg, diags := wdchcl.Load(e.displayDir(), wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ, Providers: providers.Schemas()})
 	e.printDiags(cfg, diags)
 	if diags.HasErrors() {
 		return cfg, errExit{1}
@@ -55,7 +56,7 @@ func (e *env) loadOptionalConfig(dir string) (cfg *wdchcl.Config, noConfig strin
 	for i, f := range e.flags.VarFile {
 		varFiles[i] = resolve(dir, f)
 	}
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ, Providers: providers.Schemas()})
 	if diags.HasErrors() {
 		return cfg, fmt.Sprintf("the configuration in %s does not load (wdc validate shows why)", dir)
 	}
@@ -134,7 +135,7 @@ func (e *env) statePathForReading() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg, _ := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, Environ: e.environ})
+	cfg, _ := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, Environ: e.environ, Providers: providers.Schemas()})
 	return e.statePath(cfg)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol/tlsca"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -96,7 +97,7 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	status := state.TaskStatus(args[0])
 	dir := ts.MkAbs(".")
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: providers.Schemas()})
 	if diags.HasErrors() {
 		ts.Fatalf("loading configuration: %s", diags.Error())
 	}

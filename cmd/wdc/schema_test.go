@@ -164,7 +164,7 @@ func writeConfig(t *testing.T, text string) string {
 func seedSchemaState(t *testing.T, dir string) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: providers.Schemas()})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -765,7 +765,7 @@ func TestSchemaPlanWithProposals(t *testing.T) {
 	stateSchema := loadSchema(t, "state.schema.json")
 	dir := writeConfig(t, chainSchemaConfig)
 	ctx := context.Background()
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{})
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: providers.Schemas()})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

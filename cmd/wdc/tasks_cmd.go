@@ -15,6 +15,7 @@ import (
 	"github.com/wdc-dev/wdc/engine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -430,7 +431,7 @@ func (e *env) quietRedactor() func(string) string {
 	for i, f := range e.flags.VarFile {
 		varFiles[i] = resolve(dir, f)
 	}
-	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ})
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, VarFiles: varFiles, Environ: e.environ, Providers: providers.Schemas()})
 	if diags.HasErrors() || cfg == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func rayRequest(t *testing.T) (providers.Provider, providers.LaunchRequest) {
 	req := localRequest(t)
 	req.Lineage = "conformance-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	req.ApplyID = "apply-" + strconv.Itoa(req.Seq)
-	req.Settings = &wdchcl.RayPool{Address: address, TokenFile: os.Getenv(rayTokenFileEnv), WdcPath: req.Executable,
+	req.Settings = &ray.Settings{Address: address, TokenFile: os.Getenv(rayTokenFileEnv), WdcPath: req.Executable,
 		Env: map[string]string{}, Metadata: map[string]string{}, EntrypointResources: map[string]float64{}, AllowWrites: true}
 	p := ray.New()
 	t.Cleanup(func() { p.Close() })
@@ -89,7 +90,7 @@ func kubernetesRequest(t *testing.T) (providers.Provider, providers.LaunchReques
 	req.Lineage = "conformance-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	req.ApplyID = "apply-" + strconv.Itoa(req.Seq)
 	req.HeartbeatTTL = 10 * time.Second
-	req.Settings = &wdchcl.KubernetesPool{Kubeconfig: kubeconfig, Namespace: "default", Image: image, ImagePullPolicy: "Never",
+	req.Settings = &kubernetes.Settings{Kubeconfig: kubeconfig, Namespace: "default", Image: image, ImagePullPolicy: "Never",
 		Command: command, HostNetwork: true, ActiveDeadline: 10 * time.Minute, TTLAfterFinished: time.Minute, AllowWrites: true}
 	p := kubernetes.New(kubernetes.Connect)
 	t.Cleanup(func() { p.Close() })
@@ -163,29 +164,116 @@ func TestRegistry(t *testing.T) {
 }
 
 // TestRegistryAgreesWithTheLanguage: the providers a pool may name
-// (hcl.Providers) are the registered ones plus "external", which is no
-// provider (apply launches nothing for it), and the ones the language
-// knows but refuses are the registry's planned ones.
+// (providers.Schemas, what the configuration language is given) are the
+// registered ones, each with the schema it registered, plus "external",
+// which is no provider (apply launches nothing for it).
 func TestRegistryAgreesWithTheLanguage(t *testing.T) {
-	status := map[string]providers.Status{}
-	for _, e := range providers.List() {
-		status[e.Info.Name] = e.Status
+	schemas := providers.Schemas()
+	if _, ok := schemas[providers.External]; !ok {
+		t.Errorf("Schemas lacks %q", providers.External)
 	}
-	if _, ok := status[wdchcl.ProviderExternal]; ok {
-		t.Errorf("%q is registered as a provider; it is the language's name for pools apply launches nothing for", wdchcl.ProviderExternal)
+	if _, err := providers.Lookup(providers.External); err == nil {
+		t.Errorf("%q is registered as a provider; it is the language's name for pools apply launches nothing for", providers.External)
 	}
-	for name, available := range wdchcl.Providers {
+	names := providers.Names()
+	if len(schemas) != len(names)+1 {
+		t.Errorf("Schemas names %d providers, want the %d registered and external", len(schemas), len(names))
+	}
+	for _, name := range names {
+		info, _ := providers.Describe(name)
+		s, ok := schemas[name]
 		switch {
-		case name == wdchcl.ProviderExternal:
-		case available && status[name] != providers.StatusAvailable:
-			t.Errorf("pools may name %q (hcl.Providers), but the registry has it %q", name, status[name])
-		case !available && status[name] != providers.StatusPlanned:
-			t.Errorf("the language refuses %q as not built (hcl.Providers), but the registry has it %q", name, status[name])
+		case !ok:
+			t.Errorf("the registry has %q, but pools cannot name it (providers.Schemas)", name)
+		case info.Schema == nil || s.Decode == nil || s.LaunchTimeout <= 0:
+			t.Errorf("built-in provider %q: schema %+v, want its own, with a launch_timeout and a Decode", name, info.Schema)
+		case info.Capabilities.ClusterWrites && info.Creates == "":
+			t.Errorf("built-in provider %q writes to a cluster, but its Info does not say what it creates", name)
 		}
 	}
-	for name, st := range status {
-		if _, ok := wdchcl.Providers[name]; !ok {
-			t.Errorf("the registry has %q (%s), but the configuration language does not know it (hcl.Providers)", name, st)
+}
+
+// TestTheLanguageWithEveryProvider loads a configuration with the real
+// providers: their names in an unknown provider's error, their defaults,
+// the block each requires and its settings.
+func TestTheLanguageWithEveryProvider(t *testing.T) {
+	dir := t.TempDir()
+	src := `pool "a" {
+  provider = "docker"
+}
+
+pool "b" {
+  provider = "ray"
+}
+
+pool "c" {
+  provider = "kubernetes"
+}
+
+pool "d" {
+  provider = "local"
+  local {
+    env = { A = "1" }
+  }
+}
+
+pool "e" {
+  provider = "external"
+}
+
+pool "f" {
+  provider = "ray"
+  ray {
+    address  = "http://127.0.0.1:8265"
+    wdc_path = "/wdc"
+  }
+}
+
+pool "g" {
+  provider = "kubernetes"
+  kubernetes {
+    image = "registry.example/wdc:1"
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: providers.Schemas()})
+	var got []string
+	for _, d := range diags {
+		got = append(got, strconv.Itoa(d.Subject.Start.Line)+": "+d.Detail)
+	}
+	want := []string{
+		`2: There is no provider named "docker". The available providers are: external, kubernetes, local, ray.`,
+		`5: Pool "b" uses provider "ray", so it needs a ray { } block with at least address = "http://…:8265" (the Ray dashboard) and wdc_path = "…" (the wdc binary on the Ray nodes).`,
+		`9: Pool "c" uses provider "kubernetes", so it needs a kubernetes { } block with at least image = "…" (an image holding the wdc binary).`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("diagnostics\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	timeouts := map[string]time.Duration{"b": 5 * time.Minute, "c": 5 * time.Minute, "d": time.Minute, "e": 10 * time.Minute}
+	for _, p := range cfg.Pools {
+		if want, ok := timeouts[p.Name]; ok && p.LaunchTimeout != want {
+			t.Errorf("pool %s (%s): launch_timeout %s, want %s", p.Name, p.Provider, p.LaunchTimeout, want)
 		}
+		if want := providers.LaunchTimeout(p.Provider); p.Provider != "docker" && p.LaunchTimeout != want {
+			t.Errorf("pool %s: launch_timeout %s, providers.LaunchTimeout %s", p.Name, p.LaunchTimeout, want)
+		}
+	}
+	if _, ok := cfg.Pools[3].Settings.(*local.Settings); !ok {
+		t.Errorf("pool d: settings %T, want *local.Settings", cfg.Pools[3].Settings)
+	}
+	if cfg.Pools[4].Settings != nil {
+		t.Errorf("pool e: settings %T, want none", cfg.Pools[4].Settings)
+	}
+	if _, ok := cfg.Pools[5].Settings.(*ray.Settings); !ok {
+		t.Errorf("pool f: settings %T, want *ray.Settings", cfg.Pools[5].Settings)
+	}
+	if _, ok := cfg.Pools[6].Settings.(*kubernetes.Settings); !ok {
+		t.Errorf("pool g: settings %T, want *kubernetes.Settings", cfg.Pools[6].Settings)
+	}
+	if got := providers.LaunchTimeout("docker"); got != providers.DefaultLaunchTimeout {
+		t.Errorf("LaunchTimeout of an unknown provider = %s", got)
 	}
 }

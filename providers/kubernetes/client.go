@@ -11,8 +11,6 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	wdchcl "github.com/wdc-dev/wdc/hcl"
 )
 
 // Clients are the typed API clients the provider uses, and no others
@@ -39,14 +37,14 @@ func (c *Clients) IsWatchListSemanticsUnSupported() bool { return c.NoWatchList 
 
 // Connector makes the Clients for a pool's kubernetes block. Connect is
 // the real one; tests pass one returning a fake clientset's clients.
-type Connector func(s *wdchcl.KubernetesPool) (*Clients, error)
+type Connector func(s *Settings) (*Clients, error)
 
 // Connect makes the clients for the block's kubeconfig and context the way
 // kubectl picks them: the block's kubeconfig, else KUBECONFIG, else
 // ~/.kube/config, else the in-cluster service account; the block's
 // context, else the current one. It only reads files: nothing is sent to
 // the cluster. Errors: no usable configuration, an unknown context.
-func Connect(s *wdchcl.KubernetesPool) (*Clients, error) {
+func Connect(s *Settings) (*Clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if s.Kubeconfig != "" {
 		rules.ExplicitPath = s.Kubeconfig
@@ -85,7 +83,7 @@ func Connect(s *wdchcl.KubernetesPool) (*Clients, error) {
 }
 
 // where names the kubeconfig and context of a block, for messages.
-func where(s *wdchcl.KubernetesPool) string {
+func where(s *Settings) string {
 	out := ""
 	if s.Kubeconfig != "" {
 		out += " from " + s.Kubeconfig

@@ -39,6 +39,8 @@ var Info = providers.Info{
 	Source:       providers.SourceBuiltIn,
 	Summary:      "workers as Kubernetes Jobs (batch/v1), each with a Secret and a Lease, through client-go",
 	Capabilities: providers.Capabilities{Render: true, DryRun: true, ClusterWrites: true},
+	Creates:      "Jobs, Secrets and Leases in a Kubernetes cluster",
+	Schema:       &Schema,
 }
 
 func init() {
@@ -106,17 +108,8 @@ type worker struct {
 	holder  string // the Lease's holderIdentity, once set
 }
 
-// settings returns the kubernetes block a request carries.
-func settings(v any) (*wdchcl.KubernetesPool, error) {
-	s, ok := v.(*wdchcl.KubernetesPool)
-	if !ok || s == nil {
-		return nil, fmt.Errorf("kubernetes: the launch request has no kubernetes block (Settings is %T)", v)
-	}
-	return s, nil
-}
-
 // clusterFor returns the clients for a block, connecting the first time.
-func (p *Provider) clusterFor(s *wdchcl.KubernetesPool) (*cluster, error) {
+func (p *Provider) clusterFor(s *Settings) (*cluster, error) {
 	k := clusterKey{s.Kubeconfig, s.Context}
 	p.mu.Lock()
 	cl := p.clusters[k]
@@ -138,7 +131,7 @@ func (p *Provider) clusterFor(s *wdchcl.KubernetesPool) (*cluster, error) {
 }
 
 // namespace resolves the block's namespace against the cluster's.
-func namespace(s *wdchcl.KubernetesPool, cl *cluster) string {
+func namespace(s *Settings, cl *cluster) string {
 	if s.Namespace != "" {
 		return s.Namespace
 	}
@@ -147,7 +140,7 @@ func namespace(s *wdchcl.KubernetesPool, cl *cluster) string {
 
 // podArgv is the command the pod runs: req's, with the image's wdc binary
 // and the pod's work folder.
-func podRequest(req providers.LaunchRequest, s *wdchcl.KubernetesPool) providers.LaunchRequest {
+func podRequest(req providers.LaunchRequest, s *Settings) providers.LaunchRequest {
 	command := s.Command
 	if command == "" {
 		command = defaultCommand
@@ -724,7 +717,7 @@ func (p *Provider) find(ctx context.Context, req providers.ReclaimRequest) ([]fo
 		// The state recorded launches of a pool the configuration no
 		// longer has: look where kubectl would, in the recorded
 		// namespaces, rather than take them for gone.
-		req.Settings = []any{&wdchcl.KubernetesPool{}}
+		req.Settings = []wdchcl.ProviderSettings{&Settings{}}
 	}
 	type place struct {
 		cl *cluster

@@ -29,9 +29,9 @@ import (
 // reads what it watches. The end-to-end tests run against a real API
 // server and kubelet (testdata/k8s-scripts/*.txtar).
 
-func block() *wdchcl.KubernetesPool {
-	return &wdchcl.KubernetesPool{Namespace: "jobs", Image: "local/wdc:1", ImagePullPolicy: "Never", Command: "/wdc",
-		Requests: wdchcl.Resources{CPU: "250m", Memory: "64Mi"}, Limits: wdchcl.Resources{CPU: "250m", Memory: "64Mi"},
+func block() *Settings {
+	return &Settings{Namespace: "jobs", Image: "local/wdc:1", ImagePullPolicy: "Never", Command: "/wdc",
+		Requests: Resources{CPU: "250m", Memory: "64Mi"}, Limits: Resources{CPU: "250m", Memory: "64Mi"},
 		Labels: map[string]string{"team": "data"}, Annotations: map[string]string{"note": "x"},
 		HostNetwork: true, ActiveDeadline: time.Hour, TTLAfterFinished: 10 * time.Minute, AllowWrites: true}
 }
@@ -60,7 +60,7 @@ func fakeProvider(t *testing.T, objects ...any) (*Provider, *fake.Clientset) {
 			t.Fatal(err)
 		}
 	}
-	p := New(func(*wdchcl.KubernetesPool) (*Clients, error) {
+	p := New(func(*Settings) (*Clients, error) {
 		return &Clients{Batch: cs.BatchV1(), Core: cs.CoreV1(), Coordination: cs.CoordinationV1(), Namespace: "default", Server: "https://fake", NoWatchList: true}, nil
 	})
 	t.Cleanup(func() { p.Close() })
@@ -444,7 +444,7 @@ func TestReclaimDeletesOnlyWhatDeadAppliesLabelled(t *testing.T) {
 	p, cs := fakeProvider(t, all...)
 	record := providers.LaunchRecord{ApplyID: "dead-1", Pool: "builders", Seq: 1, ID: "job:jobs/" + ObjectName("lin-1", "dead-1", "builders", 1)}
 	req := providers.ReclaimRequest{Lineage: "lin-1", ApplyIDs: []string{"dead-1", "dead-2"}, Launches: []providers.LaunchRecord{record},
-		Settings: []any{block()}}
+		Settings: []wdchcl.ProviderSettings{block()}}
 
 	left, err := p.FindLeftovers(ctx, req)
 	if err != nil {
@@ -489,7 +489,7 @@ func TestReclaimDeletesOnlyWhatDeadAppliesLabelled(t *testing.T) {
 		}
 	}
 	// Without the lineage nothing is known to be this state's.
-	if resp, err := p.Reclaim(ctx, providers.ReclaimRequest{ApplyIDs: []string{"alive"}, Settings: []any{block()}}); err != nil || len(resp.Stopped) != 0 {
+	if resp, err := p.Reclaim(ctx, providers.ReclaimRequest{ApplyIDs: []string{"alive"}, Settings: []wdchcl.ProviderSettings{block()}}); err != nil || len(resp.Stopped) != 0 {
 		t.Errorf("Reclaim without a lineage = %+v, %v", resp, err)
 	}
 }
@@ -514,7 +514,7 @@ func TestReclaimKillsTheDeadAppliesPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs.ClearActions()
-	if _, err := p.Reclaim(ctx, providers.ReclaimRequest{Lineage: "lin-1", ApplyIDs: []string{"dead-1"}, Settings: []any{block()}}); err != nil {
+	if _, err := p.Reclaim(ctx, providers.ReclaimRequest{Lineage: "lin-1", ApplyIDs: []string{"dead-1"}, Settings: []wdchcl.ProviderSettings{block()}}); err != nil {
 		t.Fatal(err)
 	}
 	var podDeleted, jobDeleted bool
@@ -623,12 +623,12 @@ current-context: a
 	}
 	tests := []struct {
 		name        string
-		block       wdchcl.KubernetesPool
+		block       Settings
 		noConfig    bool
 		wantErrText string
 	}{
-		{"a kubeconfig that does not exist", wdchcl.KubernetesPool{Kubeconfig: filepath.Join(dir, "missing")}, true, "missing"},
-		{"an unknown context", wdchcl.KubernetesPool{Kubeconfig: kubeconfig, Context: "nosuch"}, false, "nosuch"},
+		{"a kubeconfig that does not exist", Settings{Kubeconfig: filepath.Join(dir, "missing")}, true, "missing"},
+		{"an unknown context", Settings{Kubeconfig: kubeconfig, Context: "nosuch"}, false, "nosuch"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -641,7 +641,7 @@ current-context: a
 			}
 		})
 	}
-	if _, err := Connect(&wdchcl.KubernetesPool{Kubeconfig: kubeconfig}); err != nil {
+	if _, err := Connect(&Settings{Kubeconfig: kubeconfig}); err != nil {
 		t.Errorf("Connect with a good kubeconfig: %v", err)
 	}
 }

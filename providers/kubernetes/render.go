@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
-	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers"
 )
@@ -139,7 +138,7 @@ func SelectorLabels(lineage, applyID, pool string) map[string]string {
 // drain timeout plus 15 s so the agent drains on SIGTERM. The Lease has no
 // holder until the worker registers. Errors: a name or label the API
 // server would refuse (checked with apimachinery's validation).
-func Render(req providers.LaunchRequest, s *wdchcl.KubernetesPool, namespace string) (*Objects, error) {
+func Render(req providers.LaunchRequest, s *Settings, namespace string) (*Objects, error) {
 	name := ObjectName(req.Lineage, req.ApplyID, req.Pool, req.Seq)
 	labels := SelectorLabels(req.Lineage, req.ApplyID, req.Pool)
 	labels[LabelLaunchSeq] = strconv.Itoa(req.Seq)
@@ -243,10 +242,10 @@ func Render(req providers.LaunchRequest, s *wdchcl.KubernetesPool, namespace str
 }
 
 // resources converts the block's requests and limits.
-func resources(s *wdchcl.KubernetesPool) (corev1.ResourceRequirements, error) {
+func resources(s *Settings) (corev1.ResourceRequirements, error) {
 	var out corev1.ResourceRequirements
 	for _, r := range []struct {
-		src wdchcl.Resources
+		src Resources
 		dst *corev1.ResourceList
 	}{{s.Requests, &out.Requests}, {s.Limits, &out.Limits}} {
 		for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: r.src.CPU, corev1.ResourceMemory: r.src.Memory} {

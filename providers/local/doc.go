@@ -15,6 +15,10 @@
 // registers. The provider reaps the processes it launched, so Status
 // reports their exit codes.
 //
+// A pool's local { } block (Schema) holds env, extra environment for its
+// workers; it decodes into *Settings, which Launch and RenderLaunch read
+// from the request.
+//
 // RenderLaunch shows what Launch would start, starting nothing: the command
 // line and the names (not the values) of the environment variables it
 // sets. The local provider has nothing to dry-run a launch against, so it

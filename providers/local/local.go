@@ -33,6 +33,7 @@ var Info = providers.Info{
 	Source:       providers.SourceBuiltIn,
 	Summary:      "worker processes on this machine, each in its own process group",
 	Capabilities: providers.Capabilities{Render: true},
+	Schema:       &Schema,
 }
 
 func init() {
@@ -75,14 +76,16 @@ func (p *Provider) Name() string { return Name }
 
 // Launch starts `<Executable> agent …` (providers.Render) as a child in its
 // own process group, with stdin /dev/null and stdout and stderr appended to
-// req.LogPath (its folder is created), and the launch credential only in
-// the environment. A goroutine reaps it. The returned ID is "pid:<pid>";
+// req.LogPath (its folder is created), the env of the pool's local block
+// (req.Settings, *Settings) and req.Env added to its environment, and the
+// launch credential only in the environment. A goroutine reaps it. The returned ID is "pid:<pid>";
 // Host is this host and ProcessStart the kernel's start time of the pid
 // (see processStart), which Reclaim checks.
 func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (providers.LaunchResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return providers.LaunchResponse{}, err
 	}
+	req = withBlockEnv(req)
 	if err := checkRequest(req); err != nil {
 		return providers.LaunchResponse{}, err
 	}
@@ -149,12 +152,14 @@ func checkRequest(req providers.LaunchRequest) error {
 // RenderLaunch returns what Launch would start for req, starting nothing
 // and writing nothing: the agent's command line (providers.Render) and
 // the names of the environment variables it sets on top of the inherited
-// environment, req.Env's and the launch credential's (values left out).
+// environment, the local block's, req.Env's and the launch credential's
+// (values left out).
 // It refuses a request Launch would refuse for what it lacks.
 func (p *Provider) RenderLaunch(ctx context.Context, req providers.LaunchRequest) (providers.RenderResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return providers.RenderResponse{}, err
 	}
+	req = withBlockEnv(req)
 	if err := checkRequest(req); err != nil {
 		return providers.RenderResponse{}, err
 	}

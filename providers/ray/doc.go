@@ -21,6 +21,8 @@
 // the job sees: that is why it is one-time. Ray keeps no exit code for a
 // STOPPED job, so a worker stopped by wdc ends with none.
 //
-// Package engine decides when to launch and stop; this package only
-// speaks Ray's API. The configuration block is hcl.RayPool.
+// The package owns a pool's ray { } block too: its schema, defaults and
+// checks (Schema), decoded into *Settings, which every launch request of
+// the pool carries back. Package engine decides when to launch and stop;
+// this package only speaks Ray's API.
 package ray

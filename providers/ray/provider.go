@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 )
 
@@ -48,6 +47,8 @@ var Info = providers.Info{
 	Source:       providers.SourceBuiltIn,
 	Summary:      "workers as Ray jobs, through the Ray Jobs REST API",
 	Capabilities: providers.Capabilities{Render: true, DryRun: true, ClusterWrites: true},
+	Creates:      "Ray jobs on a Ray cluster",
+	Schema:       &Schema,
 }
 
 func init() {
@@ -64,8 +65,8 @@ var (
 // Provider launches workers as Ray jobs, one job per worker, and watches
 // each with its own poller (GET /api/jobs/{id} every PollInterval until
 // the job's status is terminal), copying the job's log into the launch's
-// log file as it grows. IDs are "ray:SUBMISSION_ID". Settings are
-// *hcl.RayPool. Safe for concurrent use.
+// log file as it grows. IDs are "ray:SUBMISSION_ID". A launch request's
+// Settings are the pool's *Settings. Safe for concurrent use.
 type Provider struct {
 	// PollInterval, LogInterval and StopWait default to
 	// DefaultPollInterval, DefaultLogInterval and DefaultStopWait; tests
@@ -122,19 +123,10 @@ type worker struct {
 	status string // as the poller last read it
 }
 
-// settings returns the ray block a request carries.
-func settings(v any) (*wdchcl.RayPool, error) {
-	s, ok := v.(*wdchcl.RayPool)
-	if !ok || s == nil {
-		return nil, fmt.Errorf("ray: the launch request has no ray block (Settings is %T)", v)
-	}
-	return s, nil
-}
-
 // clientFor returns the client of a block, reading its token the first
 // time: the block's token_file, else RAY_AUTH_TOKEN, else none. Errors: a
 // token file that cannot be read or is empty.
-func (p *Provider) clientFor(s *wdchcl.RayPool) (*Client, error) {
+func (p *Provider) clientFor(s *Settings) (*Client, error) {
 	k := clientKey{s.Address, s.TokenFile}
 	p.mu.Lock()
 	c := p.clients[k]

@@ -24,13 +24,13 @@ func testProvider(t *testing.T) *Provider {
 	return p
 }
 
-func block(f *fakeRay) *wdchcl.RayPool {
-	return &wdchcl.RayPool{Address: f.srv.URL, WdcPath: "/opt/wdc bin/wdc", EntrypointNumCPUs: 0.5, EntrypointMemory: 1 << 28,
+func block(f *fakeRay) *Settings {
+	return &Settings{Address: f.srv.URL, WdcPath: "/opt/wdc bin/wdc", EntrypointNumCPUs: 0.5, EntrypointMemory: 1 << 28,
 		EntrypointResources: map[string]float64{"custom": 1}, Env: map[string]string{"K": "v"},
 		Metadata: map[string]string{"team": "x"}, AllowWrites: true}
 }
 
-func request(t *testing.T, s *wdchcl.RayPool) providers.LaunchRequest {
+func request(t *testing.T, s *Settings) providers.LaunchRequest {
 	dir := t.TempDir()
 	return providers.LaunchRequest{Pool: "builders", Lineage: "lin", ApplyID: "apply-1", Seq: 1,
 		ServerURL: "http://10.0.0.1:7000", Credential: "wdcl_secret", WorkDir: filepath.Join(dir, "work"),
@@ -245,13 +245,13 @@ func TestLaunchErrors(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name  string
-		setup func(f *fakeRay, s *wdchcl.RayPool)
+		setup func(f *fakeRay, s *Settings)
 		want  string
 	}{
-		{"no agent", func(f *fakeRay, s *wdchcl.RayPool) { f.unavailable = 100 }, "No available agent"},
-		{"wrong token", func(f *fakeRay, s *wdchcl.RayPool) { f.token = "right" }, "not authorized"},
-		{"missing token file", func(f *fakeRay, s *wdchcl.RayPool) { s.TokenFile = "/nonexistent/ray.token" }, "reading the token_file"},
-		{"unreachable", func(f *fakeRay, s *wdchcl.RayPool) { s.Address = "http://127.0.0.1:1" }, "no answer"},
+		{"no agent", func(f *fakeRay, s *Settings) { f.unavailable = 100 }, "No available agent"},
+		{"wrong token", func(f *fakeRay, s *Settings) { f.token = "right" }, "not authorized"},
+		{"missing token file", func(f *fakeRay, s *Settings) { s.TokenFile = "/nonexistent/ray.token" }, "reading the token_file"},
+		{"unreachable", func(f *fakeRay, s *Settings) { s.Address = "http://127.0.0.1:1" }, "no answer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -415,7 +415,7 @@ func TestReclaimAndLeftovers(t *testing.T) {
 		{ApplyID: "dead", Pool: "builders", Seq: 2, ID: "ray:dead-done"},
 		{ApplyID: "dead", Pool: "builders", Seq: 3, ID: "ray:dead-gone"},
 	}
-	req := providers.ReclaimRequest{Launches: records, ApplyIDs: []string{"dead", "dead2"}, Lineage: "lin", Settings: []any{s, s}}
+	req := providers.ReclaimRequest{Launches: records, ApplyIDs: []string{"dead", "dead2"}, Lineage: "lin", Settings: []wdchcl.ProviderSettings{s, s}}
 
 	p := testProvider(t)
 	left, err := p.FindLeftovers(ctx, req)
@@ -460,7 +460,7 @@ func TestReclaimAndLeftovers(t *testing.T) {
 	}
 
 	// No lineage, or no dead apply: nothing is looked at.
-	for _, r := range []providers.ReclaimRequest{{ApplyIDs: []string{"dead"}, Settings: []any{s}}, {Lineage: "lin", Settings: []any{s}}} {
+	for _, r := range []providers.ReclaimRequest{{ApplyIDs: []string{"dead"}, Settings: []wdchcl.ProviderSettings{s}}, {Lineage: "lin", Settings: []wdchcl.ProviderSettings{s}}} {
 		if resp, err := p.Reclaim(ctx, r); err != nil || len(resp.Stopped)+resp.Orphans != 0 {
 			t.Errorf("Reclaim(%+v) = %+v, %v", r, resp, err)
 		}
@@ -471,18 +471,18 @@ func TestDryRun(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name        string
-		setup       func(f *fakeRay, s *wdchcl.RayPool)
+		setup       func(f *fakeRay, s *Settings)
 		unreachable bool
 		refusal     string
 		warning     string
 	}{
-		{"accepted", func(f *fakeRay, s *wdchcl.RayPool) {}, false, "", ""},
-		{"unreachable", func(f *fakeRay, s *wdchcl.RayPool) { s.Address = "http://127.0.0.1:1" }, true, "", ""},
-		{"token file", func(f *fakeRay, s *wdchcl.RayPool) { s.TokenFile = "/nonexistent" }, true, "", ""},
-		{"wrong token", func(f *fakeRay, s *wdchcl.RayPool) { f.token = "x" }, false, "not authorized", ""},
-		{"too old", func(f *fakeRay, s *wdchcl.RayPool) { f.version = "2.5.1" }, false, `version "2.5.1"; wdc needs Ray 2.9.0`, ""},
-		{"not the dashboard", func(f *fakeRay, s *wdchcl.RayPool) { s.Address += "/nothing" }, false, "dashboard's address", ""},
-		{"exists", func(f *fakeRay, s *wdchcl.RayPool) {
+		{"accepted", func(f *fakeRay, s *Settings) {}, false, "", ""},
+		{"unreachable", func(f *fakeRay, s *Settings) { s.Address = "http://127.0.0.1:1" }, true, "", ""},
+		{"token file", func(f *fakeRay, s *Settings) { s.TokenFile = "/nonexistent" }, true, "", ""},
+		{"wrong token", func(f *fakeRay, s *Settings) { f.token = "x" }, false, "not authorized", ""},
+		{"too old", func(f *fakeRay, s *Settings) { f.version = "2.5.1" }, false, `version "2.5.1"; wdc needs Ray 2.9.0`, ""},
+		{"not the dashboard", func(f *fakeRay, s *Settings) { s.Address += "/nothing" }, false, "dashboard's address", ""},
+		{"exists", func(f *fakeRay, s *Settings) {
 			f.add(JobDetails{SubmissionID: SubmissionID("lin", "apply-1", "builders", 1), Status: StatusRunning})
 		}, false, "", "exists already"},
 	}

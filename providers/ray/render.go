@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers"
 )
@@ -47,7 +46,7 @@ func SubmissionID(lineage, applyID, pool string, seq int) string {
 }
 
 // agentRequest is req with the Ray nodes' wdc binary.
-func agentRequest(req providers.LaunchRequest, s *wdchcl.RayPool) providers.LaunchRequest {
+func agentRequest(req providers.LaunchRequest, s *Settings) providers.LaunchRequest {
 	req.Executable = s.WdcPath
 	return req
 }
@@ -79,7 +78,7 @@ func Entrypoint(argv []string) string {
 // with the block's wdc_path), runtime_env.env_vars holds the block's env,
 // req.Env and the launch credential (WDC_LAUNCH_CREDENTIAL; nowhere
 // else), and metadata the block's and wdc's own keys (Meta*).
-func Submission(req providers.LaunchRequest, s *wdchcl.RayPool) JobSubmission {
+func Submission(req providers.LaunchRequest, s *Settings) JobSubmission {
 	env := maps.Clone(s.Env)
 	if env == nil {
 		env = map[string]string{}

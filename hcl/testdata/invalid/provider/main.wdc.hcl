@@ -2,14 +2,6 @@ pool "a" {
   provider = "docker" # ERROR: There is no provider named "docker". The available providers are: external, kubernetes, local, ray.
 }
 
-pool "b" { # ERROR: uses provider "ray", so it needs a ray { } block
-  provider = "ray"
-}
-
-pool "c" { # ERROR: uses provider "kubernetes", so it needs a kubernetes { } block
-  provider = "kubernetes"
-}
-
 pool "d" {
   provider = "local"
   ray { # ERROR: cannot have a ray block

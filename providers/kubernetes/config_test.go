@@ -1,19 +1,46 @@
-package hcl
+package kubernetes
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 )
 
 func kubernetesConfig(block string) string {
 	return "pool \"k\" {\n  provider = \"kubernetes\"\n  kubernetes {\n" + block + "\n  }\n}\n\ntask \"t\" {\n  command = [\"true\"]\n}\n"
 }
 
+// load writes src as main.wdc.hcl of a new folder and loads it with this
+// provider's schema.
+func load(t *testing.T, src string) (string, *wdchcl.Config, hcl.Diagnostics) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: map[string]wdchcl.ProviderSchema{Name: Schema}})
+	return dir, cfg, diags
+}
+
+// mustLoad is load for a configuration without errors.
+func mustLoad(t *testing.T, src string) (string, *wdchcl.Config) {
+	t.Helper()
+	dir, cfg, diags := load(t, src)
+	if diags.HasErrors() {
+		t.Fatalf("unexpected errors: %v", diags)
+	}
+	return dir, cfg
+}
+
 func TestKubernetesBlock(t *testing.T) {
-	dir := writeDir(t, map[string]string{"main.wdc.hcl": kubernetesConfig(`
+	dir, cfg := mustLoad(t, kubernetesConfig(`
     kubeconfig         = "kube/config"
     context            = "ci"
     namespace          = "batch"
@@ -40,14 +67,13 @@ func TestKubernetesBlock(t *testing.T) {
     }
     toleration {
       operator = "Exists"
-    }`)})
-	cfg := mustLoad(t, dir, Inputs{})
-	k := cfg.Pools[0].Kubernetes
-	if k == nil {
-		t.Fatal("no kubernetes block decoded")
+    }`))
+	k, ok := cfg.Pools[0].Settings.(*Settings)
+	if !ok {
+		t.Fatalf("settings %T, want the kubernetes block decoded", cfg.Pools[0].Settings)
 	}
 	thirty := int64(30)
-	want := KubernetesPool{
+	want := Settings{
 		Kubeconfig: filepath.Join(dir, "kube/config"), Context: "ci", Namespace: "batch",
 		Image: "registry.example/wdc:1", ImagePullPolicy: "IfNotPresent", Command: "/wdc", ServiceAccount: "runner",
 		// Limits equal the requests when only requests are given.
@@ -66,12 +92,12 @@ func TestKubernetesBlock(t *testing.T) {
 		t.Errorf("launch_timeout %s, want the kubernetes default 5m", cfg.Pools[0].LaunchTimeout)
 	}
 
-	dir = writeDir(t, map[string]string{"main.wdc.hcl": kubernetesConfig(`    image = "wdc"
+	_, cfg = mustLoad(t, kubernetesConfig(`    image = "wdc"
     limits {
       cpu = "1"
-    }`)})
-	k = mustLoad(t, dir, Inputs{}).Pools[0].Kubernetes
-	if k.Requests.CPU != "1" || k.ActiveDeadline != DefaultKubernetesActiveDeadline || k.TTLAfterFinished != DefaultKubernetesTTLAfterFinished || k.AllowWrites {
+    }`))
+	k = cfg.Pools[0].Settings.(*Settings)
+	if k.Requests.CPU != "1" || k.ActiveDeadline != DefaultActiveDeadline || k.TTLAfterFinished != DefaultTTLAfterFinished || k.AllowWrites {
 		t.Errorf("defaults: %+v", k)
 	}
 }
@@ -105,8 +131,7 @@ func TestKubernetesBlockErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeDir(t, map[string]string{"main.wdc.hcl": kubernetesConfig(tt.block)})
-			_, diags := Load(dir, Inputs{})
+			_, _, diags := load(t, kubernetesConfig(tt.block))
 			if !diags.HasErrors() {
 				t.Fatalf("no error for\n%s", tt.block)
 			}
@@ -125,5 +150,14 @@ func TestKubernetesBlockErrors(t *testing.T) {
 			}
 			t.Errorf("no error says %q; got %q", tt.want, all)
 		})
+	}
+}
+
+// TestKubernetesBlockMissing: a kubernetes pool needs its block, and the
+// error points at the pool.
+func TestKubernetesBlockMissing(t *testing.T) {
+	_, _, diags := load(t, "pool \"c\" {\n  provider = \"kubernetes\"\n}\n")
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail, `uses provider "kubernetes", so it needs a kubernetes { } block`) || diags[0].Subject.Start.Line != 1 {
+		t.Errorf("a kubernetes pool without a kubernetes block: %v", diags)
 	}
 }

@@ -1,12 +1,44 @@
-package hcl
+package ray
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 )
+
+// load writes src as main.wdc.hcl of a new folder and loads it with this
+// provider's schema.
+func load(t *testing.T, src string) (string, *wdchcl.Config, hcl.Diagnostics) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Providers: map[string]wdchcl.ProviderSchema{Name: Schema}})
+	return dir, cfg, diags
+}
+
+// mustLoad is load for a configuration without errors, returning the
+// first pool's settings.
+func mustLoad(t *testing.T, src string) (string, *wdchcl.Config, *Settings) {
+	t.Helper()
+	dir, cfg, diags := load(t, src)
+	if diags.HasErrors() {
+		t.Fatalf("unexpected errors: %v", diags)
+	}
+	s, ok := cfg.Pools[0].Settings.(*Settings)
+	if !ok {
+		t.Fatalf("settings %T, want the ray block decoded", cfg.Pools[0].Settings)
+	}
+	return dir, cfg, s
+}
 
 func rayConfig(block string) string {
 	return "pool \"r\" {\n  provider = \"ray\"\n  ray {\n" + block + "\n  }\n}\n\ntask \"t\" {\n  command = [\"true\"]\n}\n"
@@ -17,7 +49,7 @@ func rayConfig(block string) string {
 const rayMinimal = "    address  = \"http://127.0.0.1:8265\"\n    wdc_path = \"/opt/wdc\""
 
 func TestRayBlock(t *testing.T) {
-	dir := writeDir(t, map[string]string{"main.wdc.hcl": rayConfig(`
+	dir, cfg, r := mustLoad(t, rayConfig(`
     address              = "https://ray.example:8265/"
     token_file           = "ray.token"
     wdc_path             = "/abs/path/to/wdc"
@@ -27,13 +59,8 @@ func TestRayBlock(t *testing.T) {
     entrypoint_resources = { custom = 1 }
     env                  = { K = "v" }
     metadata             = { team = "x" }
-    allow_writes         = true`)})
-	cfg := mustLoad(t, dir, Inputs{})
-	r := cfg.Pools[0].Ray
-	if r == nil {
-		t.Fatal("no ray block decoded")
-	}
-	want := RayPool{
+    allow_writes         = true`))
+	want := Settings{
 		Address: "https://ray.example:8265", TokenFile: filepath.Join(dir, "ray.token"), WdcPath: "/abs/path/to/wdc",
 		EntrypointNumCPUs: 0.5, EntrypointMemory: 268435456, EntrypointResources: map[string]float64{"custom": 1},
 		Env: map[string]string{"K": "v"}, Metadata: map[string]string{"team": "x"}, AllowWrites: true,
@@ -47,8 +74,7 @@ func TestRayBlock(t *testing.T) {
 		t.Errorf("launch_timeout %s, want the ray default 5m", cfg.Pools[0].LaunchTimeout)
 	}
 
-	dir = writeDir(t, map[string]string{"main.wdc.hcl": rayConfig("    address  = \"http://h:8265\"\n    wdc_path = \"wdc\"")})
-	r = mustLoad(t, dir, Inputs{}).Pools[0].Ray
+	_, _, r = mustLoad(t, rayConfig("    address  = \"http://h:8265\"\n    wdc_path = \"wdc\""))
 	if r.AllowWrites || r.TokenFile != "" || r.EntrypointNumCPUs != 0 || r.Env == nil || r.Metadata == nil || r.EntrypointResources == nil {
 		t.Errorf("defaults: %+v", r)
 	}
@@ -90,8 +116,7 @@ func TestRayBlockErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writeDir(t, map[string]string{"main.wdc.hcl": rayConfig(tt.block)})
-			_, diags := Load(dir, Inputs{})
+			_, _, diags := load(t, rayConfig(tt.block))
 			if !diags.HasErrors() {
 				t.Fatalf("no error for\n%s", tt.block)
 			}
@@ -115,10 +140,14 @@ func TestRayBlockErrors(t *testing.T) {
 	}
 }
 
+// TestRayBlockMissing: a ray pool needs its block, and the error points at
+// the pool.
 func TestRayBlockMissing(t *testing.T) {
-	dir := writeDir(t, map[string]string{"main.wdc.hcl": "pool \"r\" {\n  provider = \"ray\"\n}\n"})
-	_, diags := Load(dir, Inputs{})
+	_, _, diags := load(t, "pool \"r\" {\n  provider = \"ray\"\n}\n")
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), "needs a ray { } block") {
 		t.Errorf("a ray pool without a ray block: %v", diags)
+	}
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail, `uses provider "ray", so it needs a ray { } block`) || diags[0].Subject.Start.Line != 1 {
+		t.Errorf("a ray pool without a ray block: %v, want one error on the pool's line", diags)
 	}
 }
