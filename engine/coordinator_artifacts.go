@@ -40,10 +40,8 @@ func (c *Coordinator) expectLocked(w *workerState, hashes []string) {
 }
 
 // serveArtifact is PUT /v1/artifacts/{sha256}, a worker uploading a blob
-// one of its results is waiting for, and GET, a worker fetching an input
-// (serveArtifactDownload). The store recomputes the hash while it
-// writes a temporary file, refuses a mismatch, deduplicates, and renames
-// into place atomically.
+// one of its results is waiting for (putArtifact), and GET, a worker
+// fetching an input (serveArtifactDownload).
 func (c *Coordinator) serveArtifact(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPut && r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET, PUT")
@@ -52,7 +50,9 @@ func (c *Coordinator) serveArtifact(w http.ResponseWriter, r *http.Request) {
 	}
 	cred, herr := c.authenticate(r, credSession)
 	if herr == nil {
-		_, herr = c.sessionWorker(cred, cred.worker.id)
+		if _, err := c.sessionWorker(cred, cred.worker.id); err != nil {
+			herr = internal(err)
+		}
 	}
 	if herr != nil {
 		herr.write(w)
@@ -67,32 +67,8 @@ func (c *Coordinator) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		c.serveArtifactDownload(w, r, cred.worker, hash)
 		return
 	}
-	if c.artifacts == nil {
-		(&httpError{status: http.StatusConflict, code: protocol.CodeNotExpected, message: "this coordinator keeps no artifacts"}).write(w)
-		return
-	}
-	c.mu.Lock()
-	expected := cred.worker.expected[hash]
-	c.mu.Unlock()
-	if !expected {
-		(&httpError{status: http.StatusConflict, code: protocol.CodeNotExpected,
-			message: fmt.Sprintf("no result of worker %s is waiting for blob %s: post the result first, then upload what it is answered missing", cred.worker.id, hash)}).write(w)
-		return
-	}
-	if max := c.artifacts.MaxSize(); r.ContentLength > max {
-		(&httpError{status: http.StatusRequestEntityTooLarge, code: protocol.CodeTooLarge,
-			message: fmt.Sprintf("blob %s is %d bytes, more than max_artifact_size (%s)", hash, r.ContentLength, artifact.FormatSize(max))}).write(w)
-		return
-	}
-	res, err := c.artifacts.Put(r.Context(), hash, r.Body)
-	var mm *artifact.MismatchError
+	resp, err := c.putArtifact(r.Context(), cred.worker, hash, r.ContentLength, r.Body)
 	switch {
-	case errors.As(err, &mm):
-		badRequestCode(protocol.CodeHashMismatch, "the uploaded content has SHA-256 %s, not %s: nothing was stored", mm.Got, hash).write(w)
-		return
-	case errors.Is(err, artifact.ErrTooLarge):
-		(&httpError{status: http.StatusRequestEntityTooLarge, code: protocol.CodeTooLarge, message: err.Error()}).write(w)
-		return
 	case err != nil && r.Context().Err() != nil:
 		return // the client went away
 	case err != nil:
@@ -100,20 +76,57 @@ func (c *Coordinator) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := http.StatusOK
-	if res.Created {
+	if resp.Created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, protocol.PutArtifactResponse{SHA256: res.Hash, Size: res.Size, Created: res.Created})
+	writeJSON(w, status, resp)
 }
 
-func badRequestCode(code, format string, args ...any) *httpError {
-	return &httpError{status: http.StatusBadRequest, code: code, message: fmt.Sprintf(format, args...)}
+// putArtifact stores a blob that w uploads as hash (size bytes, or -1
+// when unknown), which a result of w's is waiting for: the store
+// recomputes the hash while it writes a temporary file, refuses a
+// mismatch, deduplicates, and renames into place atomically. Errors
+// (*CoordinatorError): a coordinator without artifacts, or a blob no
+// result of w's waits for (CodeNotExpected); a blob over the store's size
+// cap (CodeTooLarge); content of another hash (CodeHashMismatch, nothing
+// stored); the store's own errors.
+func (c *Coordinator) putArtifact(ctx context.Context, w *workerState, hash string, size int64, body io.Reader) (protocol.PutArtifactResponse, error) {
+	if c.artifacts == nil {
+		return protocol.PutArtifactResponse{}, errNoArtifacts()
+	}
+	c.mu.Lock()
+	expected := w.expected[hash]
+	c.mu.Unlock()
+	if !expected {
+		return protocol.PutArtifactResponse{}, refuse(CodeNotExpected, "",
+			"no result of worker %s is waiting for blob %s: post the result first, then upload what it is answered missing", w.id, hash)
+	}
+	if max := c.artifacts.MaxSize(); size > max {
+		return protocol.PutArtifactResponse{}, refuse(CodeTooLarge, "",
+			"blob %s is %d bytes, more than max_artifact_size (%s)", hash, size, artifact.FormatSize(max))
+	}
+	res, err := c.artifacts.Put(ctx, hash, body)
+	var mm *artifact.MismatchError
+	switch {
+	case errors.As(err, &mm):
+		return protocol.PutArtifactResponse{}, refuse(CodeHashMismatch, "", "the uploaded content has SHA-256 %s, not %s: nothing was stored", mm.Got, hash)
+	case errors.Is(err, artifact.ErrTooLarge):
+		return protocol.PutArtifactResponse{}, refuse(CodeTooLarge, "", "%s", err.Error())
+	case err != nil:
+		return protocol.PutArtifactResponse{}, err
+	}
+	return protocol.PutArtifactResponse{SHA256: res.Hash, Size: res.Size, Created: res.Created}, nil
 }
 
-// missingAnswer is the 409 of a result that waits for blobs.
-func missingAnswer(missing []string) *httpError {
-	return &httpError{status: http.StatusConflict, code: protocol.CodeMissingArtifacts, missing: missing,
-		message: fmt.Sprintf("upload %d artifact(s) with PUT /v1/artifacts/{sha256}, then post the result again", len(missing))}
+// errNoArtifacts is the refusal of a coordinator that keeps no artifacts.
+func errNoArtifacts() *CoordinatorError {
+	return refuse(CodeNotExpected, "", "this coordinator keeps no artifacts")
+}
+
+// missingArtifacts is the refusal of a result that waits for blobs.
+func missingArtifacts(missing []string) *CoordinatorError {
+	return &CoordinatorError{Code: CodeMissingArtifacts, Missing: missing,
+		Message: fmt.Sprintf("upload %d artifact(s) with PUT /v1/artifacts/{sha256}, then post the result again", len(missing))}
 }
 
 // artifactsOf converts a result's artifact references for the state.
@@ -220,20 +233,11 @@ func (c *Coordinator) readableLocked(w *workerState, files []protocol.InputFile)
 }
 
 // serveArtifactDownload is GET /v1/artifacts/{sha256}: a worker fetches an
-// input of an assignment it was granted. Any other blob, held or not, is a
-// 404, so a worker learns nothing about what else the store holds.
+// input of an assignment it was granted (openInput).
 func (c *Coordinator) serveArtifactDownload(w http.ResponseWriter, r *http.Request, worker *workerState, hash string) {
-	c.mu.Lock()
-	ok := worker.readable[hash]
-	c.mu.Unlock()
-	notFound := &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("no input of an assignment of worker %s has SHA-256 %s", worker.id, hash)}
-	if !ok || c.artifacts == nil {
-		notFound.write(w)
-		return
-	}
-	f, size, err := c.artifacts.Open(hash)
+	f, size, err := c.openInput(worker, hash)
 	if err != nil {
-		notFound.write(w)
+		internal(err).write(w)
 		return
 	}
 	defer f.Close()
@@ -243,12 +247,35 @@ func (c *Coordinator) serveArtifactDownload(w http.ResponseWriter, r *http.Reque
 	_, _ = io.Copy(w, f)
 }
 
+// openInput opens the blob hash for worker, and returns its size, when it
+// is an input of an assignment the worker was granted. Any other blob,
+// held or not, is refused alike (CodeNotFound), so a worker learns nothing
+// about what else the store holds.
+func (c *Coordinator) openInput(worker *workerState, hash string) (io.ReadCloser, int64, error) {
+	c.mu.Lock()
+	ok := worker.readable[hash]
+	c.mu.Unlock()
+	notFound := refuse(CodeNotFound, "", "no input of an assignment of worker %s has SHA-256 %s", worker.id, hash)
+	if !ok || c.artifacts == nil {
+		return nil, 0, notFound
+	}
+	f, size, err := c.artifacts.Open(hash)
+	if err != nil {
+		return nil, 0, notFound
+	}
+	return f, size, nil
+}
+
 // collectGarbage is CollectGarbage beside the running apply (the operator
 // route behind `wdc gc`): it keeps, beyond what the state refers to, every
 // blob a worker was told to upload (a result in flight names it), and
 // removes only temporary files older than an hour (an upload may be in
-// progress). State writes wait while it runs.
+// progress). State writes wait while it runs. Errors: a coordinator that
+// keeps no artifacts (CodeNotExpected); CollectGarbage's.
 func (c *Coordinator) collectGarbage(ctx context.Context, dryRun bool) (protocol.GCResponse, error) {
+	if c.artifacts == nil {
+		return protocol.GCResponse{}, errNoArtifacts()
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return CollectGarbage(ctx, c.store, c.artifacts, GCOptions{DryRun: dryRun, TempOlderThan: time.Hour, Keep: func() map[string]bool {

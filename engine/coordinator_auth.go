@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -106,20 +105,11 @@ func NewJoinCredential() string { return newSecret(protocol.JoinCredentialPrefix
 // the state stores launch credentials and join tokens.
 func HashSecret(secret string) string { return hexHash(secretHash(secret)) }
 
-// unauthorized is a 401 with a typed reason.
-func unauthorized(reason, format string, args ...any) *httpError {
-	return &httpError{status: http.StatusUnauthorized, code: "unauthorized", reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-// authenticate finds the credential of r's bearer header and checks that
-// its kind is one of kinds.
-func (c *Coordinator) authenticate(r *http.Request, kinds ...credKind) (*credential, *httpError) {
-	auth := r.Header.Get("Authorization")
-	scheme, secret, _ := strings.Cut(auth, " ")
-	secret = strings.TrimSpace(secret)
-	if auth == "" || !strings.EqualFold(scheme, "Bearer") || secret == "" {
-		return nil, unauthorized(protocol.ReasonMissingCredential, "missing bearer credential: send \"Authorization: Bearer <credential>\"")
-	}
+// credentialFor returns the credential whose secret is secret, when it is
+// of one of kinds. Errors (*CoordinatorError, CodeUnauthorized): a secret
+// that is not one of this apply's (unknown_credential), a revoked session
+// (session_revoked), a credential of another kind (wrong_credential).
+func (c *Coordinator) credentialFor(secret string, kinds ...credKind) (*credential, error) {
 	h := secretHash(secret)
 	c.mu.Lock()
 	cred := c.creds[h]
@@ -217,7 +207,7 @@ func (c *Coordinator) CloseLaunch(ctx context.Context, pool string, seq int, fai
 }
 
 // refuseRegistration records a refused registration (an event in the state
-// and for OnEvent) and returns its 401.
+// and for OnEvent) and returns its refusal (CodeUnauthorized, reason).
 func (c *Coordinator) refuseRegistration(ctx context.Context, ps *poolState, reason, msg string) error {
 	now := c.now()
 	if err := c.store.AppendEvent(ctx, state.Event{Kind: EventRegistrationRefused, Message: reason + ": " + msg}, now); err != nil {
@@ -277,8 +267,8 @@ func (c *Coordinator) register(ctx context.Context, cred *credential, req protoc
 		case req.RequestID != "" && replay:
 			return answer, nil
 		case !ps.rt.Joinable:
-			return protocol.RegisterResponse{}, &httpError{status: http.StatusForbidden, code: "forbidden", reason: protocol.ReasonNotJoinable,
-				message: fmt.Sprintf("pool %s is launched by its provider; only workers of provider = \"external\" pools join with a join token", ps.rt.Name)}
+			return protocol.RegisterResponse{}, refuse(CodeForbidden, protocol.ReasonNotJoinable,
+				"pool %s is launched by its provider; only workers of provider = \"external\" pools join with a join token", ps.rt.Name)
 		case !j.RevokedAt.IsZero():
 			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialRevoked,
 				fmt.Sprintf("join token %s of pool %s was revoked", j.ID, ps.rt.Name))
@@ -286,8 +276,8 @@ func (c *Coordinator) register(ctx context.Context, cred *credential, req protoc
 			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialExpired,
 				fmt.Sprintf("join token %s of pool %s expired at %s", j.ID, ps.rt.Name, j.ExpiresAt.Format(time.RFC3339)))
 		case ps.rt.Max > 0 && live >= ps.rt.Max:
-			return protocol.RegisterResponse{}, &httpError{status: http.StatusConflict, code: "conflict", reason: protocol.ReasonPoolFull,
-				message: fmt.Sprintf("pool %s already has %d live workers, its max; try again when one leaves", ps.rt.Name, live)}
+			return protocol.RegisterResponse{}, refuse(CodeConflict, protocol.ReasonPoolFull,
+				"pool %s already has %d live workers, its max; try again when one leaves", ps.rt.Name, live)
 		}
 		if j.Labels != nil {
 			labels, recorded = narrow(labels, j.Labels), narrow(recorded, j.Labels)
@@ -366,8 +356,10 @@ func narrow(labels, want map[string]string) map[string]string {
 }
 
 // sessionWorker returns the worker of a session credential after checking
-// that the request names that worker.
-func (c *Coordinator) sessionWorker(cred *credential, id string) (*workerState, *httpError) {
+// that the request names that worker. Errors (*CoordinatorError): a
+// revoked session (CodeUnauthorized, session_revoked), another worker's id
+// (CodeForbidden, session_mismatch).
+func (c *Coordinator) sessionWorker(cred *credential, id string) (*workerState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := cred.worker
@@ -375,8 +367,7 @@ func (c *Coordinator) sessionWorker(cred *credential, id string) (*workerState, 
 		return nil, unauthorized(protocol.ReasonSessionRevoked, "the session of worker %s was revoked: the worker is gone or its apply is ending", w.id)
 	}
 	if id != w.id {
-		return nil, &httpError{status: http.StatusForbidden, code: "forbidden", reason: protocol.ReasonSessionMismatch,
-			message: fmt.Sprintf("this session belongs to worker %s, not %q", w.id, id)}
+		return nil, refuse(CodeForbidden, protocol.ReasonSessionMismatch, "this session belongs to worker %s, not %q", w.id, id)
 	}
 	return w, nil
 }
@@ -480,15 +471,14 @@ func (c *Coordinator) createJoinToken(ctx context.Context, req protocol.JoinToke
 	ps := c.poolByNam[req.Pool]
 	switch {
 	case ps == nil:
-		return protocol.JoinTokenResponse{}, &httpError{status: http.StatusNotFound, code: "not_found",
-			message: fmt.Sprintf("this apply has no pool %q", req.Pool)}
+		return protocol.JoinTokenResponse{}, refuse(CodeNotFound, "", "this apply has no pool %q", req.Pool)
 	case !ps.rt.Joinable:
-		return protocol.JoinTokenResponse{}, &httpError{status: http.StatusBadRequest, code: "bad_request", reason: protocol.ReasonNotJoinable,
-			message: fmt.Sprintf("pool %s is launched by its provider; join tokens are for provider = \"external\" pools", req.Pool)}
+		return protocol.JoinTokenResponse{}, refuse(CodeBadRequest, protocol.ReasonNotJoinable,
+			"pool %s is launched by its provider; join tokens are for provider = \"external\" pools", req.Pool)
 	}
 	for k, v := range req.Labels {
 		if pv, ok := ps.rt.Labels[k]; !ok || pv != v {
-			return protocol.JoinTokenResponse{}, badRequest("label %s=%s is not one of pool %s's labels: a join token only narrows them", k, v, req.Pool)
+			return protocol.JoinTokenResponse{}, invalid("label %s=%s is not one of pool %s's labels: a join token only narrows them", k, v, req.Pool)
 		}
 	}
 	c.wmu.Lock()

@@ -167,12 +167,33 @@ func writeError(w http.ResponseWriter, e *httpError) {
 
 func (e *httpError) write(w http.ResponseWriter) { writeError(w, e) }
 
-// internal turns an operation's error into an answer: a typed answer as it
-// is, 404 for an unknown object, 400 for an invalid argument, 500
-// otherwise.
+// statusOf is the HTTP status of each code of a *CoordinatorError.
+var statusOf = map[ErrorCode]int{
+	CodeUnauthorized:     http.StatusUnauthorized,
+	CodeForbidden:        http.StatusForbidden,
+	CodeBadRequest:       http.StatusBadRequest,
+	CodeNotFound:         http.StatusNotFound,
+	CodeConflict:         http.StatusConflict,
+	CodeMissingArtifacts: http.StatusConflict,
+	CodeNotExpected:      http.StatusConflict,
+	CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeHashMismatch:     http.StatusBadRequest,
+}
+
+// internal turns an operation's error into an answer: a refusal
+// (*CoordinatorError) with the status of its code, an answer of the HTTP
+// layer as it is, 404 for an object the state does not have, 400 for an
+// invalid argument, 500 otherwise.
 func internal(err error) *httpError {
 	var herr *httpError
+	var cerr *CoordinatorError
 	switch {
+	case errors.As(err, &cerr):
+		status, ok := statusOf[cerr.Code]
+		if !ok {
+			status = http.StatusInternalServerError
+		}
+		return &httpError{status: status, code: string(cerr.Code), reason: cerr.Reason, message: cerr.Message, missing: cerr.Missing}
 	case errors.As(err, &herr):
 		return herr
 	case errors.Is(err, state.ErrNotFound):
@@ -181,6 +202,24 @@ func internal(err error) *httpError {
 		return &httpError{status: http.StatusBadRequest, code: "bad_request", message: err.Error()}
 	}
 	return &httpError{status: http.StatusInternalServerError, code: "internal", message: err.Error()}
+}
+
+// authenticate reads r's bearer credential and finds it among the
+// credentials of kinds (credentialFor); a request without one is a 401
+// missing_credential.
+func (c *Coordinator) authenticate(r *http.Request, kinds ...credKind) (*credential, *httpError) {
+	auth := r.Header.Get("Authorization")
+	scheme, secret, _ := strings.Cut(auth, " ")
+	secret = strings.TrimSpace(secret)
+	if auth == "" || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return nil, &httpError{status: http.StatusUnauthorized, code: "unauthorized", reason: protocol.ReasonMissingCredential,
+			message: "missing bearer credential: send \"Authorization: Bearer <credential>\""}
+	}
+	cred, err := c.credentialFor(secret, kinds...)
+	if err != nil {
+		return nil, internal(err)
+	}
+	return cred, nil
 }
 
 // begin checks the method and the credential and reads the body into v.
@@ -425,9 +464,9 @@ func sessionRequest[T any](c *Coordinator, w http.ResponseWriter, r *http.Reques
 	if !ok {
 		return nil, req, nil, false
 	}
-	wk, herr := c.sessionWorker(cred, id(req))
-	if herr != nil {
-		herr.write(w)
+	wk, err := c.sessionWorker(cred, id(req))
+	if err != nil {
+		internal(err).write(w)
 		return nil, req, nil, false
 	}
 	return wk, req, body, true
@@ -550,10 +589,6 @@ func (c *Coordinator) serveSweep(w http.ResponseWriter, r *http.Request) {
 func (c *Coordinator) serveGC(w http.ResponseWriter, r *http.Request) {
 	_, req, _, ok := decodeRequest(c, w, r, func(protocol.GCRequest) error { return nil }, credOperator)
 	if !ok {
-		return
-	}
-	if c.artifacts == nil {
-		(&httpError{status: http.StatusConflict, code: protocol.CodeNotExpected, message: "this coordinator keeps no artifacts"}).write(w)
 		return
 	}
 	resp, err := c.collectGarbage(r.Context(), req.DryRun)

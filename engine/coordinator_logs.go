@@ -122,8 +122,7 @@ func (c *Coordinator) logChunk(w *workerState, token int64, req protocol.LogChun
 		return protocol.LogChunkResponse{Offset: req.Offset, Follow: false}, nil
 	}
 	if l.worker != w.id {
-		return protocol.LogChunkResponse{}, &httpError{status: http.StatusForbidden, code: "forbidden",
-			message: fmt.Sprintf("lease %d belongs to another worker, not %s", token, w.id)}
+		return protocol.LogChunkResponse{}, refuse(CodeForbidden, "", "lease %d belongs to another worker, not %s", token, w.id)
 	}
 	live := c.live[token]
 	if live == nil {
@@ -164,7 +163,7 @@ func (c *Coordinator) followLog(ctx context.Context, req protocol.LogFollowReque
 	ts := c.tasks[req.Task]
 	c.mu.Unlock()
 	if ts == nil {
-		return resp, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("the running apply has no task %s", req.Task)}
+		return resp, refuse(CodeNotFound, "", "the running apply has no task %s", req.Task)
 	}
 	wait := min(time.Duration(min(req.WaitMS, int64(c.maxClaimWait/time.Millisecond)))*time.Millisecond, c.maxClaimWait)
 	deadline := time.Now().Add(wait)

@@ -232,12 +232,12 @@ func (c *Coordinator) countResult(pm *poolMetrics, start time.Time, resp protoco
 	o.Observe(time.Since(start).Seconds())
 }
 
-// isMissingArtifacts reports whether err is a missing_artifacts answer.
+// isMissingArtifacts reports whether err is a missing_artifacts refusal.
 // (Its own function: the error target escapes, and the result path
 // should not allocate it for every answer.)
 func isMissingArtifacts(err error) bool {
-	var herr *httpError
-	return errors.As(err, &herr) && herr.code == protocol.CodeMissingArtifacts
+	var cerr *CoordinatorError
+	return errors.As(err, &cerr) && cerr.Code == CodeMissingArtifacts
 }
 
 // serveMetrics answers GET /metrics in the Prometheus text format: open on

@@ -445,7 +445,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	}
 	c.mu.Unlock()
 	if err := checkOutputs(outputs, req); err != nil {
-		return protocol.ResultResponse{}, badRequest("%v", err)
+		return protocol.ResultResponse{}, invalid("%v", err)
 	}
 	c.wmu.RLock()
 	defer c.wmu.RUnlock()
@@ -539,7 +539,7 @@ func (c *Coordinator) result(ctx context.Context, poster *workerState, token int
 	})
 	var miss *state.MissingArtifactsError
 	if errors.As(err, &miss) {
-		return protocol.ResultResponse{}, missingAnswer(miss.Missing)
+		return protocol.ResultResponse{}, missingArtifacts(miss.Missing)
 	}
 	if err != nil {
 		return protocol.ResultResponse{}, err

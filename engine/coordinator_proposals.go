@@ -201,11 +201,11 @@ func (c *Coordinator) decideProposal(ctx context.Context, id int64, req protocol
 	p, err := c.store.DecideProposal(ctx, id, req.Approve, req.By, req.Reason, c.now())
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		return protocol.ProposalDecisionResponse{}, &httpError{status: 404, code: "not_found", message: fmt.Sprintf("no proposal.%d in the state", id)}
+		return protocol.ProposalDecisionResponse{}, refuse(CodeNotFound, "", "no proposal.%d in the state", id)
 	case errors.Is(err, state.ErrConflict):
-		return protocol.ProposalDecisionResponse{}, &httpError{status: 409, code: "conflict", message: err.Error()}
+		return protocol.ProposalDecisionResponse{}, refuse(CodeConflict, "", "%s", err.Error())
 	case errors.Is(err, state.ErrInvalid):
-		return protocol.ProposalDecisionResponse{}, badRequest("%v", err)
+		return protocol.ProposalDecisionResponse{}, invalid("%v", err)
 	case err != nil:
 		return protocol.ProposalDecisionResponse{}, err
 	}
