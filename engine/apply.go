@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,13 +22,16 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
+	"github.com/wdc-dev/wdc/engine/supervise"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
-// Apply-level event kinds, next to the coordinator's Event* kinds.
+// Apply-level event kinds, next to the coordinator's (coordinator.Event*).
 const (
 	EventLaunched   = "launched"    // a worker process was launched (Pool, Message: pid and log)
 	EventExited     = "exited"      // a launched worker exited (Pool, Message)
@@ -63,7 +65,7 @@ const neverRegisteredLimit = 3
 
 // ApplyPool is one pool as apply launches it.
 type ApplyPool struct {
-	Runtime      PoolRuntime
+	Runtime      coordinator.PoolRuntime
 	Provider     string
 	Min, Max     int
 	DrainTimeout time.Duration
@@ -93,7 +95,7 @@ type ApplyOptions struct {
 	// Pools and Tasks give the runtime settings of every pool and every
 	// task of the plan (see ApplyInputs).
 	Pools []ApplyPool
-	Tasks map[string]TaskRuntime
+	Tasks map[string]coordinator.TaskRuntime
 	// Serve says where and how the coordinator listens (default 127.0.0.1
 	// on a free port, plain HTTP; see Listen). CADir defaults to
 	// CAFolder(WorkDir).
@@ -111,9 +113,11 @@ type ApplyOptions struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// OnEvent receives progress: the coordinator's events and apply's own
-	// (EventLaunched, EventExited, EventPoolFailed, EventDraining). Called
-	// from several goroutines, one call at a time.
-	OnEvent func(Event)
+	// (EventLaunched, EventExited, EventPoolFailed, EventDraining), one
+	// call at a time, in the order they happened (once the coordinator
+	// runs, from the goroutine that delivers its queue of events); every
+	// event has been delivered when Apply returns.
+	OnEvent func(coordinator.Event)
 	// Logger receives the coordinator's structured logs (default discarded).
 	Logger *slog.Logger
 	// Abort, when closed, stops at once: workers are killed instead of
@@ -125,7 +129,7 @@ type ApplyOptions struct {
 	// more to the state (another apply owns it now).
 	LockLost <-chan struct{}
 	// Redact rewrites error texts that workers report before they are
-	// stored or shown (see CoordinatorOptions.Redact); nil keeps them.
+	// stored or shown (see coordinator.Options.Redact); nil keeps them.
 	Redact func(string) string
 	// OnServing, when set, is called once the coordinator serves, with its
 	// endpoint (URL, TLS, pin, warning).
@@ -134,16 +138,16 @@ type ApplyOptions struct {
 	// (default 1 GiB). The blobs go to ArtifactFolder(WorkDir).
 	MaxArtifactSize int64
 	// SupervisorTick is how often the supervisor takes a step for each
-	// pool (default DefaultSupervisorTick, 1 s).
+	// pool (default supervise.DefaultTick, 1 s).
 	SupervisorTick time.Duration
 	// Config is the configuration the plan was made from: its edges judge
 	// the recommendations of the results this apply accepts, and proposals
-	// approved while it runs join it (CoordinatorOptions.Config). Nil
+	// approved while it runs join it (coordinator.Options.Config). Nil
 	// leaves recommendations to a later apply.
 	Config *wdchcl.Config
 	// SavedPlan: Plan is a saved plan, carried out exactly; proposals
 	// approved while it runs wait for a later apply
-	// (CoordinatorOptions.FixedPlan).
+	// (coordinator.Options.FixedPlan).
 	SavedPlan bool
 }
 
@@ -151,7 +155,7 @@ func (o ApplyOptions) supervisorTick() time.Duration {
 	if o.SupervisorTick > 0 {
 		return o.SupervisorTick
 	}
-	return DefaultSupervisorTick
+	return supervise.DefaultTick
 }
 
 // ArtifactFolder is where the work folder keeps its content-addressed
@@ -207,7 +211,7 @@ func (r *ApplyResult) OK() bool {
 
 // ApplyInputs derives the runtime settings apply needs from the
 // configuration a plan was computed from.
-func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRuntime) {
+func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]coordinator.TaskRuntime) {
 	workers := map[string]int{}
 	for _, pc := range p.Pools {
 		workers[pc.Name] = pc.Workers
@@ -215,7 +219,7 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 	var pools []ApplyPool
 	for _, pool := range cfg.Pools {
 		ap := ApplyPool{
-			Runtime: PoolRuntime{Name: pool.Name, Labels: pool.Labels, Capacity: pool.Capacity,
+			Runtime: coordinator.PoolRuntime{Name: pool.Name, Labels: pool.Labels, Capacity: pool.Capacity,
 				HeartbeatInterval: pool.Heartbeat.Interval, TTL: pool.Heartbeat.TTL},
 			Provider: pool.Provider, Min: pool.Min, Max: pool.Max, DrainTimeout: pool.DrainTimeout,
 			LaunchTimeout: pool.LaunchTimeout, Workers: workers[pool.Name],
@@ -246,18 +250,18 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		}
 		pools = append(pools, ap)
 	}
-	tasks := make(map[string]TaskRuntime, len(cfg.Tasks))
+	tasks := make(map[string]coordinator.TaskRuntime, len(cfg.Tasks))
 	for _, t := range cfg.Tasks {
 		d := p.Definitions[t.Address()]
 		workDir := t.Dir
 		if d.Definition.RunsInAttemptDir() {
 			workDir = "" // the attempt's own directory
 		}
-		tasks[t.Address()] = TaskRuntime{
+		tasks[t.Address()] = coordinator.TaskRuntime{
 			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: workDir, DefaultDir: !t.DirSet, InputRoot: cfg.Dir,
 			DepHashes: DependencyHashes(p.Definitions, d.Definition),
 			Placement: t.Placement, Timeout: t.Timeout, LeaseGrace: t.LeaseGrace,
-			Retry: RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,
+			Retry: coordinator.RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,
 				Immediate: t.Retry.Backoff == 0},
 			DependsOn: t.DependsOn,
 		}
@@ -268,7 +272,7 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		}
 		// A runtime that does not decode is left out: record refuses the
 		// plan, naming the task.
-		if rt, err := ProposalRuntime(*tc.Proposal, cfg.Dir); err == nil {
+		if rt, err := coordinator.ProposalRuntime(*tc.Proposal, cfg.Dir); err == nil {
 			tasks[tc.Address] = rt
 		}
 	}
@@ -355,7 +359,7 @@ type applier struct {
 	res    *ApplyResult
 	emitMu *sync.Mutex
 
-	coord  *Coordinator
+	coord  *coordinator.Coordinator
 	url    string
 	logDir string
 	blobs  *artifact.Store
@@ -363,10 +367,10 @@ type applier struct {
 	lockLost bool
 
 	mu         sync.Mutex
-	registered []Event         // registrations of launched workers, not yet matched to their launch
-	joined     map[string]int  // pool → workers that joined with a join token
-	added      map[string]int  // pool → tasks that joined the apply while it ran (approved proposals)
-	stale      map[string]bool // worker ids gone silent
+	registered []coordinator.Event // registrations of launched workers, not yet matched to their launch
+	joined     map[string]int      // pool → workers that joined with a join token
+	added      map[string]int      // pool → tasks that joined the apply while it ran (approved proposals)
+	stale      map[string]bool     // worker ids gone silent
 }
 
 // joinedCount is the number of workers that joined the pool.
@@ -376,7 +380,19 @@ func (a *applier) joinedCount(pool string) int {
 	return a.joined[pool]
 }
 
-func (a *applier) emit(e Event) {
+// emit reports one of apply's own events: once the coordinator runs,
+// through its queue of events (coordinator.Publish), so that apply's events
+// and the coordinator's reach OnEvent in the order they happened.
+func (a *applier) emit(e coordinator.Event) {
+	if a.coord != nil {
+		a.coord.Publish(e)
+		return
+	}
+	a.deliver(e)
+}
+
+// deliver passes an event to OnEvent, one call at a time.
+func (a *applier) deliver(e coordinator.Event) {
 	if a.opts.OnEvent == nil {
 		return
 	}
@@ -388,7 +404,7 @@ func (a *applier) emit(e Event) {
 // record writes the plan's pools and tasks into the state: tasks to run,
 // replace or retry become queued (pending when they wait on dependencies),
 // tasks to cancel are cancelled.
-func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
+func (a *applier) record(ctx context.Context) ([]coordinator.TaskRuntime, error) {
 	st, now := a.opts.Store, a.opts.Now
 	for _, p := range a.opts.Pools {
 		labels := p.Runtime.Labels
@@ -402,7 +418,7 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 	}
 	// The plan's removals and its tasks, each kind in one transaction:
 	// the record phase costs two commits, not one per task.
-	var runtimes []TaskRuntime
+	var runtimes []coordinator.TaskRuntime
 	var cancels []state.TaskFinish
 	var defs []state.TaskDef
 	for _, tc := range a.opts.Plan.Tasks {
@@ -418,7 +434,7 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 		if len(rt.DependsOn) > 0 {
 			status = state.TaskPending
 		}
-		name, index := splitAddress(tc.Address)
+		name, index := coordinator.SplitAddress(tc.Address)
 		if tc.Proposal != nil {
 			name = strings.TrimPrefix(tc.Proposal.Propose, "task.")
 		}
@@ -433,7 +449,7 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 		for _, c := range cancels {
 			a.res.Cancelled++
 			a.res.Removed++
-			a.emit(Event{At: now(), Kind: EventCancelled, Task: c.Address, Message: c.Reason})
+			a.emit(coordinator.Event{At: now(), Kind: coordinator.EventCancelled, Task: c.Address, Message: c.Reason})
 		}
 	}
 	if err := st.UpsertTasks(ctx, defs, now()); err != nil {
@@ -532,7 +548,7 @@ func (a *applier) workerExited(ctx context.Context, prov providers.Provider, ex 
 			a.opts.logger().Warn("closing the launch of a worker that exited", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
 		}
 	}
-	a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Launch: w.seq, Message: msg})
+	a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, WorkerID: w.workerID, Launch: w.seq, Message: msg})
 	a.ended(ctx, prov, w, msg)
 	if w.workerID == "" {
 		return msg
@@ -548,15 +564,15 @@ func (l *launched) describe() string {
 	return fmt.Sprintf("worker %d (%s)", l.seq, l.id)
 }
 
-func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
+func (a *applier) run(ctx context.Context, runtimes []coordinator.TaskRuntime) error {
 	a.stale = map[string]bool{}
 	a.joined = map[string]int{}
 	a.added = map[string]int{}
-	var pools []PoolRuntime
+	var pools []coordinator.PoolRuntime
 	for _, p := range a.opts.Pools {
 		pools = append(pools, p.Runtime)
 	}
-	coord, err := NewCoordinator(CoordinatorOptions{
+	coord, err := coordinator.New(coordinator.Options{
 		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
 		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: a.blobs, MetricsOpen: a.opts.Serve.Loopback(),
 		Config: a.opts.Config, FixedPlan: a.opts.SavedPlan,
@@ -565,6 +581,9 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		return err
 	}
 	a.coord = coord
+	// Every event, the coordinator's and apply's, reaches OnEvent before
+	// apply returns (and its caller prints the summary).
+	defer coord.FlushEvents()
 
 	ep, err := Listen(a.opts.Serve, a.opts.Now())
 	if err != nil {
@@ -573,7 +592,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	a.url = ep.URL
 	// The server's own complaints (a TLS handshake a worker with a wrong
 	// pin failed) go to the coordinator's log, not raw to stderr.
-	srv := &http.Server{Handler: coord.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: httpapi.New(coord), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(a.opts.logger().Handler(), slog.LevelWarn)}
 	go srv.Serve(ep.Listener) //nolint:errcheck // returns on Shutdown
 	coordCtx, stopCoord := context.WithCancel(context.Background())
@@ -647,14 +666,14 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		if err != nil {
 			failedInRow[name]++
 			lastLaunchErr[name] = err
-			a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d could not be launched: %v", seq, err)})
+			a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d could not be launched: %v", seq, err)})
 			return
 		}
 		resp, err := provs[p.Provider].Launch(ctx, providers.LaunchRequest{
 			Pool: name, Lineage: a.opts.Lineage, ApplyID: coord.ApplyID(), Seq: seq,
 			ServerURL: ep.URL, CASHA256: ep.CASHA256, Credential: cred,
 			WorkDir: a.opts.WorkDir, LogPath: logPath, Env: p.Env, Executable: a.opts.Executable, DrainTimeout: p.DrainTimeout,
-			HeartbeatTTL: cmp.Or(p.Runtime.TTL, DefaultTTL), Settings: p.Settings,
+			HeartbeatTTL: cmp.Or(p.Runtime.TTL, coordinator.DefaultTTL), Settings: p.Settings,
 		})
 		if err != nil && diskFull(err) && failure == nil {
 			failure = fmt.Errorf("launching worker %d of pool %s: %w", seq, name, err)
@@ -665,7 +684,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 				a.opts.logger().Warn("closing a failed launch", "pool", name, "seq", seq, "err", cerr)
 			}
 			lastLaunchErr[name] = err
-			a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d failed to launch: %v", seq, err)})
+			a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d failed to launch: %v", seq, err)})
 			return
 		}
 		if err := a.opts.Store.SetLaunchProcess(context.WithoutCancel(ctx), coord.ApplyID(), name, seq, state.LaunchProcess{
@@ -685,7 +704,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 				}
 			}
 		}()
-		a.emit(Event{At: a.opts.Now(), Kind: EventLaunched, Pool: name, Launch: seq,
+		a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventLaunched, Pool: name, Launch: seq,
 			Message: fmt.Sprintf("%s, log %s: %s", w.describe(), logPath, why)})
 	}
 
@@ -695,7 +714,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 		if p.Provider == ProviderExternal {
 			if p.Workers > 0 {
 				external[p.Runtime.Name] = time.Now()
-				a.emit(Event{At: a.opts.Now(), Kind: EventAwaitingWorkers, Pool: p.Runtime.Name, Message: joinHint(p, ep)})
+				a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventAwaitingWorkers, Pool: p.Runtime.Name, Message: joinHint(p, ep)})
 			}
 			continue
 		}
@@ -707,15 +726,15 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	holds := map[string]string{} // pool → the reason of its last hold, logged when it changes
 	supervise := func(p *ApplyPool) {
 		obs, idle := a.observe(p, workers)
-		d := Supervise(obs)
+		d := supervise.Decide(obs)
 		name := p.Runtime.Name
 		switch d.Action {
-		case SuperviseLaunch:
+		case supervise.Launch:
 			delete(holds, name)
 			for range d.Count {
 				launch(p, d.Reason)
 			}
-		case SuperviseDrain:
+		case supervise.Drain:
 			delete(holds, name)
 			for _, wv := range idle { // the newest idle worker first
 				ok, err := coord.DrainWorker(ctx, wv.ID)
@@ -724,7 +743,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 					continue
 				}
 				if ok {
-					a.emit(Event{At: a.opts.Now(), Kind: EventDrainRequested, Pool: name, WorkerID: wv.ID, Launch: wv.Seq,
+					a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventDrainRequested, Pool: name, WorkerID: wv.ID, Launch: wv.Seq,
 						Message: fmt.Sprintf("%s asked to drain: %s", describeWorker(wv), d.Reason)})
 					break
 				}
@@ -784,7 +803,7 @@ loop:
 				prov.Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}) //nolint:errcheck // counted below
 				failedInRow[w.pool.Runtime.Name]++
 				a.ended(ctx, prov, w, "it never registered")
-				a.emit(Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, Launch: w.seq,
+				a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventExited, Pool: w.pool.Runtime.Name, Launch: w.seq,
 					Message: fmt.Sprintf("%s did not register within its launch_timeout of %s: its credential is revoked and it was stopped; see %s",
 						w.describe(), w.pool.LaunchTimeout, w.log)})
 			}
@@ -801,7 +820,7 @@ loop:
 			}
 			fail := func(reason string) error {
 				poolFailed[name] = true
-				a.emit(Event{At: a.opts.Now(), Kind: EventPoolFailed, Pool: name, Message: reason})
+				a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventPoolFailed, Pool: name, Message: reason})
 				return coord.FailPool(name, reason)
 			}
 			if p.Provider == ProviderExternal {
@@ -1097,10 +1116,10 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 			msg += fmt.Sprintf(": %s asked to drain, waiting up to %s for them to finish and exit (their drain_timeout of %s, plus %s to post results and exit)",
 				count(len(live), "worker", "workers"), drainFor, drainTimeout, drainExitGrace)
 		}
-		a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: msg})
+		a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventDraining, Message: msg})
 		live = waitFor(live, drainFor)
 		if len(live) > 0 && !aborted() {
-			a.emit(Event{At: a.opts.Now(), Kind: EventStopping, Message: fmt.Sprintf("%s still running after waiting %s, stopped through the provider (%s); waiting up to %s more",
+			a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventStopping, Message: fmt.Sprintf("%s still running after waiting %s, stopped through the provider (%s); waiting up to %s more",
 				count(len(live), "worker", "workers"), drainFor, names(live), stopGrace)})
 			for _, w := range live {
 				if err := provs[w.pool.Provider].Stop(ctx, providers.StopRequest{ID: w.id}); err != nil {
@@ -1110,16 +1129,16 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 			live = waitFor(live, stopGrace)
 		}
 	} else {
-		a.emit(Event{At: a.opts.Now(), Kind: EventDraining, Message: "killing workers"})
+		a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventDraining, Message: "killing workers"})
 	}
 	if len(live) > 0 {
 		switch {
 		case abort:
 		case aborted(): // a second interrupt cut the wait short
-			a.emit(Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("interrupted again: %s still running, killed at once (%s)",
+			a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("interrupted again: %s still running, killed at once (%s)",
 				count(len(live), "worker", "workers"), names(live))})
 		default:
-			a.emit(Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("%s still running, killed (%s)", count(len(live), "worker", "workers"), names(live))})
+			a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventKilling, Message: fmt.Sprintf("%s still running, killed (%s)", count(len(live), "worker", "workers"), names(live))})
 		}
 		for _, w := range live {
 			prov := provs[w.pool.Provider]
@@ -1136,14 +1155,14 @@ func (a *applier) stopWorkers(workers []*launched, provs map[string]providers.Pr
 func (a *applier) cleanup(ctx context.Context, prov providers.Provider, w *launched) {
 	if err := prov.Cleanup(ctx, providers.CleanupRequest{ID: w.id, WorkDir: a.opts.WorkDir}); err != nil {
 		a.opts.logger().Warn("cleaning up after a worker", "pool", w.pool.Runtime.Name, "seq", w.seq, "err", err)
-		a.emit(Event{At: a.opts.Now(), Kind: EventLeftBehind, Pool: w.pool.Runtime.Name, Launch: w.seq,
+		a.emit(coordinator.Event{At: a.opts.Now(), Kind: EventLeftBehind, Pool: w.pool.Runtime.Name, Launch: w.seq,
 			Message: fmt.Sprintf("%s could not be cleaned up after: %v", w.describe(), err)})
 	}
 }
 
-func (a *applier) onCoordinatorEvent(e Event) {
+func (a *applier) onCoordinatorEvent(e coordinator.Event) {
 	switch e.Kind {
-	case EventRegistered:
+	case coordinator.EventRegistered:
 		a.mu.Lock()
 		if e.Launch > 0 {
 			a.registered = append(a.registered, e)
@@ -1151,16 +1170,16 @@ func (a *applier) onCoordinatorEvent(e Event) {
 			a.joined[e.Pool]++
 		}
 		a.mu.Unlock()
-	case EventStale:
+	case coordinator.EventStale:
 		a.mu.Lock()
 		a.stale[e.WorkerID] = true
 		a.mu.Unlock()
-	case EventTaskAdded:
+	case coordinator.EventTaskAdded:
 		a.mu.Lock()
 		a.added[e.Pool]++
 		a.mu.Unlock()
 	}
-	a.emit(e)
+	a.deliver(e)
 }
 
 func (a *applier) isStale(workerID string) bool {
@@ -1201,7 +1220,7 @@ func (a *applier) matchRegistrations(workers []*launched, failedInRow map[string
 func (a *applier) mirrorLiveness(workers []*launched, provs map[string]providers.Provider) {
 	for _, w := range workers {
 		if w.exited || w.workerID == "" || w.mirroring.Load() ||
-			time.Since(w.mirroredAt) < cmp.Or(w.pool.Runtime.HeartbeatInterval, DefaultHeartbeatInterval) {
+			time.Since(w.mirroredAt) < cmp.Or(w.pool.Runtime.HeartbeatInterval, coordinator.DefaultHeartbeatInterval) {
 			continue
 		}
 		m, ok := provs[w.pool.Provider].(providers.LivenessMirror)
@@ -1237,26 +1256,14 @@ func listenAddress(listen string) string {
 	return listen
 }
 
-// splitAddress returns the block name and index of "task.NAME" (index -1)
-// or "task.NAME[INDEX]".
-func splitAddress(addr string) (string, int) {
-	s := strings.TrimPrefix(addr, "task.")
-	if open := strings.LastIndexByte(s, '['); open > 0 && strings.HasSuffix(s, "]") {
-		if k, err := strconv.Atoi(s[open+1 : len(s)-1]); err == nil && k >= 0 {
-			return s[:open], k
-		}
-	}
-	return s, -1
-}
-
 // observe counts what the supervisor sees of pool p: the coordinator's
 // view of its tasks and registered workers, and the launches that have not
 // registered yet. It also returns the pool's idle workers the supervisor
 // may drain, the newest first: all idle ones when the pool has no work
-// left, else those idle for DefaultIdleDelay.
-func (a *applier) observe(p *ApplyPool, workers []*launched) (PoolObservation, []WorkerView) {
+// left, else those idle for supervise.DefaultIdleDelay.
+func (a *applier) observe(p *ApplyPool, workers []*launched) (supervise.Observation, []coordinator.WorkerView) {
 	view, _ := a.coord.PoolView(p.Runtime.Name)
-	o := PoolObservation{Queued: view.Queued, Unfinished: view.Unfinished, Capacity: max(p.Runtime.Capacity, 1),
+	o := supervise.Observation{Queued: view.Queued, Unfinished: view.Unfinished, Capacity: max(p.Runtime.Capacity, 1),
 		Min: min(p.Min, p.Workers), Max: p.Workers, PoolMax: p.Max}
 	for _, w := range workers {
 		if w.pool == p && !w.exited && w.workerID == "" {
@@ -1264,7 +1271,7 @@ func (a *applier) observe(p *ApplyPool, workers []*launched) (PoolObservation, [
 		}
 	}
 	now := a.opts.Now()
-	var idle []WorkerView
+	var idle []coordinator.WorkerView
 	for _, w := range view.Workers {
 		switch {
 		case w.Status == state.WorkerDraining:
@@ -1275,7 +1282,7 @@ func (a *applier) observe(p *ApplyPool, workers []*launched) (PoolObservation, [
 		case w.Held == 0 && !w.Claiming:
 			o.Idle++
 			o.FreeSlots += o.Capacity
-			if view.Unfinished == 0 || now.Sub(w.IdleSince) >= DefaultIdleDelay {
+			if view.Unfinished == 0 || now.Sub(w.IdleSince) >= supervise.DefaultIdleDelay {
 				o.Drainable++
 				idle = append(idle, w)
 			}
@@ -1290,7 +1297,7 @@ func (a *applier) observe(p *ApplyPool, workers []*launched) (PoolObservation, [
 
 // describeWorker names a registered worker in messages: "worker 2
 // (w-…)", or "worker w-…" for one that joined by itself.
-func describeWorker(w WorkerView) string {
+func describeWorker(w coordinator.WorkerView) string {
 	if w.Seq > 0 {
 		return fmt.Sprintf("worker %d (%s)", w.Seq, w.ID)
 	}

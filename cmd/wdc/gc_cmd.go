@@ -10,6 +10,7 @@ import (
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -72,7 +73,7 @@ func (c *GCCmd) collect(e *env, path string) (protocol.GCResponse, error) {
 	if err != nil {
 		return protocol.GCResponse{}, err
 	}
-	resp, err := engine.CollectGarbage(ctx, st, blobs, engine.GCOptions{DryRun: c.DryRun})
+	resp, err := coordinator.CollectGarbage(ctx, st, blobs, coordinator.GCOptions{DryRun: c.DryRun})
 	var locked *state.LockedError
 	if errors.As(err, &locked) {
 		// An apply took the lock since: its coordinator collects.

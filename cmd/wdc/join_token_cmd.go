@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -37,8 +38,8 @@ type JoinTokenCreateCmd struct {
 // the lock for one transaction, creating the state if needed) and writes
 // the join file.
 func (c *JoinTokenCreateCmd) Run(e *env) error {
-	if c.TTL < time.Second || c.TTL > engine.MaxJoinTTL {
-		return fmt.Errorf("--ttl must be from 1s to %s, have %s", engine.MaxJoinTTL, c.TTL)
+	if c.TTL < time.Second || c.TTL > coordinator.MaxJoinTTL {
+		return fmt.Errorf("--ttl must be from 1s to %s, have %s", coordinator.MaxJoinTTL, c.TTL)
 	}
 	cfg, err := e.loadConfig()
 	if err != nil {
@@ -95,9 +96,9 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 	}
 	defer store.Close()
 	jf := protocol.JoinFile{FormatVersion: protocol.JoinFileFormatVersion, Pool: pool.Name, Labels: labels}
-	secret := engine.NewJoinCredential()
+	secret := coordinator.NewJoinCredential()
 	j, err := store.CreateJoinToken(ctx, state.JoinToken{Pool: pool.Name, Labels: labels, ExpiresAt: e.now().Add(c.TTL)},
-		engine.HashSecret(secret), e.now())
+		coordinator.HashSecret(secret), e.now())
 	var locked *state.LockedError
 	switch {
 	case errors.As(err, &locked):

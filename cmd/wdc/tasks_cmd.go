@@ -12,6 +12,7 @@ import (
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -293,7 +294,7 @@ func normalizeAddress(s string) string {
 // notRunYet explains an address that names a proposal no apply has run
 // yet, or "" when it names none.
 func notRunYet(snap *state.Snapshot, addr string) string {
-	id, ok := engine.ProposalID(addr)
+	id, ok := coordinator.ProposalID(addr)
 	if !ok {
 		return ""
 	}
@@ -370,7 +371,7 @@ func (e *env) stderrTails(statePath string, attempts []state.Attempt) map[int]st
 				}
 				store = s
 			}
-			if tail, err := engine.TailBlob(store, x.SHA256, engine.StderrTailLines); err == nil && tail != "" {
+			if tail, err := coordinator.TailBlob(store, x.SHA256, coordinator.StderrTailLines); err == nil && tail != "" {
 				out[a.Number] = redact(tail)
 			}
 		}
