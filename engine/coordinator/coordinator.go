@@ -528,6 +528,44 @@ func (c *Coordinator) policy(task string) state.TaskPolicy {
 // load reads the apply's tasks, their open retry directives and the active
 // leases, then queues or cancels tasks by their dependencies.
 func (c *Coordinator) load(ctx context.Context) error {
+	if err := c.loadTasks(ctx); err != nil {
+		return err
+	}
+	open, err := c.store.OpenRetryDirectives(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	active, err := c.store.ActiveLeases(ctx, "")
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	for _, l := range active {
+		c.leases[l.Token] = &leaseState{task: l.Task, worker: l.WorkerID, attempt: l.Attempt}
+	}
+	now := c.now()
+	for _, ts := range c.order {
+		if d, ok := open[ts.rt.Address]; ok && ts.status == state.TaskQueued && d.NotBefore.After(now) {
+			ts.notBefore = d.NotBefore
+			c.delayed[ts] = struct{}{}
+		}
+		if !ts.status.Finished() {
+			c.unfinished++
+		}
+		if ts.status == state.TaskQueued {
+			c.enqueue(ts)
+		}
+	}
+	if err := c.settleDependencies(ctx, now); err != nil {
+		return err
+	}
+	c.checkDoneLocked()
+	return nil
+}
+
+// loadTasks reads the status of each task of the apply, checking its
+// def_hash and budgets against the state's, and the status of every
+// dependency outside the apply ("" for one the state does not have).
+func (c *Coordinator) loadTasks(ctx context.Context) error {
 	for _, ts := range c.order {
 		t, err := c.store.Task(ctx, ts.rt.Address)
 		if err != nil {
@@ -563,66 +601,16 @@ func (c *Coordinator) load(ctx context.Context) error {
 			}
 		}
 	}
-	open, err := c.store.OpenRetryDirectives(ctx)
-	if err != nil {
-		return fmt.Errorf("coordinator: %w", err)
-	}
-	active, err := c.store.ActiveLeases(ctx, "")
-	if err != nil {
-		return fmt.Errorf("coordinator: %w", err)
-	}
-	for _, l := range active {
-		c.leases[l.Token] = &leaseState{task: l.Task, worker: l.WorkerID, attempt: l.Attempt}
-	}
-	now := c.now()
-	for _, ts := range c.order {
-		if d, ok := open[ts.rt.Address]; ok && ts.status == state.TaskQueued && d.NotBefore.After(now) {
-			ts.notBefore = d.NotBefore
-			c.delayed[ts] = struct{}{}
-		}
-		if !ts.status.Finished() {
-			c.unfinished++
-		}
-		if ts.status == state.TaskQueued {
-			c.enqueue(ts)
-		}
-	}
+	return nil
+}
 
-	// Dependencies: cancel what can never run, queue what is ready.
-	var cancel []state.TaskFinish
+// settleDependencies cancels the pending or queued tasks whose
+// dependencies can no longer succeed (failed or cancelled, or outside the
+// apply and not succeeded), and queues the pending tasks whose
+// dependencies all succeeded, in the state and then in memory.
+func (c *Coordinator) settleDependencies(ctx context.Context, now time.Time) error {
+	cancel, doomed := c.doomedTasks()
 	var ready []state.Dependent
-	doomed := map[string]bool{}
-	// c.order is not necessarily topological: iterate to a fixpoint.
-	for changed := true; changed; {
-		changed = false
-		for _, ts := range c.order {
-			if doomed[ts.rt.Address] || (ts.status != state.TaskPending && ts.status != state.TaskQueued) {
-				continue
-			}
-			for _, d := range ts.rt.DependsOn {
-				var why string
-				if dt := c.tasks[d]; dt != nil {
-					switch {
-					case doomed[d]:
-						why = "dependency " + d + " failed"
-					case dt.status == state.TaskFailed || dt.status == state.TaskCancelled:
-						why = "dependency " + d + " is " + string(dt.status)
-					}
-				} else if st := c.external[d]; st != state.TaskSucceeded {
-					if st == "" {
-						st = "not in the state"
-					}
-					why = fmt.Sprintf("dependency %s is %s and not part of this apply", d, st)
-				}
-				if why != "" {
-					doomed[ts.rt.Address] = true
-					cancel = append(cancel, state.TaskFinish{Address: ts.rt.Address, Status: state.TaskCancelled, Reason: why})
-					changed = true
-					break
-				}
-			}
-		}
-	}
 	for _, ts := range c.order {
 		if ts.status == state.TaskPending && !doomed[ts.rt.Address] && c.depsSucceeded(ts) {
 			ready = append(ready, state.Dependent{Address: ts.rt.Address, DependsOn: ts.rt.DependsOn})
@@ -649,8 +637,49 @@ func (c *Coordinator) load(ctx context.Context) error {
 			c.setStatus(c.tasks[a], state.TaskQueued)
 		}
 	}
-	c.checkDoneLocked()
 	return nil
+}
+
+// doomedTasks returns the cancellations of the pending or queued tasks
+// that can never run, each with why, and the set of their addresses.
+func (c *Coordinator) doomedTasks() ([]state.TaskFinish, map[string]bool) {
+	var cancel []state.TaskFinish
+	doomed := map[string]bool{}
+	// c.order is not necessarily topological: iterate to a fixpoint.
+	for changed := true; changed; {
+		changed = false
+		for _, ts := range c.order {
+			if doomed[ts.rt.Address] || (ts.status != state.TaskPending && ts.status != state.TaskQueued) {
+				continue
+			}
+			if why := c.doomedBy(ts, doomed); why != "" {
+				doomed[ts.rt.Address] = true
+				cancel = append(cancel, state.TaskFinish{Address: ts.rt.Address, Status: state.TaskCancelled, Reason: why})
+				changed = true
+			}
+		}
+	}
+	return cancel, doomed
+}
+
+// doomedBy says why a dependency of ts keeps it from ever running, or "".
+func (c *Coordinator) doomedBy(ts *taskState, doomed map[string]bool) string {
+	for _, d := range ts.rt.DependsOn {
+		if dt := c.tasks[d]; dt != nil {
+			switch {
+			case doomed[d]:
+				return "dependency " + d + " failed"
+			case dt.status == state.TaskFailed || dt.status == state.TaskCancelled:
+				return "dependency " + d + " is " + string(dt.status)
+			}
+		} else if st := c.external[d]; st != state.TaskSucceeded {
+			if st == "" {
+				st = "not in the state"
+			}
+			return fmt.Sprintf("dependency %s is %s and not part of this apply", d, st)
+		}
+	}
+	return ""
 }
 
 // Run sweeps every SweepInterval until ctx is done, then returns nil. A
