@@ -136,7 +136,7 @@ func storyFolder(dir string) (string, func(), error) {
 }
 
 // clock is the story's fake clock: a settable time. The coordinator reads
-// it (CoordinatorOptions.Now) for every decision; only the story moves it.
+// it (coordinator.Options.Now) for every decision; only the story moves it.
 type clock struct {
 	mu sync.Mutex
 	t  time.Time

@@ -681,7 +681,7 @@ func TestFailPool(t *testing.T) {
 	}
 }
 
-func TestNewCoordinatorValidation(t *testing.T) {
+func TestNewValidation(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{rtTask("a")}, harnessOpts{})
 	good := []coordinator.PoolRuntime{rtPool("p", 1)}
