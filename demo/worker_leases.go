@@ -14,6 +14,8 @@ import (
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers/local"
@@ -135,7 +137,7 @@ func storyFolder(dir string) (string, func(), error) {
 }
 
 // clock is the story's fake clock: a settable time. The coordinator reads
-// it (CoordinatorOptions.Now) for every decision; only the story moves it.
+// it (coordinator.Options.Now) for every decision; only the story moves it.
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -160,7 +162,7 @@ func (c *clock) set(t time.Time) {
 type story struct {
 	clock  *clock
 	store  *state.Store
-	coord  *engine.Coordinator
+	coord  *coordinator.Coordinator
 	server *http.Server
 	serve  chan struct{} // closed when the server stopped
 	url    string
@@ -235,8 +237,8 @@ func setUp(ctx context.Context, dir string, clk *clock, version string) (*story,
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	s.coord, err = engine.NewCoordinator(engine.CoordinatorOptions{
-		Store: store, Pools: []engine.PoolRuntime{pools[0].Runtime}, Tasks: runtimes, Now: clk.Now, Artifacts: blobs,
+	s.coord, err = coordinator.New(coordinator.Options{
+		Store: store, Pools: []coordinator.PoolRuntime{pools[0].Runtime}, Tasks: runtimes, Now: clk.Now, Artifacts: blobs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
@@ -246,7 +248,7 @@ func setUp(ctx context.Context, dir string, clk *clock, version string) (*story,
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	s.url = ep.URL
-	s.server = &http.Server{Handler: s.coord.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.server = &http.Server{Handler: httpapi.New(s.coord), ReadHeaderTimeout: 10 * time.Second}
 	s.serve = make(chan struct{})
 	go func() {
 		defer close(s.serve)

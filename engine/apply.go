@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,13 +15,15 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/supervise"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
-// Apply-level event kinds, next to the coordinator's Event* kinds.
+// Apply-level event kinds, next to the coordinator's (coordinator.Event*).
 const (
 	EventLaunched   = "launched"    // a worker process was launched (Pool, Message: pid and log)
 	EventExited     = "exited"      // a launched worker exited (Pool, Message)
@@ -56,7 +57,7 @@ const neverRegisteredLimit = 3
 
 // ApplyPool is one pool as apply launches it.
 type ApplyPool struct {
-	Runtime      PoolRuntime
+	Runtime      coordinator.PoolRuntime
 	Provider     string
 	Min, Max     int
 	DrainTimeout time.Duration
@@ -84,7 +85,7 @@ type ApplyOptions struct {
 	// Pools and Tasks give the runtime settings of every pool and every
 	// task of the plan (see ApplyInputs).
 	Pools []ApplyPool
-	Tasks map[string]TaskRuntime
+	Tasks map[string]coordinator.TaskRuntime
 	// Serve says where and how the coordinator listens (default 127.0.0.1
 	// on a free port, plain HTTP; see Listen). CADir defaults to
 	// CAFolder(WorkDir).
@@ -102,9 +103,11 @@ type ApplyOptions struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// OnEvent receives progress: the coordinator's events and apply's own
-	// (EventLaunched, EventExited, EventPoolFailed, EventDraining). Called
-	// from several goroutines, one call at a time.
-	OnEvent func(Event)
+	// (EventLaunched, EventExited, EventPoolFailed, EventDraining), one
+	// call at a time, in the order they happened (once the coordinator
+	// runs, from the goroutine that delivers its queue of events); every
+	// event has been delivered when Apply returns.
+	OnEvent func(coordinator.Event)
 	// Logger receives the coordinator's structured logs (default discarded).
 	Logger *slog.Logger
 	// Abort, when closed, stops at once: workers are killed instead of
@@ -116,7 +119,7 @@ type ApplyOptions struct {
 	// more to the state (another apply owns it now).
 	LockLost <-chan struct{}
 	// Redact rewrites error texts that workers report before they are
-	// stored or shown (see CoordinatorOptions.Redact); nil keeps them.
+	// stored or shown (see coordinator.Options.Redact); nil keeps them.
 	Redact func(string) string
 	// OnServing, when set, is called once the coordinator serves, with its
 	// endpoint (URL, TLS, pin, warning).
@@ -125,16 +128,16 @@ type ApplyOptions struct {
 	// (default 1 GiB). The blobs go to ArtifactFolder(WorkDir).
 	MaxArtifactSize int64
 	// SupervisorTick is how often the supervisor takes a step for each
-	// pool (default DefaultSupervisorTick, 1 s).
+	// pool (default supervise.DefaultTick, 1 s).
 	SupervisorTick time.Duration
 	// Config is the configuration the plan was made from: its edges judge
 	// the recommendations of the results this apply accepts, and proposals
-	// approved while it runs join it (CoordinatorOptions.Config). Nil
+	// approved while it runs join it (coordinator.Options.Config). Nil
 	// leaves recommendations to a later apply.
 	Config *wdchcl.Config
 	// SavedPlan: Plan is a saved plan, carried out exactly; proposals
 	// approved while it runs wait for a later apply
-	// (CoordinatorOptions.FixedPlan).
+	// (coordinator.Options.FixedPlan).
 	SavedPlan bool
 }
 
@@ -142,7 +145,7 @@ func (o ApplyOptions) supervisorTick() time.Duration {
 	if o.SupervisorTick > 0 {
 		return o.SupervisorTick
 	}
-	return DefaultSupervisorTick
+	return supervise.DefaultTick
 }
 
 // ArtifactFolder is where the work folder keeps its content-addressed
@@ -188,7 +191,7 @@ func (r *ApplyResult) OK() bool {
 
 // ApplyInputs derives the runtime settings apply needs from the
 // configuration a plan was computed from.
-func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRuntime) {
+func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]coordinator.TaskRuntime) {
 	workers := map[string]int{}
 	for _, pc := range p.Pools {
 		workers[pc.Name] = pc.Workers
@@ -196,7 +199,7 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 	var pools []ApplyPool
 	for _, pool := range cfg.Pools {
 		ap := ApplyPool{
-			Runtime: PoolRuntime{Name: pool.Name, Labels: pool.Labels, Capacity: pool.Capacity,
+			Runtime: coordinator.PoolRuntime{Name: pool.Name, Labels: pool.Labels, Capacity: pool.Capacity,
 				HeartbeatInterval: pool.Heartbeat.Interval, TTL: pool.Heartbeat.TTL},
 			Provider: pool.Provider, Min: pool.Min, Max: pool.Max, DrainTimeout: pool.DrainTimeout,
 			LaunchTimeout: pool.LaunchTimeout, Workers: workers[pool.Name], Settings: pool.Settings,
@@ -223,18 +226,18 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		}
 		pools = append(pools, ap)
 	}
-	tasks := make(map[string]TaskRuntime, len(cfg.Tasks))
+	tasks := make(map[string]coordinator.TaskRuntime, len(cfg.Tasks))
 	for _, t := range cfg.Tasks {
 		d := p.Definitions[t.Address()]
 		workDir := t.Dir
 		if d.Definition.RunsInAttemptDir() {
 			workDir = "" // the attempt's own directory
 		}
-		tasks[t.Address()] = TaskRuntime{
+		tasks[t.Address()] = coordinator.TaskRuntime{
 			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: workDir, DefaultDir: !t.DirSet, InputRoot: cfg.Dir,
 			DepHashes: DependencyHashes(p.Definitions, d.Definition),
 			Placement: t.Placement, Timeout: t.Timeout, LeaseGrace: t.LeaseGrace,
-			Retry: RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,
+			Retry: coordinator.RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,
 				Immediate: t.Retry.Backoff == 0},
 			DependsOn: t.DependsOn,
 		}
@@ -245,7 +248,7 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]TaskRunti
 		}
 		// A runtime that does not decode is left out: record refuses the
 		// plan, naming the task.
-		if rt, err := ProposalRuntime(*tc.Proposal, cfg.Dir); err == nil {
+		if rt, err := coordinator.ProposalRuntime(*tc.Proposal, cfg.Dir); err == nil {
 			tasks[tc.Address] = rt
 		}
 	}
@@ -335,7 +338,7 @@ type applier struct {
 	res    *ApplyResult
 	emitMu *sync.Mutex
 
-	coord    *Coordinator
+	coord    *coordinator.Coordinator
 	ep       *Endpoint
 	logDir   string
 	blobs    *artifact.Store
@@ -349,9 +352,9 @@ type applier struct {
 	supervised time.Time
 
 	mu         sync.Mutex
-	registered []Event        // registrations of launched workers, not yet matched to their launch
-	joined     map[string]int // pool → workers that joined with a join token
-	added      map[string]int // pool → tasks that joined the apply while it ran (approved proposals)
+	registered []coordinator.Event // registrations of launched workers, not yet matched to their launch
+	joined     map[string]int      // pool → workers that joined with a join token
+	added      map[string]int      // pool → tasks that joined the apply while it ran (approved proposals)
 }
 
 // now is the apply's clock.
@@ -364,7 +367,19 @@ func (a *applier) joinedCount(pool string) int {
 	return a.joined[pool]
 }
 
-func (a *applier) emit(e Event) {
+// emit reports one of apply's own events: once the coordinator runs,
+// through its queue of events (coordinator.Publish), so that apply's events
+// and the coordinator's reach OnEvent in the order they happened.
+func (a *applier) emit(e coordinator.Event) {
+	if a.coord != nil {
+		a.coord.Publish(e)
+		return
+	}
+	a.deliver(e)
+}
+
+// deliver passes an event to OnEvent, one call at a time.
+func (a *applier) deliver(e coordinator.Event) {
 	if a.opts.OnEvent == nil {
 		return
 	}
@@ -376,7 +391,7 @@ func (a *applier) emit(e Event) {
 // record writes the plan's pools and tasks into the state: tasks to run,
 // replace or retry become queued (pending when they wait on dependencies),
 // tasks to cancel are cancelled.
-func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
+func (a *applier) record(ctx context.Context) ([]coordinator.TaskRuntime, error) {
 	st, now := a.opts.Store, a.opts.Now
 	for _, p := range a.opts.Pools {
 		labels := p.Runtime.Labels
@@ -390,7 +405,7 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 	}
 	// The plan's removals and its tasks, each kind in one transaction:
 	// the record phase costs two commits, not one per task.
-	var runtimes []TaskRuntime
+	var runtimes []coordinator.TaskRuntime
 	var cancels []state.TaskFinish
 	var defs []state.TaskDef
 	for _, tc := range a.opts.Plan.Tasks {
@@ -406,7 +421,7 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 		if len(rt.DependsOn) > 0 {
 			status = state.TaskPending
 		}
-		name, index := splitAddress(tc.Address)
+		name, index := coordinator.SplitAddress(tc.Address)
 		if tc.Proposal != nil {
 			name = strings.TrimPrefix(tc.Proposal.Propose, "task.")
 		}
@@ -421,7 +436,7 @@ func (a *applier) record(ctx context.Context) ([]TaskRuntime, error) {
 		for _, c := range cancels {
 			a.res.Cancelled++
 			a.res.Removed++
-			a.emit(Event{At: now(), Kind: EventCancelled, Task: c.Address, Message: c.Reason})
+			a.emit(coordinator.Event{At: now(), Kind: coordinator.EventCancelled, Task: c.Address, Message: c.Reason})
 		}
 	}
 	if err := st.UpsertTasks(ctx, defs, now()); err != nil {
@@ -498,16 +513,4 @@ func listenAddress(listen string) string {
 		return net.JoinHostPort(listen, "0")
 	}
 	return listen
-}
-
-// splitAddress returns the block name and index of "task.NAME" (index -1)
-// or "task.NAME[INDEX]".
-func splitAddress(addr string) (string, int) {
-	s := strings.TrimPrefix(addr, "task.")
-	if open := strings.LastIndexByte(s, '['); open > 0 && strings.HasSuffix(s, "]") {
-		if k, err := strconv.Atoi(s[open+1 : len(s)-1]); err == nil && k >= 0 {
-			return s[:open], k
-		}
-	}
-	return s, -1
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	_ "github.com/wdc-dev/wdc/providers/local"
@@ -64,12 +65,12 @@ task "b" {
 `)
 	pools, tasks := ApplyInputs(cfg, p)
 	var mu sync.Mutex
-	var events []Event
+	var events []coordinator.Event
 	res, err := Apply(context.Background(), ApplyOptions{
 		Store: store, Plan: p, Pools: pools, Tasks: tasks,
 		WorkDir:    filepath.Join(dir, ".wdc"),
 		Executable: "/bin/false", // exits 1 at once: never registers
-		OnEvent: func(e Event) {
+		OnEvent: func(e coordinator.Event) {
 			mu.Lock()
 			events = append(events, e)
 			mu.Unlock()
@@ -102,25 +103,6 @@ task "b" {
 	}
 }
 
-func TestSplitAddress(t *testing.T) {
-	tests := []struct {
-		in    string
-		name  string
-		index int
-	}{
-		{"task.a", "a", -1},
-		{"task.a[0]", "a", 0},
-		{"task.shard-x[12]", "shard-x", 12},
-		{"task.a[x]", "a[x]", -1},
-	}
-	for _, tt := range tests {
-		name, index := splitAddress(tt.in)
-		if name != tt.name || index != tt.index {
-			t.Errorf("splitAddress(%q) = %q, %d; want %q, %d", tt.in, name, index, tt.name, tt.index)
-		}
-	}
-}
-
 func TestListenAddress(t *testing.T) {
 	for in, want := range map[string]string{"": "127.0.0.1:0", "127.0.0.1": "127.0.0.1:0", "0.0.0.0:7420": "0.0.0.0:7420", "::1": "[::1]:0"} {
 		if got := listenAddress(in); got != want {
@@ -129,11 +111,12 @@ func TestListenAddress(t *testing.T) {
 	}
 }
 
-// backoff = "0s" retries at once: ApplyInputs marks the policy Immediate,
-// and the coordinator keeps the zero backoff instead of its 5s default.
+// backoff = "0s" retries at once: ApplyInputs marks the policy Immediate
+// (and the coordinator keeps the zero backoff instead of its 5s default:
+// coordinator.TestImmediateRetryKeepsZeroBackoff).
 func TestApplyInputsImmediateRetry(t *testing.T) {
 	t.Parallel()
-	store, cfg, p, _ := applyFixture(t, `
+	_, cfg, p, _ := applyFixture(t, `
 pool "p" {
   provider = "local"
 }
@@ -150,34 +133,11 @@ task "later" {
   command = ["true"]
 }
 `)
-	pools, tasks := ApplyInputs(cfg, p)
+	_, tasks := ApplyInputs(cfg, p)
 	if got := tasks["task.now"].Retry; !got.Immediate || got.Backoff != 0 {
 		t.Fatalf("task.now retry = %+v, want Immediate with no backoff", got)
 	}
 	if got := tasks["task.later"].Retry; got.Immediate || got.Backoff != 5*time.Second {
 		t.Fatalf("task.later retry = %+v, want the 5s default", got)
-	}
-	var rts []PoolRuntime
-	for _, ap := range pools {
-		rts = append(rts, ap.Runtime)
-	}
-	var trs []TaskRuntime
-	for _, tc := range p.Tasks {
-		rt := tasks[tc.Address]
-		if err := store.UpsertTask(context.Background(), state.TaskDef{Address: rt.Address, Name: strings.TrimPrefix(rt.Address, "task."), Index: -1,
-			DefHash: rt.DefHash, Spec: rt.Definition.Canonical(), Status: state.TaskQueued, MaxAttempts: rt.Retry.MaxAttempts, MaxLost: rt.Retry.MaxLost}, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		trs = append(trs, rt)
-	}
-	c, err := NewCoordinator(CoordinatorOptions{Store: store, Pools: rts, Tasks: trs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := c.policy("task.now").Backoff; got != 0 {
-		t.Errorf("coordinator backoff of task.now = %s, want 0", got)
-	}
-	if got := c.policy("task.later").Backoff; got != 5*time.Second {
-		t.Errorf("coordinator backoff of task.later = %s, want 5s", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/wdc-dev/wdc/engine/placement"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -495,7 +496,7 @@ func (d *doctor) checkUnplaceable(snap *state.Snapshot, holder HolderState) {
 		}
 		satisfied := false
 		for _, w := range live {
-			if Satisfies(w.Labels, t.Placement) {
+			if placement.Satisfies(w.Labels, t.Placement) {
 				satisfied = true
 				break
 			}
@@ -543,7 +544,7 @@ func (d *doctor) checkUnplaceable(snap *state.Snapshot, holder HolderState) {
 func unplaceableDetails(cfg *wdchcl.Config, t *wdchcl.Task, live []state.Worker) []string {
 	hidden := t.Sensitive.Placement || len(t.Sensitive.PlacementKeys) > 0
 	unmet := func(labels map[string]string) string {
-		u := Unmet(labels, t.Placement)
+		u := placement.Unmet(labels, t.Placement)
 		if hidden {
 			return fmt.Sprintf("%s (values hidden: computed from a sensitive variable)", countNoun(len(u), "unmet label requirement", "unmet label requirements"))
 		}
@@ -567,7 +568,7 @@ func unplaceableDetails(cfg *wdchcl.Config, t *wdchcl.Task, live []state.Worker)
 		workers := byPool[name]
 		if len(workers) == 0 {
 			line := fmt.Sprintf("pool.%s: no live worker", name)
-			if declared && Satisfies(poolLabels, t.Placement) {
+			if declared && placement.Satisfies(poolLabels, t.Placement) {
 				line += " (its labels satisfy the placement: its workers never came, or were lost)"
 			} else if declared {
 				line += "; its labels: " + unmet(poolLabels)

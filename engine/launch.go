@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -114,7 +115,7 @@ func (l *launcher) launch(ctx context.Context, p *poolRun, why string) {
 		}
 		p.failedInRow++
 		p.lastLaunchErr = err
-		a.emit(Event{At: a.now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d %s: %v", seq, what, err)})
+		a.emit(coordinator.Event{At: a.now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d %s: %v", seq, what, err)})
 	}
 	cred, err := a.coord.IssueLaunch(ctx, name, seq, p.cfg.Provider, p.cfg.LaunchTimeout)
 	if err != nil {
@@ -125,7 +126,7 @@ func (l *launcher) launch(ctx context.Context, p *poolRun, why string) {
 		Pool: name, Lineage: a.opts.Lineage, ApplyID: a.coord.ApplyID(), Seq: seq,
 		ServerURL: a.ep.URL, CASHA256: a.ep.CASHA256, Credential: cred,
 		WorkDir: a.opts.WorkDir, LogPath: logPath, Executable: a.opts.Executable, DrainTimeout: p.cfg.DrainTimeout,
-		HeartbeatTTL: cmp.Or(p.cfg.Runtime.TTL, DefaultTTL), Settings: p.cfg.Settings,
+		HeartbeatTTL: cmp.Or(p.cfg.Runtime.TTL, coordinator.DefaultTTL), Settings: p.cfg.Settings,
 	})
 	if err != nil {
 		if _, cerr := a.coord.CloseLaunch(context.WithoutCancel(ctx), name, seq, true); cerr != nil {
@@ -143,7 +144,7 @@ func (l *launcher) launch(ctx context.Context, p *poolRun, why string) {
 	l.workers = append(l.workers, w)
 	p.lastLaunchErr = nil
 	go l.wait(w)
-	a.emit(Event{At: a.now(), Kind: EventLaunched, Pool: name, Launch: seq,
+	a.emit(coordinator.Event{At: a.now(), Kind: EventLaunched, Pool: name, Launch: seq,
 		Message: fmt.Sprintf("%s, log %s: %s", w.describe(), logPath, why)})
 }
 
@@ -188,7 +189,7 @@ func (l *launcher) expireLaunches(ctx context.Context, now time.Time) {
 		prov.Stop(ctx, providers.StopRequest{ID: w.id, Kill: true}) //nolint:errcheck // counted below
 		w.pool.failedInRow++
 		a.ended(ctx, prov, w, "it never registered")
-		a.emit(Event{At: a.now(), Kind: EventExited, Pool: w.pool.name(), Launch: w.seq,
+		a.emit(coordinator.Event{At: a.now(), Kind: EventExited, Pool: w.pool.name(), Launch: w.seq,
 			Message: fmt.Sprintf("%s did not register within its launch_timeout of %s: its credential is revoked and it was stopped; see %s",
 				w.describe(), w.pool.cfg.LaunchTimeout, w.log)})
 	}
@@ -240,7 +241,7 @@ func (l *launcher) workerExited(ctx context.Context, ex workerExit) {
 		}
 		w.pool.lastExit = msg
 	}
-	a.emit(Event{At: a.now(), Kind: EventExited, Pool: w.pool.name(), WorkerID: w.workerID, Launch: w.seq, Message: msg})
+	a.emit(coordinator.Event{At: a.now(), Kind: EventExited, Pool: w.pool.name(), WorkerID: w.workerID, Launch: w.seq, Message: msg})
 	a.ended(ctx, l.provider(w), w, msg)
 }
 
@@ -255,7 +256,7 @@ func (l *launcher) mirrorLiveness(now time.Time) {
 	a := l.a
 	for _, w := range l.workers {
 		if w.exited || w.workerID == "" || w.mirroring.Load() ||
-			now.Sub(w.mirroredAt) < cmp.Or(w.pool.cfg.Runtime.HeartbeatInterval, DefaultHeartbeatInterval) {
+			now.Sub(w.mirroredAt) < cmp.Or(w.pool.cfg.Runtime.HeartbeatInterval, coordinator.DefaultHeartbeatInterval) {
 			continue
 		}
 		m, ok := l.provider(w).(providers.LivenessMirror)
@@ -311,7 +312,7 @@ func (a *applier) ended(ctx context.Context, prov providers.Provider, w *launche
 func (a *applier) cleanup(ctx context.Context, prov providers.Provider, w *launched) {
 	if err := prov.Cleanup(ctx, providers.CleanupRequest{ID: w.id, WorkDir: a.opts.WorkDir}); err != nil {
 		a.opts.logger().Warn("cleaning up after a worker", "pool", w.pool.name(), "seq", w.seq, "err", err)
-		a.emit(Event{At: a.now(), Kind: EventLeftBehind, Pool: w.pool.name(), Launch: w.seq,
+		a.emit(coordinator.Event{At: a.now(), Kind: EventLeftBehind, Pool: w.pool.name(), Launch: w.seq,
 			Message: fmt.Sprintf("%s could not be cleaned up after: %v", w.describe(), err)})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -59,7 +60,7 @@ type Operation struct {
 }
 
 // OperationView is told what an Operation does, in order, from Run's
-// goroutine (Event and Serving also from the apply's own goroutines, one
+// goroutine (coordinator.Event and Serving also from the apply's own goroutines, one
 // call at a time).
 type OperationView interface {
 	// LockWaiting: another live apply holds the lock; Run waits up to
@@ -86,7 +87,7 @@ type OperationView interface {
 	// Serving: the coordinator listens (ApplyOptions.OnServing).
 	Serving(ep *Endpoint)
 	// Event: progress (ApplyOptions.OnEvent).
-	Event(e Event)
+	Event(e coordinator.Event)
 }
 
 var (

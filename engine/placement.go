@@ -2,48 +2,13 @@ package engine
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/wdc-dev/wdc/engine/placement"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 )
-
-// Satisfies reports whether a worker with the given labels may run a task
-// with the given placement: every required label is present with the
-// required value. An empty placement is satisfied by any labels.
-func Satisfies(labels, placement map[string]string) bool {
-	for k, want := range placement {
-		if got, ok := labels[k]; !ok || got != want {
-			return false
-		}
-	}
-	return true
-}
-
-// Unmet lists, sorted by label name, every requirement of placement that
-// labels do not meet, each as a phrase such as
-// `needs can = "build", has can = "test"` or `needs gpu = "a100", has no gpu label`.
-// It returns nil when Satisfies(labels, placement) is true.
-func Unmet(labels, placement map[string]string) []string {
-	keys := make([]string, 0, len(placement))
-	for k := range placement {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []string
-	for _, k := range keys {
-		want := placement[k]
-		got, ok := labels[k]
-		switch {
-		case !ok:
-			out = append(out, fmt.Sprintf("needs %s = %q, has no %s label", k, want, k))
-		case got != want:
-			out = append(out, fmt.Sprintf("needs %s = %q, has %s = %q", k, want, k, got))
-		}
-	}
-	return out
-}
 
 // poolIndex finds the pools whose labels satisfy a placement without
 // checking every pool: a plan asks it once per task, and thousands of
@@ -73,16 +38,16 @@ func newPoolIndex(pools []*wdchcl.Pool) *poolIndex {
 
 // candidates returns the pools, in declaration order, whose labels satisfy
 // placement (nil when none does).
-func (ix *poolIndex) candidates(placement map[string]string) []*wdchcl.Pool {
-	if len(placement) == 0 {
+func (ix *poolIndex) candidates(want map[string]string) []*wdchcl.Pool {
+	if len(want) == 0 {
 		if len(ix.pools) == 0 {
 			return nil
 		}
 		return append([]*wdchcl.Pool(nil), ix.pools...)
 	}
 	var out []*wdchcl.Pool
-	for _, i := range ix.rarest(placement) {
-		if p := ix.pools[i]; len(placement) == 1 || Satisfies(p.Labels, placement) {
+	for _, i := range ix.rarest(want) {
+		if p := ix.pools[i]; len(want) == 1 || placement.Satisfies(p.Labels, want) {
 			out = append(out, p)
 		}
 	}
@@ -90,12 +55,12 @@ func (ix *poolIndex) candidates(placement map[string]string) []*wdchcl.Pool {
 }
 
 // satisfiable reports whether any pool's labels satisfy placement.
-func (ix *poolIndex) satisfiable(placement map[string]string) bool {
-	if len(placement) == 0 {
+func (ix *poolIndex) satisfiable(want map[string]string) bool {
+	if len(want) == 0 {
 		return len(ix.pools) > 0
 	}
-	for _, i := range ix.rarest(placement) {
-		if len(placement) == 1 || Satisfies(ix.pools[i].Labels, placement) {
+	for _, i := range ix.rarest(want) {
+		if len(want) == 1 || placement.Satisfies(ix.pools[i].Labels, want) {
 			return true
 		}
 	}
@@ -105,10 +70,10 @@ func (ix *poolIndex) satisfiable(placement map[string]string) bool {
 // rarest returns the positions of the pools that have the label, of the
 // non-empty placement's requirements, that the fewest pools have: only
 // they can satisfy it. It is nil when no pool meets some requirement.
-func (ix *poolIndex) rarest(placement map[string]string) []int {
+func (ix *poolIndex) rarest(want map[string]string) []int {
 	var fewest []int
 	first := true
-	for k, v := range placement {
+	for k, v := range want {
 		have := ix.byLabel[k][v]
 		if len(have) == 0 {
 			return nil
@@ -146,9 +111,9 @@ func checkPlacement(cfg *wdchcl.Config, ix *poolIndex) hcl.Diagnostics {
 		}
 		var b strings.Builder
 		for _, p := range cfg.Pools {
-			unmet := strings.Join(Unmet(p.Labels, t.Placement), "; ")
+			unmet := strings.Join(placement.Unmet(p.Labels, t.Placement), "; ")
 			if t.Sensitive.Placement || len(t.Sensitive.PlacementKeys) > 0 || p.SensitiveLabels || len(p.SensitiveLabelKeys) > 0 {
-				unmet = fmt.Sprintf("%d unmet label requirements (values hidden: computed from a sensitive variable)", len(Unmet(p.Labels, t.Placement)))
+				unmet = fmt.Sprintf("%d unmet label requirements (values hidden: computed from a sensitive variable)", len(placement.Unmet(p.Labels, t.Placement)))
 			}
 			fmt.Fprintf(&b, "\n  %s: %s", p.Address(), unmet)
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/wdc-dev/wdc/engine/placement"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 )
 
@@ -27,19 +28,19 @@ func TestPoolIndexSameAsEveryPool(t *testing.T) {
 		}
 		ix := newPoolIndex(pools)
 		for range 20 {
-			placement := labels(3)
+			req := labels(3)
 			var want []*wdchcl.Pool
 			for _, p := range pools {
-				if Satisfies(p.Labels, placement) {
+				if placement.Satisfies(p.Labels, req) {
 					want = append(want, p)
 				}
 			}
-			got := ix.candidates(placement)
+			got := ix.candidates(req)
 			if !slices.Equal(got, want) || (got == nil) != (want == nil) {
-				t.Fatalf("round %d: placement %v: candidates %v, want %v", round, placement, names(got), names(want))
+				t.Fatalf("round %d: placement %v: candidates %v, want %v", round, req, names(got), names(want))
 			}
-			if ix.satisfiable(placement) != (len(want) > 0) {
-				t.Fatalf("round %d: placement %v: satisfiable %v, want %v", round, placement, !(len(want) > 0), len(want) > 0)
+			if ix.satisfiable(req) != (len(want) > 0) {
+				t.Fatalf("round %d: placement %v: satisfiable %v, want %v", round, req, !(len(want) > 0), len(want) > 0)
 			}
 		}
 	}

@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
+
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/placement"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
@@ -421,12 +422,12 @@ func (p *Plan) proposalChanges(cfg *wdchcl.Config, snap *state.Snapshot, prior m
 			continue
 		}
 		configured[addr] = true
-		def, err := ProposalDefinition(prop)
+		def, err := proposalDefinition(prop)
 		if err != nil {
 			def.Err = err
 		}
 		tc := TaskChange{Address: addr, NewHash: prop.DefHash, Proposal: &snap.Proposals[i]}
-		var settings ProposalSettings
+		var settings coordinator.ProposalSettings
 		if err := json.Unmarshal(prop.Settings, &settings); err == nil {
 			for _, pool := range pools.candidates(settings.Placement) {
 				tc.Candidates = append(tc.Candidates, pool.Name)
@@ -435,11 +436,11 @@ func (p *Plan) proposalChanges(cfg *wdchcl.Config, snap *state.Snapshot, prior m
 		if len(tc.Candidates) == 0 {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Approved proposal cannot run",
 				Detail: fmt.Sprintf("%s (%s) was approved, but no pool's labels satisfy its placement %s; it runs once a pool does.",
-					addr, prop.Propose, labelsText(settings.Placement))})
+					addr, prop.Propose, placement.Text(settings.Placement))})
 			continue
 		}
 		tc.Pool = tc.Candidates[0]
-		origin := ProposalOrigin(prop)
+		origin := coordinator.ProposalOrigin(prop)
 		switch {
 		case !ran:
 			tc.Action, tc.Reason = ActionRun, origin
@@ -462,39 +463,12 @@ func (p *Plan) proposalChanges(cfg *wdchcl.Config, snap *state.Snapshot, prior m
 		out = append(out, tc)
 	}
 	for addr := range replace {
-		if _, ok := ProposalID(addr); ok && !approved[addr] {
+		if _, ok := coordinator.ProposalID(addr); ok && !approved[addr] {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid --replace address",
 				Detail: fmt.Sprintf("%s is not an approved proposal in the state (wdc proposals list shows them).", addr)})
 		}
 	}
 	return out, diags
-}
-
-// labelsText renders labels as "k=v, k=v" sorted by key, or "{}".
-func labelsText(m map[string]string) string {
-	if len(m) == 0 {
-		return "{}"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		keys[i] = graphic(k) + "=" + graphic(m[k])
-	}
-	return strings.Join(keys, ", ")
-}
-
-// graphic is s, or s quoted with Go escapes when it holds a character
-// that is not graphic.
-func graphic(s string) string {
-	for _, r := range s {
-		if !unicode.IsGraphic(r) {
-			return strconv.QuoteToGraphic(s)
-		}
-	}
-	return s
 }
 
 // WorkersFor returns how many workers a pool with the given capacity, min
@@ -528,7 +502,7 @@ func Definitions(cfg *wdchcl.Config) map[string]TaskDefinition {
 		d := protocol.Definition{
 			Command:   t.Command,
 			Env:       t.Env,
-			Dir:       relativeDir(cfg.Dir, t.Dir),
+			Dir:       protocol.DefinitionDir(cfg.Dir, t.Dir),
 			DependsOn: t.DependsOn,
 			Outputs:   t.Outputs,
 		}
@@ -606,18 +580,6 @@ func inputChanges(oldSpec []byte, d protocol.Definition) []string {
 	return out
 }
 
-// relativeDir expresses dir relative to root when it lies inside it, so a
-// checkout in another folder hashes the same.
-func relativeDir(root, dir string) string {
-	if dir == "" {
-		return "."
-	}
-	if rel, err := filepath.Rel(root, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return filepath.ToSlash(rel)
-	}
-	return dir
-}
-
 // topoOrder returns tasks ordered so that every task comes after the tasks
 // it depends on, keeping configuration order otherwise. The hcl package has
 // already refused cycles; should one slip through, the remaining tasks are
@@ -659,7 +621,7 @@ func resolveReplace(cfg *wdchcl.Config, targets []string) (map[string]bool, hcl.
 	out := map[string]bool{}
 	var diags hcl.Diagnostics
 	for _, target := range targets {
-		if _, ok := ProposalID(target); ok {
+		if _, ok := coordinator.ProposalID(target); ok {
 			out[target] = true // checked against the state's proposals (proposalChanges)
 			continue
 		}

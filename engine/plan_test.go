@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -275,25 +276,6 @@ func TestCheckPlacementNamesEveryUnmetLabel(t *testing.T) {
 	} {
 		if !strings.Contains(detail, want) {
 			t.Errorf("detail %q lacks %q", detail, want)
-		}
-	}
-}
-
-func TestSatisfies(t *testing.T) {
-	tests := []struct {
-		labels, placement map[string]string
-		want              bool
-	}{
-		{nil, nil, true},
-		{map[string]string{"a": "1"}, nil, true},
-		{map[string]string{"a": "1"}, map[string]string{"a": "1"}, true},
-		{map[string]string{"a": "1"}, map[string]string{"a": "2"}, false},
-		{nil, map[string]string{"a": ""}, false},
-		{map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1", "b": "2"}, true},
-	}
-	for _, tt := range tests {
-		if got := Satisfies(tt.labels, tt.placement); got != tt.want {
-			t.Errorf("Satisfies(%v, %v) = %v, want %v", tt.labels, tt.placement, got, tt.want)
 		}
 	}
 }

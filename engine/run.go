@@ -11,6 +11,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
+	"github.com/wdc-dev/wdc/engine/supervise"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -112,12 +115,12 @@ func decidePool(f poolFacts, launchTimeout time.Duration) poolStep {
 // serve starts the coordinator and its listener, writes the operator
 // credential and the coordinator's URL where commands find them, and
 // returns what stops them again.
-func (a *applier) serve(ctx context.Context, runtimes []TaskRuntime) (stop func(), err error) {
-	var pools []PoolRuntime
+func (a *applier) serve(ctx context.Context, runtimes []coordinator.TaskRuntime) (stop func(), err error) {
+	var pools []coordinator.PoolRuntime
 	for _, p := range a.opts.Pools {
 		pools = append(pools, p.Runtime)
 	}
-	coord, err := NewCoordinator(CoordinatorOptions{
+	coord, err := coordinator.New(coordinator.Options{
 		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
 		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: a.blobs, MetricsOpen: a.opts.Serve.Loopback(),
 		Config: a.opts.Config, FixedPlan: a.opts.SavedPlan,
@@ -133,7 +136,7 @@ func (a *applier) serve(ctx context.Context, runtimes []TaskRuntime) (stop func(
 	a.ep = ep
 	// The server's own complaints (a TLS handshake a worker with a wrong
 	// pin failed) go to the coordinator's log, not raw to stderr.
-	srv := &http.Server{Handler: coord.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: httpapi.New(coord), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(a.opts.logger().Handler(), slog.LevelWarn)}
 	go srv.Serve(ep.Listener) //nolint:errcheck // returns on Shutdown
 	coordCtx, stopCoord := context.WithCancel(context.Background())
@@ -147,6 +150,9 @@ func (a *applier) serve(ctx context.Context, runtimes []TaskRuntime) (stop func(
 		stopCoord()
 		<-coordDone
 		os.Remove(credFile)
+		// Every event, the coordinator's and apply's, reaches OnEvent
+		// before apply returns (and its caller prints the summary).
+		coord.FlushEvents()
 	}
 	// Commands that change the state while this apply runs go through this
 	// coordinator: they find it in the lock row and present the operator
@@ -170,7 +176,7 @@ func (a *applier) serve(ctx context.Context, runtimes []TaskRuntime) (stop func(
 // run serves the coordinator, then loops — observe, decide, act — until
 // every task is finished or something stops the apply, then stops the
 // workers and settles the leases left.
-func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
+func (a *applier) run(ctx context.Context, runtimes []coordinator.TaskRuntime) error {
 	a.joined = map[string]int{}
 	a.added = map[string]int{}
 	for i := range a.opts.Pools {
@@ -189,7 +195,7 @@ func (a *applier) run(ctx context.Context, runtimes []TaskRuntime) error {
 	for _, p := range a.pools {
 		if p.cfg.Provider == ProviderExternal && p.cfg.Workers > 0 {
 			p.waitingSince = now
-			a.emit(Event{At: now, Kind: EventAwaitingWorkers, Pool: p.name(), Message: joinHint(p.cfg, a.ep)})
+			a.emit(coordinator.Event{At: now, Kind: EventAwaitingWorkers, Pool: p.name(), Message: joinHint(p.cfg, a.ep)})
 		}
 	}
 	a.loop(ctx)
@@ -293,24 +299,24 @@ func (a *applier) failReason(p *poolRun, st poolStep) string {
 // failPool fails pool p's remaining tasks, saying why.
 func (a *applier) failPool(p *poolRun, reason string) error {
 	p.failed = true
-	a.emit(Event{At: a.now(), Kind: EventPoolFailed, Pool: p.name(), Message: reason})
+	a.emit(coordinator.Event{At: a.now(), Kind: EventPoolFailed, Pool: p.name(), Message: reason})
 	return a.coord.FailPool(p.name(), reason)
 }
 
-// supervise asks the supervisor (Supervise, a pure decision over what it
+// supervise asks the supervisor (supervise.Decide, a pure decision over what it
 // observes) what pool p needs, and does it: launch workers, ask the newest
 // idle one to drain, or hold.
 func (a *applier) supervise(ctx context.Context, p *poolRun) {
 	obs, idle := a.observe(p)
-	d := Supervise(obs)
+	d := supervise.Decide(obs)
 	name := p.name()
 	switch d.Action {
-	case SuperviseLaunch:
+	case supervise.Launch:
 		p.hold = ""
 		for range d.Count {
 			a.launcher.launch(ctx, p, d.Reason)
 		}
-	case SuperviseDrain:
+	case supervise.Drain:
 		p.hold = ""
 		for _, wv := range idle { // the newest idle worker first
 			ok, err := a.coord.DrainWorker(ctx, wv.ID)
@@ -319,7 +325,7 @@ func (a *applier) supervise(ctx context.Context, p *poolRun) {
 				continue
 			}
 			if ok {
-				a.emit(Event{At: a.now(), Kind: EventDrainRequested, Pool: name, WorkerID: wv.ID, Launch: wv.Seq,
+				a.emit(coordinator.Event{At: a.now(), Kind: EventDrainRequested, Pool: name, WorkerID: wv.ID, Launch: wv.Seq,
 					Message: fmt.Sprintf("%s asked to drain: %s", describeWorker(wv), d.Reason)})
 				break
 			}
@@ -339,13 +345,13 @@ func (a *applier) supervise(ctx context.Context, p *poolRun) {
 // view of its tasks and registered workers, and the launches that have not
 // registered yet. It also returns the pool's idle workers the supervisor
 // may drain, the newest first: all idle ones when the pool has no work
-// left, else those idle for DefaultIdleDelay.
-func (a *applier) observe(p *poolRun) (PoolObservation, []WorkerView) {
+// left, else those idle for supervise.DefaultIdleDelay.
+func (a *applier) observe(p *poolRun) (supervise.Observation, []coordinator.WorkerView) {
 	view, _ := a.coord.PoolView(p.name())
-	o := PoolObservation{Queued: view.Queued, Unfinished: view.Unfinished, Capacity: max(p.cfg.Runtime.Capacity, 1),
+	o := supervise.Observation{Queued: view.Queued, Unfinished: view.Unfinished, Capacity: max(p.cfg.Runtime.Capacity, 1),
 		Min: min(p.cfg.Min, p.cfg.Workers), Max: p.cfg.Workers, PoolMax: p.cfg.Max, Pending: a.launcher.pending(p)}
 	now := a.now()
-	var idle []WorkerView
+	var idle []coordinator.WorkerView
 	for _, w := range view.Workers {
 		switch {
 		case w.Status == state.WorkerDraining:
@@ -356,7 +362,7 @@ func (a *applier) observe(p *poolRun) (PoolObservation, []WorkerView) {
 		case w.Held == 0 && !w.Claiming:
 			o.Idle++
 			o.FreeSlots += o.Capacity
-			if view.Unfinished == 0 || now.Sub(w.IdleSince) >= DefaultIdleDelay {
+			if view.Unfinished == 0 || now.Sub(w.IdleSince) >= supervise.DefaultIdleDelay {
 				o.Drainable++
 				idle = append(idle, w)
 			}
@@ -471,10 +477,11 @@ func joinHint(p *ApplyPool, ep *Endpoint) string {
 
 // onCoordinatorEvent keeps what apply needs of the coordinator's events
 // (registrations to match to launches, joins, tasks added while it runs)
-// and passes every event on.
-func (a *applier) onCoordinatorEvent(e Event) {
+// and passes every event on; the coordinator's queue of events calls it,
+// for its own events and for apply's (emit).
+func (a *applier) onCoordinatorEvent(e coordinator.Event) {
 	switch e.Kind {
-	case EventRegistered:
+	case coordinator.EventRegistered:
 		a.mu.Lock()
 		if e.Launch > 0 {
 			a.registered = append(a.registered, e)
@@ -482,17 +489,17 @@ func (a *applier) onCoordinatorEvent(e Event) {
 			a.joined[e.Pool]++
 		}
 		a.mu.Unlock()
-	case EventTaskAdded:
+	case coordinator.EventTaskAdded:
 		a.mu.Lock()
 		a.added[e.Pool]++
 		a.mu.Unlock()
 	}
-	a.emit(e)
+	a.deliver(e)
 }
 
 // describeWorker names a registered worker in messages: "worker 2
 // (w-…)", or "worker w-…" for one that joined by itself.
-func describeWorker(w WorkerView) string {
+func describeWorker(w coordinator.WorkerView) string {
 	if w.Seq > 0 {
 		return fmt.Sprintf("worker %d (%s)", w.Seq, w.ID)
 	}

@@ -153,7 +153,7 @@ func (s ListenSettings) ServesTLS() bool {
 
 // Loopback reports whether the listen address only reaches this machine
 // (the default, 127.0.0.1; localhost, ::1): the coordinator then serves
-// GET /metrics without a credential (CoordinatorOptions.MetricsOpen).
+// GET /metrics without a credential (coordinator.Options.MetricsOpen).
 func (s ListenSettings) Loopback() bool {
 	host, _, err := net.SplitHostPort(listenAddress(s.Listen))
 	return err == nil && isLoopbackHost(host)

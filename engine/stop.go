@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/providers"
 )
@@ -90,10 +91,10 @@ func (a *applier) stopWorkers(abort bool) {
 			msg += fmt.Sprintf(": %s asked to drain, waiting up to %s for them to finish and exit (their drain_timeout of %s, plus %s to post results and exit)",
 				plural.Count(len(live), "worker", "workers"), drainFor, drainTimeout, drainExitGrace)
 		}
-		a.emit(Event{At: a.now(), Kind: EventDraining, Message: msg})
+		a.emit(coordinator.Event{At: a.now(), Kind: EventDraining, Message: msg})
 		live = waitFor(live, drainFor)
 		if len(live) > 0 && !aborted() {
-			a.emit(Event{At: a.now(), Kind: EventStopping, Message: fmt.Sprintf("%s still running after waiting %s, stopped through the provider (%s); waiting up to %s more",
+			a.emit(coordinator.Event{At: a.now(), Kind: EventStopping, Message: fmt.Sprintf("%s still running after waiting %s, stopped through the provider (%s); waiting up to %s more",
 				plural.Count(len(live), "worker", "workers"), drainFor, names(live), stopGrace)})
 			for _, w := range live {
 				if err := provs[w.pool.cfg.Provider].Stop(ctx, providers.StopRequest{ID: w.id}); err != nil {
@@ -103,16 +104,16 @@ func (a *applier) stopWorkers(abort bool) {
 			live = waitFor(live, stopGrace)
 		}
 	} else {
-		a.emit(Event{At: a.now(), Kind: EventDraining, Message: "killing workers"})
+		a.emit(coordinator.Event{At: a.now(), Kind: EventDraining, Message: "killing workers"})
 	}
 	if len(live) > 0 {
 		switch {
 		case abort:
 		case aborted(): // a second interrupt cut the wait short
-			a.emit(Event{At: a.now(), Kind: EventKilling, Message: fmt.Sprintf("interrupted again: %s still running, killed at once (%s)",
+			a.emit(coordinator.Event{At: a.now(), Kind: EventKilling, Message: fmt.Sprintf("interrupted again: %s still running, killed at once (%s)",
 				plural.Count(len(live), "worker", "workers"), names(live))})
 		default:
-			a.emit(Event{At: a.now(), Kind: EventKilling, Message: fmt.Sprintf("%s still running, killed (%s)", plural.Count(len(live), "worker", "workers"), names(live))})
+			a.emit(coordinator.Event{At: a.now(), Kind: EventKilling, Message: fmt.Sprintf("%s still running, killed (%s)", plural.Count(len(live), "worker", "workers"), names(live))})
 		}
 		for _, w := range live {
 			prov := provs[w.pool.cfg.Provider]

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Definition is the canonical form of a task instance: everything that
@@ -63,6 +65,20 @@ type Mount struct {
 	Name   string `json:"name"`
 	From   string `json:"from"`
 	Output string `json:"output"`
+}
+
+// DefinitionDir is a task's working directory dir as a Definition records
+// it: relative to root, the configuration directory, when it lies inside
+// it ("/"-separated, "." for root itself), otherwise as it is, so that a
+// checkout in another folder hashes the same. An empty dir is root.
+func DefinitionDir(root, dir string) string {
+	if dir == "" {
+		return "."
+	}
+	if rel, err := filepath.Rel(root, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(rel)
+	}
+	return dir
 }
 
 // RunsInAttemptDir reports whether the command runs in its attempt's

@@ -54,3 +54,18 @@ func TestShortHash(t *testing.T) {
 		}
 	}
 }
+
+func TestDefinitionDir(t *testing.T) {
+	for _, tc := range []struct{ root, dir, want string }{
+		{"/cfg", "", "."},
+		{"/cfg", "/cfg", "."},
+		{"/cfg", "/cfg/src/a", "src/a"},
+		{"/cfg", "/other", "/other"},
+		{"/cfg", "/cfg/../cfgx", "/cfg/../cfgx"},
+		{"/cfg", "/cfg/..x", "..x"},
+	} {
+		if got := DefinitionDir(tc.root, tc.dir); got != tc.want {
+			t.Errorf("DefinitionDir(%q, %q) = %q, want %q", tc.root, tc.dir, got, tc.want)
+		}
+	}
+}

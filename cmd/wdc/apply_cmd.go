@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/state"
@@ -263,7 +264,7 @@ func (v *applyCmdView) Serving(ep *engine.Endpoint) {
 	}
 }
 
-func (v *applyCmdView) Event(ev engine.Event) { v.out.event(ev) }
+func (v *applyCmdView) Event(ev coordinator.Event) { v.out.event(ev) }
 
 // applyUnconfirmed is apply without --auto-approve where it cannot ask
 // (no terminal, or --json): it plans against the state opened read-only

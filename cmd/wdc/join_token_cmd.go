@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
@@ -38,8 +39,8 @@ type JoinTokenCreateCmd struct {
 // the lock for one transaction, creating the state if needed) and writes
 // the join file.
 func (c *JoinTokenCreateCmd) Run(e *env) error {
-	if c.TTL < time.Second || c.TTL > engine.MaxJoinTTL {
-		return fmt.Errorf("--ttl must be from 1s to %s, have %s", engine.MaxJoinTTL, c.TTL)
+	if c.TTL < time.Second || c.TTL > coordinator.MaxJoinTTL {
+		return fmt.Errorf("--ttl must be from 1s to %s, have %s", coordinator.MaxJoinTTL, c.TTL)
 	}
 	cfg, err := e.loadConfig()
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/supervise"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -249,7 +251,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 		provider[pool.Name] = pool
 	}
 	for _, pc := range p.Pools {
-		pd := poolDoc{Address: "pool." + pc.Name, Name: pc.Name, Workers: pc.Workers, InitialWorkers: engine.InitialWorkers(pc.Workers, pc.Min), Tasks: pc.Tasks,
+		pd := poolDoc{Address: "pool." + pc.Name, Name: pc.Name, Workers: pc.Workers, InitialWorkers: supervise.InitialWorkers(pc.Workers, pc.Min), Tasks: pc.Tasks,
 			Capacity: pc.Capacity, Min: pc.Min, Max: pc.Max, Labels: map[string]string{}}
 		if pool := provider[pc.Name]; pool != nil {
 			pd.Provider = pool.Provider
@@ -302,7 +304,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 				a.Placement = hideParts(a.Placement, t.Sensitive.Placement, t.Sensitive.PlacementKeys)
 			}
 			if tc.Proposal != nil {
-				var settings engine.ProposalSettings
+				var settings coordinator.ProposalSettings
 				if json.Unmarshal(tc.Proposal.Settings, &settings) == nil && settings.Placement != nil {
 					a.Placement = red.env(settings.Placement)
 				}
@@ -551,7 +553,7 @@ func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
 			tc.PriorStatus = state.TaskStatus(cd.Before.Status)
 			tc.OldHash = cd.Before.DefHash
 		}
-		_, isProposal := engine.ProposalID(cd.Address)
+		_, isProposal := coordinator.ProposalID(cd.Address)
 		switch tc.Action {
 		case engine.ActionRun, engine.ActionRetry, engine.ActionReplace:
 			if !isProposal {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"golang.org/x/term"
 )
 
@@ -20,7 +21,7 @@ type applyOutput interface {
 	// start begins live progress (after confirmation).
 	start()
 	// event reports one event; safe to call from several goroutines.
-	event(e engine.Event)
+	event(e coordinator.Event)
 	// close ends live progress.
 	close()
 	// summary reports the outcome; nothingToDo when the plan had no changes.
@@ -97,15 +98,15 @@ func (v *progressView) tick() {
 }
 
 // event prints one line for e (and refreshes the status line).
-func (v *progressView) event(e engine.Event) {
+func (v *progressView) event(e coordinator.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.counts[e.Kind]++
 	switch e.Kind {
-	case engine.EventLeased:
+	case coordinator.EventLeased:
 		v.running[e.Task] = e.Token
-	case engine.EventSucceeded, engine.EventExpired, engine.EventFailed, engine.EventRetried,
-		engine.EventReleased, engine.EventRevoked, engine.EventCancelled:
+	case coordinator.EventSucceeded, coordinator.EventExpired, coordinator.EventFailed, coordinator.EventRetried,
+		coordinator.EventReleased, coordinator.EventRevoked, coordinator.EventCancelled:
 		// The attempt named ended (or the task did, without one).
 		if tok, ok := v.running[e.Task]; ok && (e.Token == 0 || e.Token == tok) {
 			delete(v.running, e.Task)
@@ -140,8 +141,8 @@ func (v *progressView) status() {
 	}
 	sort.Strings(running)
 	fmt.Fprint(v.w, "\r\x1b[K"+statusLine(progressCounts{
-		Done: v.counts[engine.EventSucceeded] + v.counts[engine.EventFailed] + v.counts[engine.EventCancelled], Total: v.total,
-		Succeeded: v.counts[engine.EventSucceeded], Failed: v.counts[engine.EventFailed], Attempts: v.counts[engine.EventLeased],
+		Done: v.counts[coordinator.EventSucceeded] + v.counts[coordinator.EventFailed] + v.counts[coordinator.EventCancelled], Total: v.total,
+		Succeeded: v.counts[coordinator.EventSucceeded], Failed: v.counts[coordinator.EventFailed], Attempts: v.counts[coordinator.EventLeased],
 	}, running, time.Since(v.begin), v.width()))
 }
 
@@ -197,26 +198,26 @@ func (v *progressView) close() {
 }
 
 // eventLine renders e as "KIND  SUBJECT: detail".
-func eventLine(e engine.Event) string {
+func eventLine(e coordinator.Event) string {
 	subject := e.Task
 	if subject == "" && e.Pool != "" {
 		subject = "pool." + e.Pool
 	}
 	var detail string
 	switch e.Kind {
-	case engine.EventLeased:
+	case coordinator.EventLeased:
 		detail = fmt.Sprintf("attempt %d, fencing token %d, worker %s", e.Attempt, e.Token, e.WorkerID)
-	case engine.EventSucceeded:
+	case coordinator.EventSucceeded:
 		detail = fmt.Sprintf("attempt %d", e.Attempt)
-	case engine.EventRegistered:
+	case coordinator.EventRegistered:
 		detail = "worker " + e.WorkerID
-	case engine.EventStale:
+	case coordinator.EventStale:
 		detail = "worker " + e.WorkerID + ": " + e.Message
 	default:
 		detail = e.Message
 		// Name the attempt, unless the message starts with it already
 		// ("attempt 4 failed …").
-		if e.Attempt > 0 && e.Kind != engine.EventQueued && !strings.HasPrefix(e.Message, fmt.Sprintf("attempt %d ", e.Attempt)) {
+		if e.Attempt > 0 && e.Kind != coordinator.EventQueued && !strings.HasPrefix(e.Message, fmt.Sprintf("attempt %d ", e.Attempt)) {
 			detail = fmt.Sprintf("attempt %d: %s", e.Attempt, e.Message)
 		}
 	}
@@ -287,7 +288,7 @@ func (j *jsonOutput) plan(doc *planDoc, _ bool) error {
 func (j *jsonOutput) start() {}
 func (j *jsonOutput) close() {}
 
-func (j *jsonOutput) event(e engine.Event) {
+func (j *jsonOutput) event(e coordinator.Event) {
 	_ = j.write(eventDoc{Type: "event", Kind: e.Kind, At: e.At.UTC(), Task: e.Task, Pool: e.Pool, WorkerID: e.WorkerID,
 		Attempt: e.Attempt, Token: e.Token, Launch: e.Launch, Message: e.Message, StderrTail: e.StderrTail})
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 )
 
 func TestStatusLine(t *testing.T) {
@@ -42,13 +42,13 @@ func TestProgressViewTracksRunningAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.begin = time.Now()
-	for _, e := range []engine.Event{
-		{Kind: engine.EventLeased, Task: "task.a", Attempt: 1, Token: 1},
-		{Kind: engine.EventLeased, Task: "task.b", Attempt: 1, Token: 2},
-		{Kind: engine.EventRetried, Task: "task.b", Attempt: 1, Token: 2},
-		{Kind: engine.EventLeased, Task: "task.b", Attempt: 2, Token: 3},
-		{Kind: engine.EventSucceeded, Task: "task.a", Attempt: 1, Token: 1},
-		{Kind: engine.EventCancelled, Task: "task.c"},
+	for _, e := range []coordinator.Event{
+		{Kind: coordinator.EventLeased, Task: "task.a", Attempt: 1, Token: 1},
+		{Kind: coordinator.EventLeased, Task: "task.b", Attempt: 1, Token: 2},
+		{Kind: coordinator.EventRetried, Task: "task.b", Attempt: 1, Token: 2},
+		{Kind: coordinator.EventLeased, Task: "task.b", Attempt: 2, Token: 3},
+		{Kind: coordinator.EventSucceeded, Task: "task.a", Attempt: 1, Token: 1},
+		{Kind: coordinator.EventCancelled, Task: "task.c"},
 	} {
 		v.event(e)
 	}
@@ -62,14 +62,14 @@ func TestProgressViewTracksRunningAttempts(t *testing.T) {
 func TestEventLineNamesTheAttemptOnce(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		e    engine.Event
+		e    coordinator.Event
 		want string
 	}{
-		{engine.Event{Kind: engine.EventFailed, Task: "task.a", Attempt: 4, Message: "attempt 4 failed (failure 4 of 4; failure budget spent): exit status 1"},
+		{coordinator.Event{Kind: coordinator.EventFailed, Task: "task.a", Attempt: 4, Message: "attempt 4 failed (failure 4 of 4; failure budget spent): exit status 1"},
 			"failed     task.a: attempt 4 failed (failure 4 of 4; failure budget spent): exit status 1"},
-		{engine.Event{Kind: engine.EventReleased, Task: "task.a", Attempt: 1, Message: "apply interrupted before the attempt reported"},
+		{coordinator.Event{Kind: coordinator.EventReleased, Task: "task.a", Attempt: 1, Message: "apply interrupted before the attempt reported"},
 			"released   task.a: attempt 1: apply interrupted before the attempt reported"},
-		{engine.Event{Kind: engine.EventRetried, Task: "task.a", Attempt: 1, Message: "attempt 12 of another task"},
+		{coordinator.Event{Kind: coordinator.EventRetried, Task: "task.a", Attempt: 1, Message: "attempt 12 of another task"},
 			"retried    task.a: attempt 1: attempt 12 of another task"},
 	} {
 		if got := eventLine(tt.e); got != tt.want {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
@@ -89,7 +89,7 @@ func parseProposalID(s string) (int64, error) {
 	if !strings.HasPrefix(addr, "proposal.") {
 		addr = "proposal." + addr
 	}
-	id, ok := engine.ProposalID(addr)
+	id, ok := coordinator.ProposalID(addr)
 	if !ok {
 		return 0, fmt.Errorf("%q is not a proposal: give its id, as in 7 or proposal.7 (wdc proposals list shows them)", s)
 	}
@@ -211,7 +211,7 @@ func (c *ProposalsShowCmd) Run(e *env) error {
 		}
 		var d protocol.Definition
 		_ = json.Unmarshal(p.Spec, &d) // shown as recorded; an undecodable one shows empty
-		var s engine.ProposalSettings
+		var s coordinator.ProposalSettings
 		_ = json.Unmarshal(p.Settings, &s)
 		w := e.stdout
 		fmt.Fprintf(w, "%s: %s\n", j.Address, j.Status)
@@ -292,11 +292,11 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 	if by == "" {
 		return errors.New("who decides? give --by NAME (USER is not set)")
 	}
-	if err := engine.CheckDecisionText("--by", by); err != nil {
+	if err := coordinator.CheckDecisionText("--by", by); err != nil {
 		return err
 	}
 	if reason != "" {
-		if err := engine.CheckDecisionText("--reason", reason); err != nil {
+		if err := coordinator.CheckDecisionText("--reason", reason); err != nil {
 			return err
 		}
 	}
@@ -329,7 +329,7 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 		return err
 	}
 	if approve {
-		fmt.Fprintf(e.stdout, "Approved %s: %s. %s.\n", p.Address(), engine.ProposalOrigin(p), capitalize(note))
+		fmt.Fprintf(e.stdout, "Approved %s: %s. %s.\n", p.Address(), coordinator.ProposalOrigin(p), capitalize(note))
 	} else {
 		fmt.Fprintf(e.stdout, "Rejected %s (%s proposed by %s attempt %d): %s. It will not run.\n", p.Address(), p.Propose, p.SourceTask, p.SourceAttempt, p.Reason)
 	}

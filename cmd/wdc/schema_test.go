@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/wdc-dev/wdc/demo"
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -792,7 +793,7 @@ func TestSchemaPlanWithProposals(t *testing.T) {
 	_, err = st.AcceptResult(ctx, state.ResultInput{Key: "k", Token: l.Token, WorkerID: w.ID, ExitCode: &zero, Recommendations: []state.RecommendationInput{
 		{Type: "flake", Input: []byte(`{"run":"1"}`)}, {Type: "flake", Input: []byte(`{"run":"2"}`)}}}, nil, now)
 	must(err)
-	js, err := engine.JudgeRecommendations(ctx, st, cfg, time.Now)
+	js, err := coordinator.JudgeRecommendations(ctx, st, cfg, time.Now)
 	must(err)
 	if len(js) != 2 || js[0].Proposal == nil || js[1].Proposal == nil {
 		t.Fatalf("judgements %+v; want two proposals", js)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers"
@@ -334,7 +335,7 @@ func normalizeAddress(s string) string {
 // notRunYet explains an address that names a proposal no apply has run
 // yet, or "" when it names none.
 func notRunYet(snap *state.Snapshot, addr string) string {
-	id, ok := engine.ProposalID(addr)
+	id, ok := coordinator.ProposalID(addr)
 	if !ok {
 		return ""
 	}
@@ -411,7 +412,7 @@ func (e *env) stderrTails(statePath string, attempts []state.Attempt) map[int]st
 				}
 				store = s
 			}
-			if tail, err := engine.TailBlob(store, x.SHA256, engine.StderrTailLines); err == nil && tail != "" {
+			if tail, err := coordinator.TailBlob(store, x.SHA256, coordinator.StderrTailLines); err == nil && tail != "" {
 				out[a.Number] = redact(tail)
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -51,16 +51,16 @@ func (l *Local) CollectGarbage(ctx context.Context, dryRun bool) (protocol.GCRes
 	if err != nil {
 		return protocol.GCResponse{}, err
 	}
-	return engine.CollectGarbage(ctx, l.Store, blobs, engine.GCOptions{DryRun: dryRun})
+	return coordinator.CollectGarbage(ctx, l.Store, blobs, coordinator.GCOptions{DryRun: dryRun})
 }
 
 // CreateJoinToken implements Operator: the state keeps the secret's hash
 // only.
 func (l *Local) CreateJoinToken(ctx context.Context, req JoinTokenRequest) (protocol.JoinFile, error) {
 	now := l.Now()
-	secret := engine.NewJoinCredential()
+	secret := coordinator.NewJoinCredential()
 	j, err := l.Store.CreateJoinToken(ctx, state.JoinToken{Pool: req.Pool, Labels: req.Labels, ExpiresAt: now.Add(req.TTL)},
-		engine.HashSecret(secret), now)
+		coordinator.HashSecret(secret), now)
 	if err != nil {
 		return protocol.JoinFile{}, err
 	}
