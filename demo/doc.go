@@ -9,8 +9,8 @@
 // the order of the steps, the fake clock that drives them, and the checks
 // it makes on what the state records after each one. Everything that
 // decides is apply's: the configuration is loaded by package hcl and
-// planned by engine.NewPlan, recorded by engine.RecordPlan (apply's own
-// recording), served by a coordinator.Coordinator on the listener engine.Listen
+// planned by plan.New, recorded by apply.RecordPlan (apply's own
+// recording), served by a coordinator.Coordinator on the listener httpapi.Listen
 // opens (HTTP on 127.0.0.1, a free port), and the demo's two workers call
 // it over worker protocol v1 with protocol.Client, registering with launch
 // credentials from Coordinator.IssueLaunch as launched workers do. The

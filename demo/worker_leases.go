@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers/local"
@@ -169,7 +170,7 @@ type story struct {
 	client *http.Client
 	judge  judge
 	// pool and its runtime settings; task is the task's address.
-	pool     engine.ApplyPool
+	pool     apply.Pool
 	task     string
 	interval time.Duration
 	workers  []*worker // A, B
@@ -201,7 +202,7 @@ func setUp(ctx context.Context, dir string, clk *clock, version string) (*story,
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("demo: the demo's configuration does not load: %s", diags.Error())
 	}
-	if diags := engine.Validate(cfg); diags.HasErrors() {
+	if diags := plan.Validate(cfg); diags.HasErrors() {
 		return nil, fmt.Errorf("demo: the demo's configuration is not valid: %s", diags.Error())
 	}
 	statePath := filepath.Join(dir, filepath.FromSlash(StateFile))
@@ -220,20 +221,20 @@ func setUp(ctx context.Context, dir string, clk *clock, version string) (*story,
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	plan, diags := engine.NewPlan(cfg, snap, clk.Now(), engine.PlanOptions{})
+	planned, diags := plan.New(cfg, snap, clk.Now(), plan.Options{})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("demo: planning the demo's configuration: %s", diags.Error())
 	}
-	pools, tasks := engine.ApplyInputs(cfg, plan)
-	if len(pools) != 1 || len(plan.Tasks) != 1 {
-		return nil, fmt.Errorf("demo: the demo's configuration must plan one pool and one task, not %d and %d", len(pools), len(plan.Tasks))
+	pools, tasks := apply.Inputs(cfg, planned)
+	if len(pools) != 1 || len(planned.Tasks) != 1 {
+		return nil, fmt.Errorf("demo: the demo's configuration must plan one pool and one task, not %d and %d", len(pools), len(planned.Tasks))
 	}
-	runtimes, err := engine.RecordPlan(ctx, engine.ApplyOptions{Store: store, Plan: plan, Pools: pools, Tasks: tasks, Now: clk.Now})
+	runtimes, err := apply.RecordPlan(ctx, apply.Options{Store: store, Plan: planned, Pools: pools, Tasks: tasks, Now: clk.Now})
 	if err != nil {
 		return nil, fmt.Errorf("demo: recording the plan: %w", err)
 	}
 	workDir := filepath.Dir(statePath)
-	blobs, err := artifact.Open(engine.ArtifactFolder(workDir), 1<<30)
+	blobs, err := artifact.Open(apply.ArtifactFolder(workDir), 1<<30)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -243,7 +244,7 @@ func setUp(ctx context.Context, dir string, clk *clock, version string) (*story,
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	ep, err := engine.Listen(engine.ListenSettings{}, clk.Now())
+	ep, err := httpapi.Listen(httpapi.ListenSettings{}, clk.Now())
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -267,7 +268,7 @@ func setUp(ctx context.Context, dir string, clk *clock, version string) (*story,
 	}
 	s.judge = judge{start: clk.Now(), task: rt.Address, ttl: ttl, backoff: rt.Retry.Backoff, maxLost: t.MaxLost}
 	s.report = &Report{
-		Start: clk.Now(), Config: Config, Plan: plan.Summary().String(),
+		Start: clk.Now(), Config: Config, Plan: planned.Summary().String(),
 		Pool: PoolInfo{Name: s.pool.Runtime.Name, HeartbeatInterval: s.interval, TTL: ttl},
 		Task: TaskInfo{Address: rt.Address, DefHash: rt.DefHash, MaxLost: t.MaxLost, Backoff: rt.Retry.Backoff},
 	}

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/state"
@@ -34,7 +36,7 @@ type ApplyCmd struct {
 }
 
 // Run parses what the operation needs (configuration, state path, a saved
-// plan), runs it (engine.Operation: lock, recover, plan, confirm, apply)
+// plan), runs it (apply.Operation: lock, recover, plan, confirm, apply)
 // and renders what it is told, then the summary.
 // Exit codes: 0 when every task succeeded or there was nothing to do; 1 on
 // an error, a failed or cancelled task, or an interruption.
@@ -59,12 +61,12 @@ func (c *ApplyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if diags := engine.Validate(cfg); diags.HasErrors() {
+	if diags := plan.Validate(cfg); diags.HasErrors() {
 		e.printDiags(cfg, diags)
 		return errExit{1}
 	}
 	// Default deny: a pool that would write to a cluster must say so.
-	if diags := engine.ClusterWriteDiags(cfg); diags.HasErrors() {
+	if diags := plan.ClusterWriteDiags(cfg); diags.HasErrors() {
 		e.printDiags(cfg, diags)
 		return errExit{1}
 	}
@@ -94,20 +96,20 @@ func (c *ApplyCmd) Run(e *env) error {
 	}
 	ctx, abort, stop := view.interrupts()
 	defer stop()
-	op := &engine.Operation{Config: cfg, StatePath: path, Serve: serve, Saved: savedPlan, SavedName: c.PlanFile,
+	op := &apply.Operation{Config: cfg, StatePath: path, Serve: serve, Saved: savedPlan, SavedName: c.PlanFile,
 		Replace: c.Replace, LockTimeout: c.LockTimeout, View: view, Now: e.now, Redact: newRedactor(cfg).text, Abort: abort}
 	if !c.AutoApprove {
-		op.Confirm = func(*engine.Plan) (bool, error) { return e.confirm() }
+		op.Confirm = func(*plan.Plan) (bool, error) { return e.confirm() }
 	}
 	res, err := op.Run(ctx)
 	if view.shown {
 		view.out.close()
 	}
 	switch {
-	case errors.Is(err, engine.ErrApplyCancelled):
+	case errors.Is(err, apply.ErrApplyCancelled):
 		fmt.Fprintln(e.stdout, "\nApply cancelled.")
 		return errExit{1}
-	case errors.Is(err, engine.ErrPlanFailed):
+	case errors.Is(err, apply.ErrPlanFailed):
 		return errExit{1}
 	case err != nil:
 		return err
@@ -124,7 +126,7 @@ func (c *ApplyCmd) Run(e *env) error {
 // readSaved reads the saved plan of the command line, if any, and runs
 // every check of it that needs no state: it was made by this wdc, from
 // this configuration, and rebuilds to the definitions it recorded.
-func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*planDoc, *engine.Plan, error) {
+func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*planDoc, *plan.Plan, error) {
 	if c.PlanFile == "" {
 		return nil, nil, nil
 	}
@@ -164,7 +166,7 @@ type applyCmdView struct {
 	locked bool // an interrupt from now on drains workers
 }
 
-var _ engine.OperationView = (*applyCmdView)(nil)
+var _ apply.OperationView = (*applyCmdView)(nil)
 
 // interrupts turns signals into the operation's stops. First signal: stop
 // cleanly (ctx is cancelled). Second: stop at once (abort is closed).
@@ -224,7 +226,7 @@ func (v *applyCmdView) TookOver(prev state.Lock, dead bool) {
 		why, prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
 }
 
-func (v *applyCmdView) Reclaimed(rec engine.ReclaimResult, err error) {
+func (v *applyCmdView) Reclaimed(rec apply.ReclaimResult, err error) {
 	if err != nil {
 		fmt.Fprintf(v.e.stderr, "Warning: %v\n", err)
 	} else if rec.Stopped+rec.Orphans > 0 {
@@ -240,7 +242,7 @@ func (v *applyCmdView) Recovered(n int) {
 // Planned prints the diagnostics of planning, then the plan: a saved
 // plan's document as it was saved, else the document of the plan just
 // made.
-func (v *applyCmdView) Planned(p *engine.Plan, diags hcl.Diagnostics) error {
+func (v *applyCmdView) Planned(p *plan.Plan, diags hcl.Diagnostics) error {
 	v.e.printDiags(v.cfg, diags)
 	if diags.HasErrors() {
 		return nil
@@ -258,7 +260,7 @@ func (v *applyCmdView) Planned(p *engine.Plan, diags hcl.Diagnostics) error {
 
 func (v *applyCmdView) Started() { v.out.start() }
 
-func (v *applyCmdView) Serving(ep *engine.Endpoint) {
+func (v *applyCmdView) Serving(ep *httpapi.Endpoint) {
 	if ep.Warning != "" {
 		fmt.Fprintf(v.e.stderr, "Warning: %s.\n", ep.Warning)
 	}
@@ -276,18 +278,18 @@ func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config, path string) err
 	if err != nil {
 		return err
 	}
-	plan, diags := engine.NewPlan(cfg, snap, e.now(), engine.PlanOptions{Replace: c.Replace})
+	planned, diags := plan.New(cfg, snap, e.now(), plan.Options{Replace: c.Replace})
 	e.printDiags(cfg, diags)
 	if diags.HasErrors() {
 		return errExit{1}
 	}
-	if plan.HasChanges() {
+	if planned.HasChanges() {
 		if c.JSON {
 			return errors.New("apply --json cannot ask for confirmation: pass --auto-approve, or apply a saved plan")
 		}
 		return errors.New("no terminal to confirm on: review the plan with wdc plan, then run wdc apply --auto-approve (or save it with wdc plan --out FILE and run wdc apply FILE)")
 	}
-	doc, err := newPlanDoc(cfg, plan, c.Replace)
+	doc, err := newPlanDoc(cfg, planned, c.Replace)
 	if err != nil {
 		return err
 	}
@@ -298,12 +300,12 @@ func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config, path string) err
 	if err := out.plan(doc, e.color(e.stdout)); err != nil {
 		return err
 	}
-	return out.summary(&engine.ApplyResult{}, true)
+	return out.summary(&apply.Result{}, true)
 }
 
 // applySummary is the final line: tasks by outcome, attempts, workers and
 // wall time.
-func applySummary(r *engine.ApplyResult) string {
+func applySummary(r *apply.Result) string {
 	head := "Apply complete!"
 	switch {
 	case r.Interrupted:
@@ -350,8 +352,8 @@ func (e *env) isTerminal(w io.Writer) bool {
 // serveSettings resolves where and how the coordinator serves: WDC_LISTEN
 // > the wdc block's listen > 127.0.0.1 on a free port; WDC_ADVERTISE > the
 // block's advertise > derived; the block's tls and insecure.
-func (e *env) serveSettings(cfg *wdchcl.Config) (engine.ListenSettings, error) {
-	s := engine.ListenSettings{Listen: cfg.Settings.Listen, Advertise: cfg.Settings.Advertise, Insecure: cfg.Settings.Insecure}
+func (e *env) serveSettings(cfg *wdchcl.Config) (httpapi.ListenSettings, error) {
+	s := httpapi.ListenSettings{Listen: cfg.Settings.Listen, Advertise: cfg.Settings.Advertise, Insecure: cfg.Settings.Insecure}
 	if v := e.getenv("WDC_LISTEN"); v != "" {
 		if msg := wdchcl.CheckListen(v); msg != "" {
 			return s, fmt.Errorf("WDC_LISTEN: %s", msg)

@@ -14,7 +14,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/wdc-dev/wdc/artifact"
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -73,7 +73,7 @@ func (e *env) attemptOutputs(t artifactTarget) (state.Attempt, []state.Artifact,
 			}
 		}
 	}
-	store, err := artifact.OpenForReading(engine.ArtifactFolder(filepath.Dir(path)))
+	store, err := artifact.OpenForReading(apply.ArtifactFolder(filepath.Dir(path)))
 	if err != nil && outputsOf(a) != nil {
 		return state.Attempt{}, nil, nil, err
 	}

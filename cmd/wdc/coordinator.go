@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/operator"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -117,7 +117,7 @@ func (e *env) operatorClient(verb string) (*protocol.Client, *runningApply, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := os.ReadFile(engine.OperatorCredentialFile(ap.workDir))
+	b, err := os.ReadFile(apply.OperatorCredentialFile(ap.workDir))
 	if err != nil {
 		return nil, ap, fmt.Errorf("reading the running apply's operator credential (%s needs to run as the user of that apply, on its machine): %w", verb, err)
 	}
@@ -143,7 +143,7 @@ func (e *env) remoteOperator(verb string) (operator.Operator, error) {
 // the lock. pin gives the CA fingerprint of a join file made locally (nil
 // when the verb makes none).
 func (e *env) stateOperator(verb string, store *state.Store, path string, pin func() (string, error)) *operator.Fallback {
-	local := &operator.Local{Store: store, ArtifactDir: engine.ArtifactFolder(filepath.Dir(path)), Pin: pin, Now: e.now}
+	local := &operator.Local{Store: store, ArtifactDir: apply.ArtifactFolder(filepath.Dir(path)), Pin: pin, Now: e.now}
 	return &operator.Fallback{Local: local, Remote: func() (operator.Operator, error) { return e.remoteOperator(verb) }}
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/doctor"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/plural"
 )
@@ -90,7 +90,7 @@ func (c *DoctorCmd) Run(e *env) error {
 		placementCfg = cfg
 	}
 	now := e.now()
-	report, err := engine.Doctor(context.Background(), engine.DoctorOptions{
+	report, err := doctor.Run(context.Background(), doctor.Options{
 		StatePath:          path,
 		WorkDir:            filepath.Dir(path),
 		Config:             placementCfg,
@@ -116,7 +116,7 @@ func (c *DoctorCmd) Run(e *env) error {
 	return nil
 }
 
-func newDoctorDoc(r *engine.DoctorReport, threshold time.Duration, now time.Time) *doctorDoc {
+func newDoctorDoc(r *doctor.Report, threshold time.Duration, now time.Time) *doctorDoc {
 	doc := &doctorDoc{
 		FormatVersion:             doctorFormatVersion,
 		WDCVersion:                Version,
@@ -138,7 +138,7 @@ func newDoctorDoc(r *engine.DoctorReport, threshold time.Duration, now time.Time
 			Message: f.Message, Details: details, Fix: f.Fix})
 	}
 	s := &doc.Summary
-	s.Errors, s.Warnings, s.Notes = r.Count(engine.SeverityError), r.Count(engine.SeverityWarning), r.Count(engine.SeverityInfo)
+	s.Errors, s.Warnings, s.Notes = r.Count(doctor.SeverityError), r.Count(doctor.SeverityWarning), r.Count(doctor.SeverityInfo)
 	switch {
 	case s.Errors > 0:
 		s.ExitCode = doctorExitErrors

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/wdc-dev/wdc/engine"
-
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -32,7 +31,7 @@ func (c *ForceUnlockCmd) Run(e *env) error {
 	}
 	defer st.Close()
 	host, _ := os.Hostname()
-	l, err := engine.ForceUnlock(ctx, st, c.ID, host, c.Force, e.now(), nil)
+	l, err := apply.ForceUnlock(ctx, st, c.ID, host, c.Force, e.now(), nil)
 	if err != nil {
 		return err
 	}

@@ -11,11 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wdc-dev/wdc/engine"
 	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -59,7 +60,7 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 		}
 		return fmt.Errorf("the configuration has no pool %q (pools: %s)", c.Pool, strings.Join(names, ", "))
 	}
-	if pool.Provider != engine.ProviderExternal {
+	if pool.Provider != providers.External {
 		return fmt.Errorf("pool %s has provider %q: apply launches its workers, each with a one-time credential; join tokens are for pools with provider = \"external\"", pool.Name, pool.Provider)
 	}
 	labels, err := narrowing(pool, c.Label)
@@ -89,7 +90,7 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	serve.CADir = engine.CAFolder(filepath.Dir(path))
+	serve.CADir = httpapi.CAFolder(filepath.Dir(path))
 	ctx := context.Background()
 	store, err := state.Open(ctx, path)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol/tlsca"
 	"github.com/wdc-dev/wdc/providers"
@@ -109,7 +109,7 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 	st, err := state.Open(ctx, filepath.Join(dir, defaultStatePath))
 	ts.Check(err)
 	defer st.Close()
-	defs := engine.Definitions(cfg)
+	defs := plan.Definitions(cfg)
 	now := time.Now()
 	seeded := 0
 	for _, t := range cfg.Tasks {

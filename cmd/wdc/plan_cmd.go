@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/apply"
+	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/internal/plural"
 )
 
@@ -36,7 +37,7 @@ func (c *PlanCmd) Run(e *env) error {
 		return err
 	}
 	if l := snap.Lock; l != nil && l.ExpiresAt.After(e.now()) {
-		if host, _ := os.Hostname(); l.Host == host && !engine.ProcessAlive(l.PID) {
+		if host, _ := os.Hostname(); l.Host == host && !apply.ProcessAlive(l.PID) {
 			fmt.Fprintf(e.stderr, "Warning: the state lock is held by an apply that is gone (%s, host %s, pid %d, since %s): "+
 				"the next wdc apply takes it over and retries what it left running.\n", l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
 		} else {
@@ -50,7 +51,7 @@ func (c *PlanCmd) Run(e *env) error {
 			"the next apply judges them first, and runs what their edges approve by themselves.\n",
 			plural.Count(n, "recommendation", "recommendations"), map[bool]string{true: "is", false: "are"}[n == 1])
 	}
-	plan, diags := engine.NewPlan(cfg, snap, e.now(), engine.PlanOptions{Replace: c.Replace})
+	planned, diags := plan.New(cfg, snap, e.now(), plan.Options{Replace: c.Replace})
 	e.printDiags(cfg, diags)
 	if diags.HasErrors() {
 		return errExit{1}
@@ -58,12 +59,12 @@ func (c *PlanCmd) Run(e *env) error {
 	// After the plan, which is a pure computation: what the launches of
 	// cluster pools would create, and whether their cluster accepts it
 	// (a dry run creates nothing).
-	previews, pdiags := engine.PreviewLaunches(ctx, cfg, plan, engine.PreviewOptions{ClusterCheck: !c.NoClusterCheck})
+	previews, pdiags := plan.PreviewLaunches(ctx, cfg, planned, plan.PreviewOptions{ClusterCheck: !c.NoClusterCheck})
 	e.printDiags(cfg, pdiags)
 	if pdiags.HasErrors() {
 		return errExit{1}
 	}
-	doc, err := newPlanDoc(cfg, plan, c.Replace)
+	doc, err := newPlanDoc(cfg, planned, c.Replace)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func (c *PlanCmd) Run(e *env) error {
 			fmt.Fprintf(e.stdout, "\nSaved the plan to %s. To carry out exactly these actions, run:\n  wdc apply %s\n", c.Out, c.Out)
 		}
 	}
-	if c.DetailedExitcode && plan.HasChanges() {
+	if c.DetailedExitcode && planned.HasChanges() {
 		return errExit{2}
 	}
 	return nil

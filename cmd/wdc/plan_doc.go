@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/renameio/v2"
 
-	"github.com/wdc-dev/wdc/engine"
 	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/engine/supervise"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
@@ -131,7 +131,7 @@ type launchObjectDoc struct {
 
 // addLaunchPreviews puts the rendered launches into the plan document's
 // pools.
-func addLaunchPreviews(doc *planDoc, previews []engine.LaunchPreview) {
+func addLaunchPreviews(doc *planDoc, previews []plan.LaunchPreview) {
 	for _, lp := range previews {
 		for i := range doc.Pools {
 			if doc.Pools[i].Name != lp.Pool {
@@ -219,7 +219,7 @@ type summaryDoc struct {
 // newPlanDoc builds the document of p, computed from cfg with the given
 // --replace targets. Sensitive variable values are replaced by
 // "(sensitive)" wherever they appear.
-func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc, error) {
+func newPlanDoc(cfg *wdchcl.Config, p *plan.Plan, replace []string) (*planDoc, error) {
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return nil, err
@@ -285,7 +285,7 @@ func newPlanDoc(cfg *wdchcl.Config, p *engine.Plan, replace []string) (*planDoc,
 				}
 			}
 		}
-		if def, ok := p.Definitions[tc.Address]; ok && tc.Action != engine.ActionCancel {
+		if def, ok := p.Definitions[tc.Address]; ok && tc.Action != plan.ActionCancel {
 			a := &afterDoc{DefHash: def.Hash, Command: red.list(def.Definition.Command), Env: red.env(def.Definition.Env),
 				Dir: red.text(def.Definition.Dir), DependsOn: append([]string{}, def.Definition.DependsOn...), Placement: map[string]string{},
 				Inputs: newInputDocs(def.Definition.Inputs), Outputs: def.Definition.Outputs, Mounts: def.Definition.Mounts}
@@ -542,24 +542,24 @@ func checkPlanFresh(doc *planDoc, cfg *wdchcl.Config) error {
 // recorded changes and worker counts; the task definitions come from cfg
 // (already checked to hash the same as when the plan was made) and must
 // give the recorded definition hashes.
-func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
-	p := &engine.Plan{Lineage: doc.State.Lineage, Serial: doc.State.Serial, CreatedAt: doc.CreatedAt, Definitions: engine.Definitions(cfg)}
+func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*plan.Plan, error) {
+	p := &plan.Plan{Lineage: doc.State.Lineage, Serial: doc.State.Serial, CreatedAt: doc.CreatedAt, Definitions: plan.Definitions(cfg)}
 	for _, pd := range doc.Pools {
-		p.Pools = append(p.Pools, engine.PoolChange{Name: pd.Name, Provider: pd.Provider, Workers: pd.Workers, Tasks: pd.Tasks, Capacity: pd.Capacity, Min: pd.Min, Max: pd.Max})
+		p.Pools = append(p.Pools, plan.PoolChange{Name: pd.Name, Provider: pd.Provider, Workers: pd.Workers, Tasks: pd.Tasks, Capacity: pd.Capacity, Min: pd.Min, Max: pd.Max})
 	}
 	for _, cd := range doc.Changes {
-		tc := engine.TaskChange{Address: cd.Address, Action: engine.Action(cd.Action), Reason: cd.Reason, Pool: cd.Pool, Candidates: cd.Candidates}
+		tc := plan.TaskChange{Address: cd.Address, Action: plan.Action(cd.Action), Reason: cd.Reason, Pool: cd.Pool, Candidates: cd.Candidates}
 		if cd.Before != nil {
 			tc.PriorStatus = state.TaskStatus(cd.Before.Status)
 			tc.OldHash = cd.Before.DefHash
 		}
 		_, isProposal := coordinator.ProposalID(cd.Address)
 		switch tc.Action {
-		case engine.ActionRun, engine.ActionRetry, engine.ActionReplace:
+		case plan.ActionRun, plan.ActionRetry, plan.ActionReplace:
 			if !isProposal {
 				break
 			}
-			// Its definition is the state's (engine.AttachProposals).
+			// Its definition is the state's (plan.AttachProposals).
 			if cd.After == nil {
 				return nil, fmt.Errorf("plan file: %s has no definition hash", cd.Address)
 			}
@@ -568,7 +568,7 @@ func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
 			continue
 		}
 		switch tc.Action {
-		case engine.ActionRun, engine.ActionReplace, engine.ActionRetry:
+		case plan.ActionRun, plan.ActionReplace, plan.ActionRetry:
 			def, ok := p.Definitions[cd.Address]
 			if !ok || cd.After == nil || def.Hash != cd.After.DefHash {
 				if ok && cd.After != nil {
@@ -579,7 +579,7 @@ func planFromDoc(doc *planDoc, cfg *wdchcl.Config) (*engine.Plan, error) {
 				return nil, fmt.Errorf("plan file: %s no longer has the definition the plan recorded: save a new plan", cd.Address)
 			}
 			tc.NewHash = def.Hash
-		case engine.ActionCancel:
+		case plan.ActionCancel:
 		default:
 			return nil, fmt.Errorf("plan file: %s has an unknown action %q", cd.Address, cd.Action)
 		}

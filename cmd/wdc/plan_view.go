@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wdc-dev/wdc/engine"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/providers"
 )
 
 // ANSI colors for plan symbols, used only on a terminal.
@@ -46,7 +46,7 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 		if pd.Workers == 0 {
 			continue
 		}
-		if pd.Provider == engine.ProviderExternal {
+		if pd.Provider == providers.External {
 			fmt.Fprintf(&b, "\n  # %s will wait for up to %s to join (%s counted toward it, capacity %d, max %d): wdc join-token create %s\n",
 				pd.Address, plural.Count(pd.Workers, "worker", "workers"), plural.Count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Max, pd.Name)
 			fmt.Fprintf(&b, "%s %s (external)\n", sym("+"), pd.Address)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -60,7 +60,7 @@ func goldenConfig() *wdchcl.Config {
 // tasks get a last error.
 func goldenState(cfg *wdchcl.Config, overrides map[string]state.TaskStatus) *state.Snapshot {
 	snap := &state.Snapshot{Lineage: "0123456789abcdef0123456789abcdef", Serial: 12}
-	defs := engine.Definitions(cfg)
+	defs := plan.Definitions(cfg)
 	for _, t := range cfg.Tasks {
 		status := state.TaskSucceeded
 		if o, ok := overrides[t.Address()]; ok {
@@ -160,7 +160,7 @@ func TestRenderPlanGolden(t *testing.T) {
 	update := os.Getenv("WDC_UPDATE_GOLDEN") != ""
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, diags := engine.NewPlan(tt.cfg, tt.snap, goldenNow, engine.PlanOptions{Replace: tt.replace})
+			p, diags := plan.New(tt.cfg, tt.snap, goldenNow, plan.Options{Replace: tt.replace})
 			if diags.HasErrors() {
 				t.Fatalf("NewPlan: %s", diags.Error())
 			}

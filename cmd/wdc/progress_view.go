@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"golang.org/x/term"
 )
@@ -25,7 +25,7 @@ type applyOutput interface {
 	// close ends live progress.
 	close()
 	// summary reports the outcome; nothingToDo when the plan had no changes.
-	summary(res *engine.ApplyResult, nothingToDo bool) error
+	summary(res *apply.Result, nothingToDo bool) error
 }
 
 // progressView renders apply's progress for people: one line per event,
@@ -72,7 +72,7 @@ func (v *progressView) start() {
 	}
 }
 
-func (v *progressView) summary(res *engine.ApplyResult, nothingToDo bool) error {
+func (v *progressView) summary(res *apply.Result, nothingToDo bool) error {
 	if nothingToDo {
 		_, err := fmt.Fprintln(v.w, "\nApply complete! Nothing to do.")
 		return err
@@ -293,7 +293,7 @@ func (j *jsonOutput) event(e coordinator.Event) {
 		Attempt: e.Attempt, Token: e.Token, Launch: e.Launch, Message: e.Message, StderrTail: e.StderrTail})
 }
 
-func (j *jsonOutput) summary(res *engine.ApplyResult, nothingToDo bool) error {
+func (j *jsonOutput) summary(res *apply.Result, nothingToDo bool) error {
 	text := applySummary(res)
 	if nothingToDo {
 		text = "Apply complete! Nothing to do."

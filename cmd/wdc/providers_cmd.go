@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/providers"
 )
 
@@ -80,7 +80,7 @@ func (c *ProvidersCmd) list(e *env, entries []providers.Entry) error {
 	if noConfig != "" {
 		cfg = nil
 	}
-	doc := newProvidersDoc(engine.ListProviders(entries, cfg), dir, noConfig)
+	doc := newProvidersDoc(plan.ListProviders(entries, cfg), dir, noConfig)
 	if c.JSON {
 		err = writeJSON(e.stdout, doc)
 	} else {
@@ -100,7 +100,7 @@ func (c *ProvidersCmd) list(e *env, entries []providers.Entry) error {
 	return errExit{1}
 }
 
-func newProvidersDoc(list []engine.ProviderEntry, dir, noConfig string) *providersDoc {
+func newProvidersDoc(list []plan.ProviderEntry, dir, noConfig string) *providersDoc {
 	doc := &providersDoc{
 		FormatVersion: providersFormatVersion,
 		WDCVersion:    Version,

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/providers"
 )
 
@@ -29,7 +29,7 @@ func (c *WorkersRenderLaunchCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if diags := engine.Validate(cfg); diags.HasErrors() {
+	if diags := plan.Validate(cfg); diags.HasErrors() {
 		e.printDiags(cfg, diags)
 		return errExit{1}
 	}
@@ -41,7 +41,7 @@ func (c *WorkersRenderLaunchCmd) Run(e *env) error {
 		if p.Name != name {
 			continue
 		}
-		if p.Provider == engine.ProviderExternal {
+		if p.Provider == providers.External {
 			return fmt.Errorf("pool %s is external: apply launches nothing for it (its workers join with wdc agent --join-file)", name)
 		}
 		prov, err := providers.Lookup(p.Provider)
@@ -54,7 +54,7 @@ func (c *WorkersRenderLaunchCmd) Run(e *env) error {
 				lineage = snap.Lineage
 			}
 		}
-		r, err := providers.RenderLaunch(ctx, prov, engine.LaunchRequestFor(p, lineage, c.Seq))
+		r, err := providers.RenderLaunch(ctx, prov, plan.LaunchRequestFor(p, lineage, c.Seq))
 		if errors.Is(err, providers.ErrNotSupported) {
 			return fmt.Errorf("pool %s: %w", name, err)
 		}
@@ -65,7 +65,7 @@ func (c *WorkersRenderLaunchCmd) Run(e *env) error {
 			_, err := fmt.Fprintf(e.stdout, "# pool %s (%s) creates no objects: each launch runs\n# %s\n", name, p.Provider, strings.Join(r.Argv, " "))
 			return err
 		}
-		fmt.Fprintf(e.stdout, "# Launch %d of pool %s (%s). Names, labels and metadata that carry the apply id show %s, and the\n# agent's --server shows %s: apply makes both when it starts.\n", c.Seq, name, p.Provider, engine.PreviewApplyID, engine.PreviewServerURL)
+		fmt.Fprintf(e.stdout, "# Launch %d of pool %s (%s). Names, labels and metadata that carry the apply id show %s, and the\n# agent's --server shows %s: apply makes both when it starts.\n", c.Seq, name, p.Provider, plan.PreviewApplyID, plan.PreviewServerURL)
 		for i, o := range r.Objects {
 			if i > 0 {
 				fmt.Fprintln(e.stdout, "---")

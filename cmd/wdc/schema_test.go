@@ -15,8 +15,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/wdc-dev/wdc/demo"
-	"github.com/wdc-dev/wdc/engine"
 	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -181,7 +181,7 @@ func seedSchemaState(t *testing.T, dir string) {
 		}
 	}
 	now := time.Now()
-	defs := engine.Definitions(cfg)
+	defs := plan.Definitions(cfg)
 	for _, task := range cfg.Tasks {
 		d := defs[task.Address()]
 		switch task.Address() {
@@ -781,7 +781,7 @@ func TestSchemaPlanWithProposals(t *testing.T) {
 		}
 	}
 	now := time.Now()
-	d := engine.Definitions(cfg)["task.doctor"]
+	d := plan.Definitions(cfg)["task.doctor"]
 	must(st.UpsertPool(ctx, state.Pool{Name: "p", Provider: "local", Max: 1, Capacity: 1}, now))
 	must(st.UpsertTask(ctx, state.TaskDef{Address: "task.doctor", Name: "doctor", Index: -1, DefHash: d.Hash,
 		Spec: d.Definition.Canonical(), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, now))

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -42,7 +42,7 @@ type statusApply struct {
 	ExpiresAt      time.Time `json:"expires_at"`
 	CoordinatorURL string    `json:"coordinator_url"`
 	// HolderState is how the apply is judged, as doctor and apply judge
-	// it (engine.JudgeHolder): "live", "dead" (its pid no longer runs on
+	// it (apply.JudgeHolder): "live", "dead" (its pid no longer runs on
 	// this host) or "stalled" (it stopped renewing the lock). Format 1.1.
 	HolderState string `json:"holder_state"`
 	// Answered is whether the coordinator answered the status call;
@@ -86,10 +86,10 @@ func (c *StatusCmd) Run(e *env) error {
 	var sup map[string]protocol.PoolSupervision
 	if l := snap.Lock; l != nil {
 		host, _ := os.Hostname()
-		holder := engine.JudgeHolder(*l, host, 0, now, nil)
+		holder := apply.JudgeHolder(*l, host, 0, now, nil)
 		doc.Apply = &statusApply{ID: l.ID, Holder: l.Holder, Host: l.Host, PID: l.PID, Since: l.StartedAt, ExpiresAt: l.ExpiresAt, CoordinatorURL: l.CoordinatorURL,
 			HolderState: holder.String()}
-		if holder == engine.HolderDead {
+		if holder == apply.HolderDead {
 			// Nothing to ask: its process is gone.
 			doc.Apply.Error = "the apply is gone: its pid no longer runs on this host"
 		} else if resp, err := e.coordinatorStatus(); err != nil {
@@ -162,11 +162,11 @@ func renderStatus(e *env, d statusDoc, total int) error {
 		return nil
 	case a == nil:
 		fmt.Fprintf(w, "No apply is running (state %s).\n", d.Path)
-	case a.HolderState == engine.HolderDead.String():
+	case a.HolderState == apply.HolderDead.String():
 		fmt.Fprintf(w, "Apply %s is gone: it holds the state lock since %s (%s) as %s on %s, but pid %d no longer runs on this host\n",
 			a.ID, formatTime(a.Since), ago(a.Since), a.Holder, a.Host, a.PID)
 		fmt.Fprintln(w, "  The next wdc apply takes the lock over and continues its unfinished tasks; wdc doctor says what it left.")
-	case a.HolderState == engine.HolderStalled.String():
+	case a.HolderState == apply.HolderStalled.String():
 		fmt.Fprintf(w, "Apply %s is not answering: it stopped renewing the state lock (expired %s, %s); held since %s by %s on %s (pid %d)\n",
 			a.ID, formatTime(a.ExpiresAt), ago(a.ExpiresAt), formatTime(a.Since), a.Holder, a.Host, a.PID)
 		renderCoordinator(w, a)

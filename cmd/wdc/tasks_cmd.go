@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
@@ -406,7 +406,7 @@ func (e *env) stderrTails(statePath string, attempts []state.Attempt) map[int]st
 				continue
 			}
 			if store == nil {
-				s, err := artifact.OpenForReading(engine.ArtifactFolder(filepath.Dir(statePath)))
+				s, err := artifact.OpenForReading(apply.ArtifactFolder(filepath.Dir(statePath)))
 				if err != nil {
 					return out
 				}

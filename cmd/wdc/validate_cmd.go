@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/wdc-dev/wdc/engine"
+	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/internal/plural"
 )
 
@@ -17,7 +17,7 @@ func (c *ValidateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	diags := engine.Validate(cfg)
+	diags := plan.Validate(cfg)
 	e.printDiags(cfg, diags)
 	if diags.HasErrors() {
 		return errExit{1}

@@ -22,7 +22,7 @@ type Local struct {
 	// Store is the open state; a read-only one serves CollectGarbage with
 	// dryRun only.
 	Store *state.Store
-	// ArtifactDir is the artifact store's folder (engine.ArtifactFolder of
+	// ArtifactDir is the artifact store's folder (apply.ArtifactFolder of
 	// the work folder).
 	ArtifactDir string
 	// Pin returns the SHA-256 fingerprint of the CA a joining worker

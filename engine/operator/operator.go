@@ -58,7 +58,7 @@ type JoinTokenRequest struct {
 	// that join with the token; nil means the pool's labels.
 	Labels map[string]string
 	// TTL is how long the token registers workers (the caller bounds it:
-	// engine.MaxJoinTTL).
+	// coordinator.MaxJoinTTL).
 	TTL time.Duration
 }
 

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"encoding/json"
@@ -17,6 +17,7 @@ import (
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -141,7 +142,7 @@ type Summary struct {
 func (p *Plan) Summary() Summary {
 	var s Summary
 	for _, pc := range p.Pools {
-		if pc.Provider != ProviderExternal {
+		if pc.Provider != providers.External {
 			s.WorkersToLaunch += pc.Workers
 		}
 	}
@@ -196,19 +197,19 @@ func (s Summary) String() string {
 	return "Plan: " + strings.Join(parts, ", ") + "."
 }
 
-// PlanOptions are the user's choices that shape a plan.
-type PlanOptions struct {
+// Options are the user's choices that shape a plan.
+type Options struct {
 	// Replace lists addresses (or bare task names) of tasks to run again
 	// even though they succeeded with their current definition. A bare name
 	// or "task.NAME" of a counted task means every instance.
 	Replace []string
 }
 
-// NewPlan computes the changes that would bring snap to what cfg declares.
+// New computes the changes that would bring snap to what cfg declares.
 // It is pure: it reads only its arguments. cfg must have been loaded
 // without errors. The diagnostics carry errors for --replace addresses that
 // name no configured task, and placement errors (a task no pool can run).
-func NewPlan(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts PlanOptions) (*Plan, hcl.Diagnostics) {
+func New(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts Options) (*Plan, hcl.Diagnostics) {
 	pools := newPoolIndex(cfg.Pools)
 	diags := checkPlacement(cfg, pools)
 

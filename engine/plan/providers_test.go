@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
+
 	// The ray provider, registered for ClusterWriteDiags.
 	"github.com/wdc-dev/wdc/providers/ray"
 )
@@ -20,7 +21,7 @@ func TestListProviders(t *testing.T) {
 			Err: &providers.ContractError{Provider: "broken", Rule: providers.RuleName, Detail: "x"}},
 	}
 	cfg := &wdchcl.Config{Pools: []*wdchcl.Pool{
-		{Name: "b", Provider: "local"}, {Name: "edge", Provider: ProviderExternal}, {Name: "a", Provider: "local"},
+		{Name: "b", Provider: "local"}, {Name: "edge", Provider: providers.External}, {Name: "a", Provider: "local"},
 	}}
 	show := func(list []ProviderEntry) string {
 		var s []string
@@ -51,8 +52,8 @@ func TestListProviders(t *testing.T) {
 }
 
 // Ray pools: apply refuses them without allow_writes, naming Ray jobs and
-// pointing at the ray block; their settings reach the provider (launches
-// and reclaim), and their workers share no disk with apply.
+// pointing at the ray block; their settings reach the launch preview
+// (apply.TestRayPoolSettings: and apply's launches and reclaim).
 func TestRayPoolWiring(t *testing.T) {
 	t.Parallel()
 	closed := &ray.Settings{Address: "http://h:8265", WdcPath: "/wdc"}
@@ -65,13 +66,6 @@ func TestRayPoolWiring(t *testing.T) {
 	diags := ClusterWriteDiags(cfg)
 	if len(diags) != 1 || !strings.Contains(diags[0].Detail, `Pool "closed" would create Ray jobs`) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 7 {
 		t.Errorf("ClusterWriteDiags = %v", diags)
-	}
-	if s := ProviderSettings(cfg)["ray"]; len(s) != 2 || s[0] != wdchcl.ProviderSettings(closed) {
-		t.Errorf("ProviderSettings[ray] = %v", s)
-	}
-	pools, _ := ApplyInputs(cfg, &Plan{})
-	if pools[1].Settings != wdchcl.ProviderSettings(open) || !pools[1].Runtime.SharesNoDisk {
-		t.Errorf("ApplyInputs: %+v", pools[1])
 	}
 	if req := LaunchRequestFor(cfg.Pools[0], "", 1); req.Settings != wdchcl.ProviderSettings(closed) {
 		t.Errorf("LaunchRequestFor: Settings %v", req.Settings)

@@ -1,4 +1,4 @@
-package engine
+package doctor
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/wdc-dev/wdc/providers/local" // the configurations name provider "local"
+
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -113,7 +116,7 @@ func (f *doctorFixture) queue() {
 	for _, p := range f.cfg.Pools {
 		f.must(st.UpsertPool(ctx, state.Pool{Name: p.Name, Provider: p.Provider, Min: p.Min, Max: p.Max, Capacity: p.Capacity, Labels: p.Labels}, doctorT0))
 	}
-	defs := Definitions(f.cfg)
+	defs := plan.Definitions(f.cfg)
 	for _, task := range f.cfg.Tasks {
 		d := defs[task.Address()]
 		f.must(st.UpsertTask(ctx, state.TaskDef{Address: task.Address(), Name: task.Name, Index: task.Index, DefHash: d.Hash,
@@ -155,14 +158,14 @@ func (f *doctorFixture) raw(stmt string) {
 	}
 }
 
-// doctor runs Doctor on the fixture, with the configuration unless noConfig.
-func (f *doctorFixture) doctor(mod func(o *DoctorOptions)) *DoctorReport {
+// doctor runs Run on the fixture, with the configuration unless noConfig.
+func (f *doctorFixture) doctor(mod func(o *Options)) *Report {
 	f.t.Helper()
 	if f.st != nil {
 		f.st.Close() // what an apply leaves: the file, closed
 		f.st = nil
 	}
-	opts := DoctorOptions{StatePath: f.path, Config: f.cfg, Now: doctorNow, Host: doctorHost,
+	opts := Options{StatePath: f.path, Config: f.cfg, Now: doctorNow, Host: doctorHost,
 		ProcessAlive: func(pid int) bool { return pid != deadPID }}
 	if mod != nil {
 		mod(&opts)
@@ -171,7 +174,7 @@ func (f *doctorFixture) doctor(mod func(o *DoctorOptions)) *DoctorReport {
 	// than at the test binary's timeout.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := Doctor(ctx, opts)
+	r, err := Run(ctx, opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -186,7 +189,7 @@ type want struct {
 	contains []string
 }
 
-func checkFindings(t *testing.T, r *DoctorReport, wants []want) {
+func checkFindings(t *testing.T, r *Report, wants []want) {
 	t.Helper()
 	if len(r.Findings) != len(wants) {
 		t.Errorf("%d findings, want %d:\n%s", len(r.Findings), len(wants), dumpFindings(r))
@@ -206,7 +209,7 @@ func checkFindings(t *testing.T, r *DoctorReport, wants []want) {
 	}
 }
 
-func dumpFindings(r *DoctorReport) string {
+func dumpFindings(r *Report) string {
 	var b strings.Builder
 	for _, f := range r.Findings {
 		b.WriteString(string(f.Severity) + " " + f.Check + " [" + f.Subject + "] " + f.Message + " | " + strings.Join(f.Details, " / ") + " | fix: " + f.Fix + "\n")
@@ -215,7 +218,7 @@ func dumpFindings(r *DoctorReport) string {
 }
 
 // statuses returns the status of every check, by id.
-func statuses(r *DoctorReport) map[string]CheckStatus {
+func statuses(r *Report) map[string]CheckStatus {
 	out := map[string]CheckStatus{}
 	for _, c := range r.Checks {
 		out[c.ID] = c.Status
@@ -226,10 +229,10 @@ func statuses(r *DoctorReport) map[string]CheckStatus {
 func TestDoctorChecksInOrder(t *testing.T) {
 	t.Parallel()
 	r := newDoctorFixture(t).doctor(nil)
-	if len(r.Checks) != len(DoctorChecks()) {
-		t.Fatalf("%d check results, want one per check (%d)", len(r.Checks), len(DoctorChecks()))
+	if len(r.Checks) != len(Checks()) {
+		t.Fatalf("%d check results, want one per check (%d)", len(r.Checks), len(Checks()))
 	}
-	for i, c := range DoctorChecks() {
+	for i, c := range Checks() {
 		if r.Checks[i].ID != c.ID || c.Title == "" {
 			t.Errorf("check %d is %q, want %q with a title", i, r.Checks[i].ID, c.ID)
 		}
@@ -340,7 +343,7 @@ func TestDoctorLock(t *testing.T) {
 			t.Parallel()
 			f := newDoctorFixture(t)
 			tt.make(f)
-			r := f.doctor(func(o *DoctorOptions) {
+			r := f.doctor(func(o *Options) {
 				o.Config = nil // placement is not what this test is about
 				if tt.host != "" {
 					o.Host = tt.host
@@ -352,7 +355,7 @@ func TestDoctorLock(t *testing.T) {
 					got = append(got, fd)
 				}
 			}
-			checkFindings(t, &DoctorReport{Findings: got}, tt.want)
+			checkFindings(t, &Report{Findings: got}, tt.want)
 		})
 	}
 }
@@ -375,7 +378,7 @@ func TestDoctorStaleWorkerWithLeases(t *testing.T) {
 			f.must(err)
 			f.must(f.store().SetWorkerStatus(ctx, w.ID, state.WorkerStale, doctorT0.Add(15*time.Second)))
 			f.must(f.store().SetWorkerStatus(ctx, idle.ID, state.WorkerStale, doctorT0.Add(15*time.Second))) // stale, but holds nothing
-			r := f.doctor(func(o *DoctorOptions) { o.Config = nil })
+			r := f.doctor(func(o *Options) { o.Config = nil })
 			fix := "the next wdc apply revokes them"
 			if running {
 				fix = "The running apply's sweep expires them"
@@ -408,14 +411,14 @@ func TestDoctorLeasesWithoutApply(t *testing.T) {
 			t.Parallel()
 			f := newDoctorFixture(t)
 			tt.make(f)
-			r := f.doctor(func(o *DoctorOptions) { o.Config = nil })
+			r := f.doctor(func(o *Options) { o.Config = nil })
 			var got []Finding
 			for _, fd := range r.Findings {
 				if fd.Check == CheckLeasesWithoutApply {
 					got = append(got, fd)
 				}
 			}
-			checkFindings(t, &DoctorReport{Findings: got}, tt.want)
+			checkFindings(t, &Report{Findings: got}, tt.want)
 			if want := map[bool]CheckStatus{true: CheckFailed, false: CheckPassed}[tt.want != nil]; statuses(r)[CheckLeasesWithoutApply] != want {
 				t.Errorf("%s is %s, want %s", CheckLeasesWithoutApply, statuses(r)[CheckLeasesWithoutApply], want)
 			}
@@ -439,7 +442,7 @@ func TestDoctorUnplaceable(t *testing.T) {
 	tests := []struct {
 		name  string
 		make  func(f *doctorFixture)
-		mod   func(o *DoctorOptions)
+		mod   func(o *Options)
 		want  []want
 		skip  string // note of the skipped check, when skipped
 		check CheckStatus
@@ -472,7 +475,7 @@ func TestDoctorUnplaceable(t *testing.T) {
 		{"queued for less than the threshold", func(f *doctorFixture) {
 			f.queue()
 			f.lock(livePID, time.Hour)
-		}, func(o *DoctorOptions) { o.PlacementThreshold = 5 * time.Minute }, nil, "", CheckPassed},
+		}, func(o *Options) { o.PlacementThreshold = 5 * time.Minute }, nil, "", CheckPassed},
 		{"no apply running", func(f *doctorFixture) {
 			f.queue()
 			f.worker("cpu", cpu)
@@ -480,7 +483,7 @@ func TestDoctorUnplaceable(t *testing.T) {
 		{"no configuration", func(f *doctorFixture) {
 			f.queue()
 			f.lock(livePID, time.Hour)
-		}, func(o *DoctorOptions) { o.Config, o.NoConfig = nil, "no *.wdc.hcl files in /x" }, nil, "no *.wdc.hcl files in /x: placement is not recorded", CheckSkipped},
+		}, func(o *Options) { o.Config, o.NoConfig = nil, "no *.wdc.hcl files in /x" }, nil, "no *.wdc.hcl files in /x: placement is not recorded", CheckSkipped},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -494,7 +497,7 @@ func TestDoctorUnplaceable(t *testing.T) {
 					got = append(got, fd)
 				}
 			}
-			checkFindings(t, &DoctorReport{Findings: got}, tt.want)
+			checkFindings(t, &Report{Findings: got}, tt.want)
 			for _, c := range r.Checks {
 				if c.ID != CheckTasksUnplaceable {
 					continue
@@ -574,7 +577,7 @@ func TestDoctorLeftovers(t *testing.T) {
 			f.must(f.store().RecordLaunch(ctx, state.Launch{ApplyID: l.ID, Pool: "cpu", Seq: 1, Provider: fakeLeftoversName},
 				strings.Repeat("ab", 32), doctorT0))
 			f.must(f.store().SetLaunchProcess(ctx, l.ID, "cpu", 1, state.LaunchProcess{Handle: "fake:1", Host: doctorHost, PID: livePID}))
-			r := f.doctor(func(o *DoctorOptions) { o.Config = nil })
+			r := f.doctor(func(o *Options) { o.Config = nil })
 			checkFindings(t, r, tt.want)
 			theFakeLeftovers.mu.Lock()
 			defer theFakeLeftovers.mu.Unlock()

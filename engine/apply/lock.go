@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"context"
@@ -44,7 +44,7 @@ type LockOptions struct {
 	OnWait func(holder state.Lock)
 }
 
-// LockWaitInterruptedError is AcquireApplyLock's error when ctx ended
+// LockWaitInterruptedError is AcquireLock's error when ctx ended
 // while it waited for a lock another apply holds: nothing was changed.
 type LockWaitInterruptedError struct {
 	Holder state.Lock // the lock it waited for
@@ -59,9 +59,9 @@ func (e *LockWaitInterruptedError) Error() string {
 // Unwrap returns ctx's error.
 func (e *LockWaitInterruptedError) Unwrap() error { return e.Err }
 
-// ApplyLock is a held apply lock. Keep it alive with KeepAlive and give it
+// HeldLock is a held apply lock. Keep it alive with KeepAlive and give it
 // back with Release.
-type ApplyLock struct {
+type HeldLock struct {
 	store *state.Store
 	opts  LockOptions
 	lock  state.Lock
@@ -77,17 +77,17 @@ type ApplyLock struct {
 }
 
 // ID returns the lock's ID (what `wdc force-unlock` takes).
-func (l *ApplyLock) ID() string { return l.lock.ID }
+func (l *HeldLock) ID() string { return l.lock.ID }
 
 // Lock returns the lock row as taken.
-func (l *ApplyLock) Lock() state.Lock { return l.lock }
+func (l *HeldLock) Lock() state.Lock { return l.lock }
 
-// AcquireApplyLock takes the state's apply lock. A lock held by a live
+// AcquireLock takes the state's apply lock. A lock held by a live
 // apply makes it wait up to opts.Wait and then fail with an error naming
 // the holder (wrapping state.ErrLocked). A lock whose holder is dead — its
 // pid is gone on this host, or its expiry passed — is taken over; the
 // returned lock's Previous is then set.
-func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions) (*ApplyLock, error) {
+func AcquireLock(ctx context.Context, store *state.Store, opts LockOptions) (*HeldLock, error) {
 	opts = opts.withDefaults()
 	deadline := time.Now().Add(opts.Wait) // real waiting, whatever opts.Now says
 	takeOver := ""
@@ -97,7 +97,7 @@ func AcquireApplyLock(ctx context.Context, store *state.Store, opts LockOptions)
 			Holder: opts.Holder, Host: opts.Host, PID: opts.PID, TTL: opts.TTL, TakeOver: takeOver,
 		}, opts.Now())
 		if err == nil {
-			return &ApplyLock{store: store, opts: opts, lock: lock, Previous: prev,
+			return &HeldLock{store: store, opts: opts, lock: lock, Previous: prev,
 				stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{})}, nil
 		}
 		var locked *state.LockedError
@@ -157,7 +157,7 @@ func (h HolderState) String() string {
 }
 
 // JudgeHolder tells whether the holder of lock l is alive, as
-// AcquireApplyLock judges it before taking the lock over (docs/design.md §3
+// AcquireLock judges it before taking the lock over (docs/design.md §3
 // invariant 9): a lock of this host (host) whose pid is not self and does
 // not run (alive; nil means ProcessAlive) is dead; one whose expiry is not
 // after now is stalled; any other is live. self is the caller's own pid (0
@@ -178,7 +178,7 @@ func JudgeHolder(l state.Lock, host string, self int, now time.Time, alive func(
 // KeepAlive renews the lock every third of its TTL (at most every 2 s)
 // until Release. If the
 // lock is lost (forced or taken over), Lost is closed.
-func (l *ApplyLock) KeepAlive(ctx context.Context) {
+func (l *HeldLock) KeepAlive(ctx context.Context) {
 	if l.kept.Swap(true) {
 		return
 	}
@@ -205,11 +205,11 @@ func (l *ApplyLock) KeepAlive(ctx context.Context) {
 }
 
 // Lost is closed when a renewal found the lock no longer held.
-func (l *ApplyLock) Lost() <-chan struct{} { return l.lost }
+func (l *HeldLock) Lost() <-chan struct{} { return l.lost }
 
 // Release stops renewing and removes the lock. Releasing a lock that was
 // lost is not an error.
-func (l *ApplyLock) Release(ctx context.Context) error {
+func (l *HeldLock) Release(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
 	if l.kept.Load() {
 		<-l.done

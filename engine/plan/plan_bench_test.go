@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ func largeConfig(pools, tasks int) string {
 
 // BenchmarkPlanLarge measures what `wdc plan` does with the configuration
 // of bench/plan_large.sh (10,000 task blocks placed on 100 pools, empty
-// state) before it renders: hcl.Load of the directory, then NewPlan. As a
+// state) before it renders: hcl.Load of the directory, then New. As a
 // reference in the same run it parses the same file with hclparse alone
 // (what any loader of it must do at least) and reports parse_ms/op and
 // the ratio plan/parse; compare that ratio, not ns/op, across machines.
@@ -53,7 +53,7 @@ func BenchmarkPlanLarge(b *testing.B) {
 		if diags.HasErrors() {
 			b.Fatal(diags)
 		}
-		p, diags := NewPlan(cfg, snap, now, PlanOptions{})
+		p, diags := New(cfg, snap, now, Options{})
 		if diags.HasErrors() || len(p.Tasks) != 10000 || p.Summary().WorkersToLaunch != 200 {
 			b.Fatalf("%d changes, %+v, %v", len(p.Tasks), p.Summary(), diags)
 		}

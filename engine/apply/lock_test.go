@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"context"
@@ -48,12 +48,12 @@ func TestAcquireApplyLock(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 			st := openStore(t)
-			first, err := AcquireApplyLock(ctx, st, tt.holder)
+			first, err := AcquireLock(ctx, st, tt.holder)
 			if err != nil {
 				t.Fatal(err)
 			}
 			clock = clock.Add(tt.advance)
-			second, err := AcquireApplyLock(ctx, st, tt.next)
+			second, err := AcquireLock(ctx, st, tt.next)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, state.ErrLocked) {
 					t.Fatalf("err = %v, want ErrLocked containing %q", err, tt.wantErr)
@@ -70,7 +70,7 @@ func TestAcquireApplyLock(t *testing.T) {
 				t.Fatal(err)
 			}
 			// released: anyone may take it now
-			third, err := AcquireApplyLock(ctx, st, opts("c", 400, 0))
+			third, err := AcquireLock(ctx, st, opts("c", 400, 0))
 			if err != nil || third.Previous != nil {
 				t.Fatalf("after release: lock %v, previous %v, err %v", third, third.Previous, err)
 			}
@@ -81,7 +81,7 @@ func TestAcquireApplyLock(t *testing.T) {
 func TestApplyLockKeepAliveAndLost(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
-	l, err := AcquireApplyLock(ctx, st, LockOptions{TTL: 600 * time.Millisecond})
+	l, err := AcquireLock(ctx, st, LockOptions{TTL: 600 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestApplyLockKeepAliveAndLost(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := AcquireApplyLock(ctx, st, LockOptions{PID: 1}); !errors.Is(err, state.ErrLocked) {
+	if _, err := AcquireLock(ctx, st, LockOptions{PID: 1}); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("a renewed lock must still be held; got %v", err)
 	}
 	if _, err := st.ForceUnlock(ctx, l.ID(), time.Now()); err != nil {
@@ -138,7 +138,7 @@ func TestForceUnlock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := openStore(t)
-			l, err := AcquireApplyLock(ctx, st, LockOptions{Holder: "me@" + tt.host, Host: tt.host, PID: tt.pid, TTL: time.Minute,
+			l, err := AcquireLock(ctx, st, LockOptions{Holder: "me@" + tt.host, Host: tt.host, PID: tt.pid, TTL: time.Minute,
 				Now: func() time.Time { return now }, ProcessAlive: alive})
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
+	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/engine/supervise"
+	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -23,7 +25,7 @@ const stepInterval = 200 * time.Millisecond
 
 // poolRun is what apply knows and decides about one pool while it runs.
 type poolRun struct {
-	cfg *ApplyPool
+	cfg *Pool
 	// seq is the last launch sequence used.
 	seq int
 	// failedInRow counts the launches in a row that never registered (or
@@ -129,7 +131,7 @@ func (a *applier) serve(ctx context.Context, runtimes []coordinator.TaskRuntime)
 		return nil, err
 	}
 	a.coord = coord
-	ep, err := Listen(a.opts.Serve, a.now())
+	ep, err := httpapi.Listen(a.opts.Serve, a.now())
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +195,7 @@ func (a *applier) run(ctx context.Context, runtimes []coordinator.TaskRuntime) e
 	defer a.launcher.close() // a provider's watches end with the apply
 	now := a.now()
 	for _, p := range a.pools {
-		if p.cfg.Provider == ProviderExternal && p.cfg.Workers > 0 {
+		if p.cfg.Provider == providers.External && p.cfg.Workers > 0 {
 			p.waitingSince = now
 			a.emit(coordinator.Event{At: now, Kind: EventAwaitingWorkers, Pool: p.name(), Message: joinHint(p.cfg, a.ep)})
 		}
@@ -253,7 +255,7 @@ func (a *applier) step(ctx context.Context) {
 	for i, p := range a.pools {
 		pp := prog.Pools[i]
 		st := decidePool(poolFacts{
-			External: p.cfg.Provider == ProviderExternal, Failed: p.failed, Planned: p.cfg.Workers,
+			External: p.cfg.Provider == providers.External, Failed: p.failed, Planned: p.cfg.Workers,
 			Unfinished: pp.Unfinished, Live: pp.Active + pp.Draining,
 			WaitingSince: p.waitingSince, FailedInRow: p.failedInRow, Now: now, SuperviseDue: superviseDue,
 		}, p.cfg.LaunchTimeout)
@@ -447,7 +449,7 @@ func (a *applier) growForAddedTasks() {
 	defer a.mu.Unlock()
 	for pool, n := range a.added {
 		for _, p := range a.pools {
-			if p.name() != pool || p.cfg.Provider == ProviderExternal {
+			if p.name() != pool || p.cfg.Provider == providers.External {
 				continue
 			}
 			planned := 0
@@ -456,19 +458,19 @@ func (a *applier) growForAddedTasks() {
 					planned = pc.Tasks
 				}
 			}
-			p.cfg.Workers = max(p.cfg.Workers, WorkersFor(planned+n, max(p.cfg.Runtime.Capacity, 1), p.cfg.Min, p.cfg.Max))
+			p.cfg.Workers = max(p.cfg.Workers, plan.WorkersFor(planned+n, max(p.cfg.Runtime.Capacity, 1), p.cfg.Min, p.cfg.Max))
 		}
 	}
 }
 
 // joinHint is what apply prints for an external pool: how a worker joins.
-func joinHint(p *ApplyPool, ep *Endpoint) string {
+func joinHint(p *Pool, ep *httpapi.Endpoint) string {
 	cmd := "wdc agent --server " + ep.URL + " --pool " + p.Runtime.Name + " --join-file FILE"
 	if ep.CASHA256 != "" {
 		cmd += " --ca-sha256 " + ep.CASHA256
 	}
 	note := ""
-	if u, err := url.Parse(ep.URL); err == nil && isLoopbackHost(u.Hostname()) {
+	if u, err := url.Parse(ep.URL); err == nil && httpapi.IsLoopbackHost(u.Hostname()) {
 		note = " (the coordinator listens on loopback: only this machine can join; set listen in the wdc block for others)"
 	}
 	return fmt.Sprintf("waiting up to %s for workers to join pool %s (up to %d): with a join file from `wdc join-token create %s -o FILE`, run `%s`%s",

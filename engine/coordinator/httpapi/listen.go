@@ -1,4 +1,4 @@
-package engine
+package httpapi
 
 import (
 	"crypto/tls"
@@ -104,7 +104,7 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 	}
 	ep.URL = scheme + "://" + net.JoinHostPort(advHost, port)
 	if !useTLS {
-		if !isLoopbackHost(host) {
+		if !IsLoopbackHost(host) {
 			ep.Warning = fmt.Sprintf("the coordinator serves plain HTTP on %s (insecure = true): credentials and results cross the network unencrypted",
 				net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
 		}
@@ -148,7 +148,7 @@ func (s ListenSettings) ServesTLS() bool {
 		return true
 	}
 	host, _, err := net.SplitHostPort(listenAddress(s.Listen))
-	return err == nil && !isLoopbackHost(host) && !s.Insecure
+	return err == nil && !IsLoopbackHost(host) && !s.Insecure
 }
 
 // Loopback reports whether the listen address only reaches this machine
@@ -156,7 +156,7 @@ func (s ListenSettings) ServesTLS() bool {
 // GET /metrics without a credential (coordinator.Options.MetricsOpen).
 func (s ListenSettings) Loopback() bool {
 	host, _, err := net.SplitHostPort(listenAddress(s.Listen))
-	return err == nil && isLoopbackHost(host)
+	return err == nil && IsLoopbackHost(host)
 }
 
 // Pin returns the SHA-256 fingerprint agents pin a coordinator with these
@@ -186,8 +186,9 @@ func (s ListenSettings) Pin() (string, error) {
 // folder.
 func CAFolder(workDir string) string { return filepath.Join(workDir, "ca") }
 
-// isLoopbackHost reports whether a listen host only reaches this machine.
-func isLoopbackHost(host string) bool {
+// IsLoopbackHost reports whether a listen host only reaches this machine:
+// "localhost", an address of 127.0.0.0/8 or ::1.
+func IsLoopbackHost(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -215,4 +216,16 @@ func advertiseHost(listenHost string) string {
 		}
 	}
 	return "127.0.0.1"
+}
+
+// listenAddress turns the listen setting into a net.Listen address:
+// "" → 127.0.0.1:0 (a free port), "host" → host:0.
+func listenAddress(listen string) string {
+	if listen == "" {
+		return "127.0.0.1:0"
+	}
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return net.JoinHostPort(listen, "0")
+	}
+	return listen
 }

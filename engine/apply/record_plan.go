@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // RecordPlan writes a plan's pools and tasks into the state exactly as
-// Apply does before it starts its coordinator (it runs Apply's own code):
+// Run does before it starts its coordinator (it runs Run's own code):
 // every pool of opts.Pools is upserted; each task to run, replace or retry
 // becomes queued (pending when it waits on dependencies); each task to
 // cancel is cancelled. It returns the runtime settings of the tasks to run,
@@ -21,13 +21,13 @@ import (
 // uses it to set up its story the way apply does. Errors: a missing Store
 // or Plan, a task of the plan without runtime settings in opts.Tasks, and
 // state errors.
-func RecordPlan(ctx context.Context, opts ApplyOptions) ([]coordinator.TaskRuntime, error) {
+func RecordPlan(ctx context.Context, opts Options) ([]coordinator.TaskRuntime, error) {
 	if opts.Store == nil || opts.Plan == nil {
 		return nil, errors.New("record plan: a state store and a plan are required")
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &applier{opts: opts, res: &ApplyResult{}, emitMu: &sync.Mutex{}}
+	a := &applier{opts: opts, res: &Result{}, emitMu: &sync.Mutex{}}
 	return a.record(ctx)
 }

@@ -1,4 +1,4 @@
-package engine
+package doctor
 
 import (
 	"context"
@@ -12,17 +12,19 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/placement"
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
 
 // DefaultPlacementThreshold is how long a queued task may wait with no live
-// worker whose labels satisfy its placement before Doctor reports it
+// worker whose labels satisfy its placement before Run reports it
 // (tasks.unplaceable; `wdc doctor --placement-threshold`).
 const DefaultPlacementThreshold = 60 * time.Second
 
-// Doctor check ids, stable across versions: programs match on them.
+// Run check ids, stable across versions: programs match on them.
 const (
 	CheckStateFile              = "state.file"
 	CheckStateIntegrity         = "state.integrity"
@@ -34,14 +36,14 @@ const (
 	CheckProcessesLeftover      = "processes.leftover"
 )
 
-// DoctorCheck names one check Doctor runs.
-type DoctorCheck struct {
+// Check names one check Run runs.
+type Check struct {
 	ID    string // e.g. CheckStateSchema
 	Title string // what it checks, for people
 }
 
-// doctorChecks are the checks, in the order Doctor runs and reports them.
-var doctorChecks = []DoctorCheck{
+// doctorChecks are the checks, in the order Run runs and reports them.
+var doctorChecks = []Check{
 	{CheckStateFile, "the state file exists, is a regular file of more than 0 bytes, and SQLite can open it"},
 	{CheckStateIntegrity, "SQLite's PRAGMA integrity_check passes"},
 	{CheckStateSchema, "the schema version is one this wdc knows and every table, index and trigger of it is present"},
@@ -52,8 +54,8 @@ var doctorChecks = []DoctorCheck{
 	{CheckProcessesLeftover, "nothing an apply that is gone launched still runs"},
 }
 
-// DoctorChecks returns every check, in the order Doctor runs them.
-func DoctorChecks() []DoctorCheck { return append([]DoctorCheck(nil), doctorChecks...) }
+// Checks returns every check, in the order Run runs them.
+func Checks() []Check { return append([]Check(nil), doctorChecks...) }
 
 // Severity says how much a finding matters.
 type Severity string
@@ -98,21 +100,21 @@ const (
 
 // CheckResult is the outcome of one check.
 type CheckResult struct {
-	DoctorCheck
+	Check
 	Status CheckStatus
 	Note   string // why it was skipped; "" otherwise
 }
 
-// DoctorReport is what Doctor found: every check's outcome, in the order of
-// DoctorChecks, and the findings, by check in that order.
-type DoctorReport struct {
-	StatePath string // the state file as given in DoctorOptions
+// Report is what Run found: every check's outcome, in the order of
+// Checks, and the findings, by check in that order.
+type Report struct {
+	StatePath string // the state file as given in Options
 	Checks    []CheckResult
 	Findings  []Finding
 }
 
 // Count returns how many findings have severity s.
-func (r *DoctorReport) Count(s Severity) int {
+func (r *Report) Count(s Severity) int {
 	n := 0
 	for _, f := range r.Findings {
 		if f.Severity == s {
@@ -122,9 +124,9 @@ func (r *DoctorReport) Count(s Severity) int {
 	return n
 }
 
-// DoctorOptions says what Doctor looks at.
-type DoctorOptions struct {
-	// StatePath is the state file (required). Doctor never creates or
+// Options says what Run looks at.
+type Options struct {
+	// StatePath is the state file (required). Run never creates or
 	// writes it.
 	StatePath string
 	// WorkDir is the work folder of the state (default: the state file's
@@ -147,12 +149,12 @@ type DoctorOptions struct {
 	ProcessAlive func(pid int) bool
 }
 
-// Doctor checks the state file and what it records, reading only (the
+// Run checks the state file and what it records, reading only (the
 // state is opened read-only, providers only list what they find), and
 // returns what every check found. The error is for when it could not look
 // at all (a canceled ctx, a state that changed under it); problems of the
 // state are findings.
-func Doctor(ctx context.Context, opts DoctorOptions) (*DoctorReport, error) {
+func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.StatePath == "" {
 		return nil, errors.New("doctor: no state file given")
 	}
@@ -169,9 +171,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) (*DoctorReport, error) {
 		opts.Host, _ = os.Hostname()
 	}
 	if opts.ProcessAlive == nil {
-		opts.ProcessAlive = ProcessAlive
+		opts.ProcessAlive = apply.ProcessAlive
 	}
-	d := &doctor{opts: opts, report: &DoctorReport{StatePath: opts.StatePath}, skipped: map[string]string{}}
+	d := &doctor{opts: opts, report: &Report{StatePath: opts.StatePath}, skipped: map[string]string{}}
 	if err := d.run(ctx); err != nil {
 		return nil, err
 	}
@@ -180,7 +182,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) (*DoctorReport, error) {
 		byCheck[f.Check] = append(byCheck[f.Check], f)
 	}
 	for _, c := range doctorChecks {
-		res := CheckResult{DoctorCheck: c, Status: CheckPassed}
+		res := CheckResult{Check: c, Status: CheckPassed}
 		if note, ok := d.skipped[c.ID]; ok {
 			res.Status, res.Note = CheckSkipped, note
 		}
@@ -195,10 +197,10 @@ func Doctor(ctx context.Context, opts DoctorOptions) (*DoctorReport, error) {
 	return d.report, nil
 }
 
-// doctor is one run of Doctor.
+// doctor is one run of Run.
 type doctor struct {
-	opts    DoctorOptions
-	report  *DoctorReport
+	opts    Options
+	report  *Report
 	found   []Finding
 	skipped map[string]string // check id → why
 }
@@ -333,19 +335,19 @@ func schemaFinding(path string, in *state.Inspection) Finding {
 // checkLock runs lock.dead_holder and returns what it judged the holder
 // (HolderLive when there is no lock: nothing is dead; callers check
 // snap.Lock).
-func (d *doctor) checkLock(snap *state.Snapshot) HolderState {
+func (d *doctor) checkLock(snap *state.Snapshot) apply.HolderState {
 	l := snap.Lock
 	if l == nil {
-		return HolderLive
+		return apply.HolderLive
 	}
-	holder := JudgeHolder(*l, d.opts.Host, 0, d.opts.Now, d.opts.ProcessAlive)
-	if holder == HolderLive {
+	holder := apply.JudgeHolder(*l, d.opts.Host, 0, d.opts.Now, d.opts.ProcessAlive)
+	if holder == apply.HolderLive {
 		return holder
 	}
 	who := fmt.Sprintf("lock %s of %s (host %s, pid %d, started %s)", l.ID, l.Holder, l.Host, l.PID, l.StartedAt.UTC().Format(time.RFC3339))
 	var msg string
 	switch {
-	case holder == HolderDead:
+	case holder == apply.HolderDead:
 		msg = fmt.Sprintf("The apply holding the state lock is gone: %s names a pid that no longer runs on this host.", who)
 	case l.Host == d.opts.Host:
 		msg = fmt.Sprintf("The apply holding the state lock stopped renewing it: %s expired at %s; its process still runs but is stopped or hung.",
@@ -355,7 +357,7 @@ func (d *doctor) checkLock(snap *state.Snapshot) HolderState {
 			who, l.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	unlock := "wdc force-unlock " + l.ID
-	if holder == HolderStalled && l.Host == d.opts.Host {
+	if holder == apply.HolderStalled && l.Host == d.opts.Host {
 		unlock = "wdc force-unlock --force " + l.ID // its process still runs here
 	}
 	var waiting []string
@@ -379,12 +381,12 @@ func (d *doctor) checkLock(snap *state.Snapshot) HolderState {
 }
 
 // applyRunning reports whether a live apply holds the lock.
-func applyRunning(snap *state.Snapshot, holder HolderState) bool {
-	return snap.Lock != nil && holder == HolderLive
+func applyRunning(snap *state.Snapshot, holder apply.HolderState) bool {
+	return snap.Lock != nil && holder == apply.HolderLive
 }
 
 // checkStaleWorkers runs workers.stale_with_leases.
-func (d *doctor) checkStaleWorkers(snap *state.Snapshot, holder HolderState) {
+func (d *doctor) checkStaleWorkers(snap *state.Snapshot, holder apply.HolderState) {
 	leasesOf := map[string][]string{}
 	for _, l := range snap.Leases {
 		leasesOf[l.WorkerID] = append(leasesOf[l.WorkerID], fmt.Sprintf("%s (attempt %d, fencing token %d, expires %s)",
@@ -455,7 +457,7 @@ func (d *doctor) checkWithoutApply(snap *state.Snapshot) {
 }
 
 // checkUnplaceable runs tasks.unplaceable.
-func (d *doctor) checkUnplaceable(snap *state.Snapshot, holder HolderState) {
+func (d *doctor) checkUnplaceable(snap *state.Snapshot, holder apply.HolderState) {
 	cfg := d.opts.Config
 	switch {
 	case cfg == nil:
@@ -521,7 +523,7 @@ func (d *doctor) checkUnplaceable(snap *state.Snapshot, holder HolderState) {
 		subject := g.task.Address()
 		verb := "has"
 		if g.task.Index >= 0 {
-			subject = instances(g.task.Name, g.indices, total[g.task.Name])
+			subject = plan.Instances(g.task.Name, g.indices, total[g.task.Name])
 			if len(g.indices) > 1 {
 				verb = "have"
 			}
@@ -624,12 +626,12 @@ func placementText(t *wdchcl.Task) string {
 
 // checkLeftovers runs processes.leftover: what applies other than a live
 // lock holder launched and still runs.
-func (d *doctor) checkLeftovers(ctx context.Context, st *state.Store, snap *state.Snapshot, holder HolderState) error {
+func (d *doctor) checkLeftovers(ctx context.Context, st *state.Store, snap *state.Snapshot, holder apply.HolderState) error {
 	except := ""
 	if applyRunning(snap, holder) {
 		except = snap.Lock.ID
 	}
-	leftovers, err := FindLeftovers(ctx, st, d.opts.WorkDir, except, ProviderSettings(d.opts.Config))
+	leftovers, err := apply.FindLeftovers(ctx, st, d.opts.WorkDir, except, apply.ProviderSettings(d.opts.Config))
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"cmp"
@@ -79,7 +79,7 @@ func PreviewLaunches(ctx context.Context, cfg *wdchcl.Config, plan *Plan, opts P
 		workers[pc.Name] = pc.Workers
 	}
 	for _, p := range cfg.Pools {
-		if p.Provider == ProviderExternal || workers[p.Name] == 0 {
+		if p.Provider == providers.External || workers[p.Name] == 0 {
 			continue
 		}
 		prov, err := providers.Lookup(p.Provider)

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"encoding/json"
@@ -78,11 +78,11 @@ func TestPlanProposals(t *testing.T) {
 				snap.Tasks = append(snap.Tasks, state.Task{Address: "proposal.1", Name: "rerun", Index: -1, DefHash: prop.DefHash, Spec: prop.Spec,
 					Status: tt.run, LastError: map[bool]string{true: "exit status 1"}[tt.run == state.TaskFailed]})
 			}
-			var opts PlanOptions
+			var opts Options
 			if tt.replace {
 				opts.Replace = []string{"proposal.1"}
 			}
-			p, diags := NewPlan(cfg, snap, now, opts)
+			p, diags := New(cfg, snap, now, opts)
 			if diags.HasErrors() {
 				t.Fatal(diags)
 			}
@@ -132,7 +132,7 @@ func TestPlanReplaceNotAnApprovedProposal(t *testing.T) {
 	snap := stateOf(cfg, state.TaskSucceeded, nil)
 	snap.Proposals = []state.Proposal{proposalOf(1, state.ProposalPending, nil)}
 	for _, addr := range []string{"proposal.1", "proposal.2"} {
-		_, diags := NewPlan(cfg, snap, now, PlanOptions{Replace: []string{addr}})
+		_, diags := New(cfg, snap, now, Options{Replace: []string{addr}})
 		if !diags.HasErrors() || !strings.Contains(diags.Error(), addr+" is not an approved proposal") {
 			t.Errorf("--replace %s: %v; want an error", addr, diags)
 		}

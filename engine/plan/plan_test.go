@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"strings"
@@ -88,7 +88,7 @@ func TestNewPlan(t *testing.T) {
 		name    string
 		cfg     *wdchcl.Config
 		snap    *state.Snapshot
-		opts    PlanOptions
+		opts    Options
 		want    []change
 		summary string
 		workers map[string]int
@@ -149,7 +149,7 @@ func TestNewPlan(t *testing.T) {
 			name: "--replace forces a succeeded task and its downstream",
 			cfg:  baseConfig(),
 			snap: stateOf(baseConfig(), state.TaskSucceeded, nil),
-			opts: PlanOptions{Replace: []string{"build"}},
+			opts: Options{Replace: []string{"build"}},
 			want: []change{
 				{"task.build", "replace", "replacement requested with --replace", "builders"},
 				{"task.report", "replace", "depends on task.build, which is replaced", "builders"},
@@ -183,7 +183,7 @@ func TestNewPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, diags := NewPlan(tt.cfg, tt.snap, now, tt.opts)
+			p, diags := New(tt.cfg, tt.snap, now, tt.opts)
 			if diags.HasErrors() {
 				t.Fatalf("unexpected diagnostics: %s", diags.Error())
 			}
@@ -208,7 +208,7 @@ func TestNewPlan(t *testing.T) {
 }
 
 func TestNewPlanReplaceUnknownAddress(t *testing.T) {
-	_, diags := NewPlan(baseConfig(), state.EmptySnapshot(), now, PlanOptions{Replace: []string{"task.nope"}})
+	_, diags := New(baseConfig(), state.EmptySnapshot(), now, Options{Replace: []string{"task.nope"}})
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), `"task.nope"`) {
 		t.Fatalf("want an error naming task.nope, got %v", diags)
 	}
@@ -217,7 +217,7 @@ func TestNewPlanReplaceUnknownAddress(t *testing.T) {
 func TestReplaceShowsHashes(t *testing.T) {
 	edited := baseConfig()
 	edited.Tasks[0].Env = map[string]string{"X": "1"}
-	p, _ := NewPlan(edited, stateOf(baseConfig(), state.TaskSucceeded, nil), now, PlanOptions{})
+	p, _ := New(edited, stateOf(baseConfig(), state.TaskSucceeded, nil), now, Options{})
 	if len(p.Tasks) != 3 {
 		t.Fatalf("editing the root task must replace it and both downstream tasks, got %+v", summarize(p))
 	}
@@ -288,7 +288,7 @@ func TestNewPlanRetriesInterruptedAttempts(t *testing.T) {
 			snap.Tasks[i].LastError = "lease revoked: the apply that granted the lease is gone"
 		}
 	}
-	p, diags := NewPlan(baseConfig(), snap, now, PlanOptions{})
+	p, diags := New(baseConfig(), snap, now, Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -304,7 +304,7 @@ func TestNewPlanCountGrowsReasons(t *testing.T) {
 	three := &wdchcl.Config{Dir: "/cfg", Pools: two.Pools,
 		Tasks: []*wdchcl.Task{task("a", 0, "a0", nil), task("a", 1, "a1", nil), task("a", 2, "a2", nil),
 			task("b", -1, "b", nil, "task.a[0]", "task.a[1]", "task.a[2]")}}
-	p, diags := NewPlan(three, stateOf(two, state.TaskSucceeded, nil), now, PlanOptions{})
+	p, diags := New(three, stateOf(two, state.TaskSucceeded, nil), now, Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -354,8 +354,8 @@ func TestInstances(t *testing.T) {
 		{[]int{3, 4}, 9, "task.t[3], task.t[4]"},
 	}
 	for _, c := range cases {
-		if got := instances("t", c.indices, c.total); got != c.want {
-			t.Errorf("instances(%v, %d) = %q, want %q", c.indices, c.total, got, c.want)
+		if got := Instances("t", c.indices, c.total); got != c.want {
+			t.Errorf("Instances(%v, %d) = %q, want %q", c.indices, c.total, got, c.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"context"
@@ -132,7 +132,7 @@ func (a *applier) stopWorkers(abort bool) {
 func (a *applier) waitExternal() {
 	var deadline time.Time
 	for _, p := range a.pools {
-		if p.cfg.Provider == ProviderExternal && a.joinedCount(p.name()) > 0 {
+		if p.cfg.Provider == providers.External && a.joinedCount(p.name()) > 0 {
 			if d := a.now().Add(p.cfg.DrainTimeout + 5*time.Second); d.After(deadline) {
 				deadline = d
 			}
@@ -141,7 +141,7 @@ func (a *applier) waitExternal() {
 	for a.now().Before(deadline) {
 		waiting := 0
 		for i, pp := range a.coord.Progress().Pools {
-			if a.opts.Pools[i].Provider == ProviderExternal {
+			if a.opts.Pools[i].Provider == providers.External {
 				waiting += pp.Leases + pp.Untold
 			}
 		}

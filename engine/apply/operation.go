@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -21,7 +23,7 @@ import (
 // state, take the lock (taking over a dead apply's), check a saved plan
 // against the state, stop what an earlier apply left running and recover
 // its leases, plan (or take the saved plan), confirm, carry the plan out
-// (Apply), and give the lock back. The caller parses flags, renders what
+// (Run), and give the lock back. The caller parses flags, renders what
 // the View is told, and reads the configuration; the Operation decides
 // nothing from flags it was not given and writes to no terminal.
 type Operation struct {
@@ -31,12 +33,12 @@ type Operation struct {
 	// for a saved plan made against a state that exists).
 	StatePath string
 	// Serve says where the coordinator listens (see Listen).
-	Serve ListenSettings
+	Serve httpapi.ListenSettings
 	// Saved, when set, is a saved plan rebuilt against Config (Lineage and
 	// Serial those of the state it was made from): it is carried out
 	// exactly, without confirmation, and refused when the state moved on.
 	// SavedName names its file in refusals.
-	Saved     *Plan
+	Saved     *plan.Plan
 	SavedName string
 	// Replace lists the addresses to run again (PlanOptions.Replace);
 	// unused with Saved.
@@ -47,12 +49,12 @@ type Operation struct {
 	LockTimeout time.Duration
 	// Confirm, when set, is asked once the plan is shown and has changes
 	// (never for a saved plan); false cancels with ErrApplyCancelled.
-	Confirm func(*Plan) (bool, error)
+	Confirm func(*plan.Plan) (bool, error)
 	// View is told what happens, in order; required.
 	View OperationView
 	// Now is the clock of every decision (default time.Now).
 	Now func() time.Time
-	// Redact rewrites error texts workers report (ApplyOptions.Redact).
+	// Redact rewrites error texts workers report (Options.Redact).
 	Redact func(string) string
 	// Abort, when closed, stops at once (a second interrupt): workers are
 	// killed instead of drained. Cancelling Run's ctx stops cleanly.
@@ -81,12 +83,12 @@ type OperationView interface {
 	Recovered(n int)
 	// Planned: the plan to carry out, with the diagnostics of planning
 	// (nil for a saved plan). An error of the view stops Run.
-	Planned(p *Plan, diags hcl.Diagnostics) error
+	Planned(p *plan.Plan, diags hcl.Diagnostics) error
 	// Started: confirmed; the apply begins.
 	Started()
-	// Serving: the coordinator listens (ApplyOptions.OnServing).
-	Serving(ep *Endpoint)
-	// Event: progress (ApplyOptions.OnEvent).
+	// Serving: the coordinator listens (Options.OnServing).
+	Serving(ep *httpapi.Endpoint)
+	// Event: progress (Options.OnEvent).
 	Event(e coordinator.Event)
 }
 
@@ -117,8 +119,8 @@ func (e *SavedPlanError) Unwrap() error { return e.Err }
 // Run carries the operation out. It returns the apply's result (NoChanges
 // set when the plan had none) or an error: ErrApplyCancelled,
 // ErrPlanFailed, ErrInterruptedLocking, a *LockWaitInterruptedError, a
-// *SavedPlanError, the state's errors, or Apply's.
-func (op *Operation) Run(ctx context.Context) (*ApplyResult, error) {
+// *SavedPlanError, the state's errors, or Run's.
+func (op *Operation) Run(ctx context.Context) (*Result, error) {
 	if op.Now == nil {
 		op.Now = time.Now
 	}
@@ -149,7 +151,7 @@ func (op *Operation) Run(ctx context.Context) (*ApplyResult, error) {
 	go func() {
 		select {
 		case <-lock.Lost():
-			// Apply sees LockLost too: it kills the workers and writes
+			// Run sees LockLost too: it kills the workers and writes
 			// nothing more.
 			op.View.LockLost()
 		case <-ctx.Done():
@@ -158,12 +160,12 @@ func (op *Operation) Run(ctx context.Context) (*ApplyResult, error) {
 	if err := op.recover(ctx, store, lock); err != nil {
 		return nil, err
 	}
-	plan, err := op.plan(ctx, store)
-	if err != nil || !plan.HasChanges() {
-		return &ApplyResult{NoChanges: err == nil}, err
+	planned, err := op.plan(ctx, store)
+	if err != nil || !planned.HasChanges() {
+		return &Result{NoChanges: err == nil}, err
 	}
 	if op.Confirm != nil && op.Saved == nil {
-		ok, err := op.Confirm(plan)
+		ok, err := op.Confirm(planned)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +174,7 @@ func (op *Operation) Run(ctx context.Context) (*ApplyResult, error) {
 		}
 	}
 	op.View.Started()
-	return op.apply(ctx, store, lock, plan)
+	return op.apply(ctx, store, lock, planned)
 }
 
 func (op *Operation) refuse(err error) error {
@@ -197,7 +199,7 @@ func (op *Operation) checkSaved(ctx context.Context, store *state.Store) error {
 	if err != nil {
 		return err
 	}
-	if err := AttachProposals(op.Saved, snap); err != nil {
+	if err := plan.AttachProposals(op.Saved, snap); err != nil {
 		return op.refuse(err)
 	}
 	return nil
@@ -206,7 +208,7 @@ func (op *Operation) checkSaved(ctx context.Context, store *state.Store) error {
 // CheckStateFresh refuses a saved plan p whose state moved: another
 // lineage (another state file) or another serial (something wrote it
 // since the plan was made).
-func CheckStateFresh(p *Plan, lineage string, serial int64) error {
+func CheckStateFresh(p *plan.Plan, lineage string, serial int64) error {
 	switch {
 	case p.Lineage == "" && serial == 0:
 		return nil // planned against an absent state; this one is new and untouched
@@ -223,8 +225,8 @@ func CheckStateFresh(p *Plan, lineage string, serial int64) error {
 // lock takes the apply lock, keeps it alive and guards every later write
 // with it. A ctx that ends before the lock is held (the first interrupt)
 // gives it back untouched: ErrInterruptedLocking.
-func (op *Operation) lock(ctx context.Context, store *state.Store) (*ApplyLock, error) {
-	lock, err := AcquireApplyLock(ctx, store, LockOptions{Wait: op.LockTimeout, OnWait: func(l state.Lock) {
+func (op *Operation) lock(ctx context.Context, store *state.Store) (*HeldLock, error) {
+	lock, err := AcquireLock(ctx, store, LockOptions{Wait: op.LockTimeout, OnWait: func(l state.Lock) {
 		op.View.LockWaiting(l, op.LockTimeout)
 	}})
 	var waitErr *LockWaitInterruptedError
@@ -264,7 +266,7 @@ func (op *Operation) lock(ctx context.Context, store *state.Store) (*ApplyLock, 
 // recover ends what an earlier apply left: the launches it left running
 // are stopped by their providers (under this lock no other apply's worker
 // is legitimate), and its active leases are revoked and retried as lost.
-func (op *Operation) recover(ctx context.Context, store *state.Store, lock *ApplyLock) error {
+func (op *Operation) recover(ctx context.Context, store *state.Store, lock *HeldLock) error {
 	now := op.Now()
 	if prev := lock.Previous; prev != nil {
 		h, _ := os.Hostname()
@@ -284,7 +286,7 @@ func (op *Operation) recover(ctx context.Context, store *state.Store, lock *Appl
 
 // plan computes the plan against the state as it now is, under the lock
 // (or takes the saved one), and shows it.
-func (op *Operation) plan(ctx context.Context, store *state.Store) (*Plan, error) {
+func (op *Operation) plan(ctx context.Context, store *state.Store) (*plan.Plan, error) {
 	if op.Saved != nil {
 		return op.Saved, op.View.Planned(op.Saved, nil)
 	}
@@ -292,26 +294,26 @@ func (op *Operation) plan(ctx context.Context, store *state.Store) (*Plan, error
 	if err != nil {
 		return nil, err
 	}
-	plan, diags := NewPlan(op.Config, snap, op.Now(), PlanOptions{Replace: op.Replace})
-	if err := op.View.Planned(plan, diags); err != nil {
+	planned, diags := plan.New(op.Config, snap, op.Now(), plan.Options{Replace: op.Replace})
+	if err := op.View.Planned(planned, diags); err != nil {
 		return nil, err
 	}
 	if diags.HasErrors() {
 		return nil, ErrPlanFailed
 	}
-	return plan, nil
+	return planned, nil
 }
 
-// apply carries plan out (Apply) with the lock held.
-func (op *Operation) apply(ctx context.Context, store *state.Store, lock *ApplyLock, plan *Plan) (*ApplyResult, error) {
+// apply carries plan out (Run) with the lock held.
+func (op *Operation) apply(ctx context.Context, store *state.Store, lock *HeldLock, planned *plan.Plan) (*Result, error) {
 	lineage, _, err := store.Info(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pools, tasks := ApplyInputs(op.Config, plan)
-	return Apply(ctx, ApplyOptions{
+	pools, tasks := Inputs(op.Config, planned)
+	return Run(ctx, Options{
 		Store:           store,
-		Plan:            plan,
+		Plan:            planned,
 		Pools:           pools,
 		Tasks:           tasks,
 		Serve:           op.Serve,

@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"cmp"
@@ -65,7 +65,7 @@ func newLauncher(a *applier) (*launcher, error) {
 	l := &launcher{a: a, provs: map[string]providers.Provider{}, exits: make(chan workerExit, 16)}
 	for _, p := range a.pools {
 		name := p.cfg.Provider
-		if _, ok := l.provs[name]; ok || name == ProviderExternal {
+		if _, ok := l.provs[name]; ok || name == providers.External {
 			continue
 		}
 		prov, err := providers.Lookup(name)

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func ListProviders(entries []providers.Entry, cfg *wdchcl.Config) []ProviderEntr
 	hasExternal := false
 	for _, e := range entries {
 		out = append(out, ProviderEntry{Entry: e})
-		hasExternal = hasExternal || e.Info.Name == ProviderExternal
+		hasExternal = hasExternal || e.Info.Name == providers.External
 	}
 	if !hasExternal {
 		out = append(out, ProviderEntry{Entry: providers.Entry{Info: providers.ExternalInfo, Status: providers.StatusAvailable}, Pseudo: true})

@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"context"
@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	_ "github.com/wdc-dev/wdc/providers/local"
+	"github.com/wdc-dev/wdc/providers/ray"
 	"github.com/wdc-dev/wdc/state"
 )
 
 // applyFixture loads src as a configuration and plans it against a fresh
 // state file.
-func applyFixture(t *testing.T, src string) (*state.Store, *wdchcl.Config, *Plan, string) {
+func applyFixture(t *testing.T, src string) (*state.Store, *wdchcl.Config, *plan.Plan, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
@@ -37,7 +39,7 @@ func applyFixture(t *testing.T, src string) (*state.Store, *wdchcl.Config, *Plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, diags := NewPlan(cfg, snap, time.Now(), PlanOptions{})
+	p, diags := plan.New(cfg, snap, time.Now(), plan.Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -63,10 +65,10 @@ task "b" {
   command    = ["true"]
 }
 `)
-	pools, tasks := ApplyInputs(cfg, p)
+	pools, tasks := Inputs(cfg, p)
 	var mu sync.Mutex
 	var events []coordinator.Event
-	res, err := Apply(context.Background(), ApplyOptions{
+	res, err := Run(context.Background(), Options{
 		Store: store, Plan: p, Pools: pools, Tasks: tasks,
 		WorkDir:    filepath.Join(dir, ".wdc"),
 		Executable: "/bin/false", // exits 1 at once: never registers
@@ -103,15 +105,7 @@ task "b" {
 	}
 }
 
-func TestListenAddress(t *testing.T) {
-	for in, want := range map[string]string{"": "127.0.0.1:0", "127.0.0.1": "127.0.0.1:0", "0.0.0.0:7420": "0.0.0.0:7420", "::1": "[::1]:0"} {
-		if got := listenAddress(in); got != want {
-			t.Errorf("listenAddress(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// backoff = "0s" retries at once: ApplyInputs marks the policy Immediate
+// backoff = "0s" retries at once: Inputs marks the policy Immediate
 // (and the coordinator keeps the zero backoff instead of its 5s default:
 // coordinator.TestImmediateRetryKeepsZeroBackoff).
 func TestApplyInputsImmediateRetry(t *testing.T) {
@@ -133,11 +127,27 @@ task "later" {
   command = ["true"]
 }
 `)
-	_, tasks := ApplyInputs(cfg, p)
+	_, tasks := Inputs(cfg, p)
 	if got := tasks["task.now"].Retry; !got.Immediate || got.Backoff != 0 {
 		t.Fatalf("task.now retry = %+v, want Immediate with no backoff", got)
 	}
 	if got := tasks["task.later"].Retry; got.Immediate || got.Backoff != 5*time.Second {
 		t.Fatalf("task.later retry = %+v, want the 5s default", got)
+	}
+}
+
+// Ray pools' settings reach the provider (launches and reclaim), and their
+// workers share no disk with apply.
+func TestRayPoolSettings(t *testing.T) {
+	t.Parallel()
+	closed := &ray.Settings{Address: "http://h:8265", WdcPath: "/wdc"}
+	open := &ray.Settings{Address: "http://h:8265", WdcPath: "/wdc", AllowWrites: true}
+	cfg := &wdchcl.Config{Pools: []*wdchcl.Pool{{Name: "closed", Provider: "ray", Settings: closed}, {Name: "open", Provider: "ray", Settings: open}}}
+	if s := ProviderSettings(cfg)["ray"]; len(s) != 2 || s[0] != wdchcl.ProviderSettings(closed) {
+		t.Errorf("ProviderSettings[ray] = %v", s)
+	}
+	pools, _ := Inputs(cfg, &plan.Plan{})
+	if pools[1].Settings != wdchcl.ProviderSettings(open) || !pools[1].Runtime.SharesNoDisk {
+		t.Errorf("Inputs: %+v", pools[1])
 	}
 }

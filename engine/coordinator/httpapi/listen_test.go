@@ -1,4 +1,4 @@
-package engine
+package httpapi
 
 import (
 	"crypto/ecdsa"
@@ -138,6 +138,14 @@ func TestListenSettingsLoopback(t *testing.T) {
 	} {
 		if got := (ListenSettings{Listen: listen}).Loopback(); got != want {
 			t.Errorf("Loopback(%q) = %v, want %v", listen, got, want)
+		}
+	}
+}
+
+func TestListenAddress(t *testing.T) {
+	for in, want := range map[string]string{"": "127.0.0.1:0", "127.0.0.1": "127.0.0.1:0", "0.0.0.0:7420": "0.0.0.0:7420", "::1": "[::1]:0"} {
+		if got := listenAddress(in); got != want {
+			t.Errorf("listenAddress(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 	"github.com/wdc-dev/wdc/engine/placement"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 )
@@ -131,7 +132,7 @@ func checkPlacement(cfg *wdchcl.Config, ix *poolIndex) hcl.Diagnostics {
 		t := g.task
 		subject := t.Address()
 		if t.Index >= 0 {
-			subject = instances(t.Name, g.indices, total[t.Name])
+			subject = Instances(t.Name, g.indices, total[t.Name])
 		}
 		detail := fmt.Sprintf("No pool's labels satisfy the placement of %s:%s", subject, g.unmet)
 		if len(cfg.Pools) == 0 {
@@ -148,11 +149,11 @@ func checkPlacement(cfg *wdchcl.Config, ix *poolIndex) hcl.Diagnostics {
 	return diags
 }
 
-// instances names the given instances (ascending indices) of the counted
+// Instances names the given instances (ascending indices) of the counted
 // task name, which has total instances: "task.train (all 3 instances)",
 // "task.train[1]", "task.train[0], task.train[2]", and runs of three or more
 // as "task.train[4] to task.train[9]".
-func instances(name string, indices []int, total int) string {
+func Instances(name string, indices []int, total int) string {
 	if len(indices) == total && total > 1 {
 		return fmt.Sprintf("task.%s (all %d instances)", name, total)
 	}
@@ -189,7 +190,7 @@ func Validate(cfg *wdchcl.Config) hcl.Diagnostics {
 func CheckServe(cfg *wdchcl.Config) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	st := cfg.Settings
-	s := ListenSettings{Listen: st.Listen, Insecure: st.Insecure}
+	s := httpapi.ListenSettings{Listen: st.Listen, Insecure: st.Insecure}
 	if st.TLS != nil {
 		s.CertFile, s.KeyFile = st.TLS.CertFile, st.TLS.KeyFile
 		if st.Insecure {

@@ -1,11 +1,10 @@
-package engine
+package apply
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
+	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/engine/supervise"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
@@ -23,7 +24,7 @@ import (
 	"github.com/wdc-dev/wdc/state"
 )
 
-// Apply-level event kinds, next to the coordinator's (coordinator.Event*).
+// Run-level event kinds, next to the coordinator's (coordinator.Event*).
 const (
 	EventLaunched   = "launched"    // a worker process was launched (Pool, Message: pid and log)
 	EventExited     = "exited"      // a launched worker exited (Pool, Message)
@@ -47,16 +48,12 @@ const (
 	EventLeftBehind = "left_behind"
 )
 
-// ProviderExternal is the provider of a pool apply launches nothing for:
-// its workers join from anywhere with a join token (providers.External).
-const ProviderExternal = providers.External
-
 // neverRegisteredLimit is how many launches in a row of one pool may fail
 // to register before apply fails the pool's remaining tasks.
 const neverRegisteredLimit = 3
 
-// ApplyPool is one pool as apply launches it.
-type ApplyPool struct {
+// Pool is one pool as apply launches it.
+type Pool struct {
 	Runtime      coordinator.PoolRuntime
 	Provider     string
 	Min, Max     int
@@ -75,21 +72,21 @@ type ApplyPool struct {
 	Settings wdchcl.ProviderSettings
 }
 
-// ApplyOptions configure Apply.
-type ApplyOptions struct {
+// Options configure Run.
+type Options struct {
 	// Store is the state, opened for writing, with the apply lock held.
 	Store *state.Store
 	// Plan is what to carry out; apply never re-decides from the
 	// configuration.
-	Plan *Plan
+	Plan *plan.Plan
 	// Pools and Tasks give the runtime settings of every pool and every
-	// task of the plan (see ApplyInputs).
-	Pools []ApplyPool
+	// task of the plan (see Inputs).
+	Pools []Pool
 	Tasks map[string]coordinator.TaskRuntime
 	// Serve says where and how the coordinator listens (default 127.0.0.1
 	// on a free port, plain HTTP; see Listen). CADir defaults to
 	// CAFolder(WorkDir).
-	Serve ListenSettings
+	Serve httpapi.ListenSettings
 	// ApplyID is the apply's id, the ID of the lock the caller holds:
 	// launches and workers are recorded under it, and the coordinator's
 	// URL is written into that lock row. Lineage is the state's lineage.
@@ -106,7 +103,7 @@ type ApplyOptions struct {
 	// (EventLaunched, EventExited, EventPoolFailed, EventDraining), one
 	// call at a time, in the order they happened (once the coordinator
 	// runs, from the goroutine that delivers its queue of events); every
-	// event has been delivered when Apply returns.
+	// event has been delivered when Run returns.
 	OnEvent func(coordinator.Event)
 	// Logger receives the coordinator's structured logs (default discarded).
 	Logger *slog.Logger
@@ -123,7 +120,7 @@ type ApplyOptions struct {
 	Redact func(string) string
 	// OnServing, when set, is called once the coordinator serves, with its
 	// endpoint (URL, TLS, pin, warning).
-	OnServing func(*Endpoint)
+	OnServing func(*httpapi.Endpoint)
 	// MaxArtifactSize caps each log and output a worker uploads, in bytes
 	// (default 1 GiB). The blobs go to ArtifactFolder(WorkDir).
 	MaxArtifactSize int64
@@ -141,7 +138,7 @@ type ApplyOptions struct {
 	SavedPlan bool
 }
 
-func (o ApplyOptions) supervisorTick() time.Duration {
+func (o Options) supervisorTick() time.Duration {
 	if o.SupervisorTick > 0 {
 		return o.SupervisorTick
 	}
@@ -159,8 +156,8 @@ func OperatorCredentialFile(workDir string) string {
 	return filepath.Join(workDir, "operator-credential")
 }
 
-// ApplyResult summarizes an apply.
-type ApplyResult struct {
+// Result summarizes an apply.
+type Result struct {
 	// Succeeded, Failed and Cancelled count the plan's tasks by final status
 	// (cancellations of removed tasks included); Unfinished counts those
 	// an interrupted apply left to the next one.
@@ -185,26 +182,26 @@ type ApplyResult struct {
 // OK reports whether every task of the plan succeeded (or there was
 // nothing to do; removed tasks cancelled as planned do not count against
 // it) and the apply was not interrupted.
-func (r *ApplyResult) OK() bool {
+func (r *Result) OK() bool {
 	return r.Failed == 0 && r.Cancelled == r.Removed && r.Unfinished == 0 && !r.Interrupted
 }
 
-// ApplyInputs derives the runtime settings apply needs from the
+// Inputs derives the runtime settings apply needs from the
 // configuration a plan was computed from.
-func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]coordinator.TaskRuntime) {
+func Inputs(cfg *wdchcl.Config, p *plan.Plan) ([]Pool, map[string]coordinator.TaskRuntime) {
 	workers := map[string]int{}
 	for _, pc := range p.Pools {
 		workers[pc.Name] = pc.Workers
 	}
-	var pools []ApplyPool
+	var pools []Pool
 	for _, pool := range cfg.Pools {
-		ap := ApplyPool{
+		ap := Pool{
 			Runtime: coordinator.PoolRuntime{Name: pool.Name, Labels: pool.Labels, Capacity: pool.Capacity,
 				HeartbeatInterval: pool.Heartbeat.Interval, TTL: pool.Heartbeat.TTL},
 			Provider: pool.Provider, Min: pool.Min, Max: pool.Max, DrainTimeout: pool.DrainTimeout,
 			LaunchTimeout: pool.LaunchTimeout, Workers: workers[pool.Name], Settings: pool.Settings,
 		}
-		if pool.Provider == ProviderExternal {
+		if pool.Provider == providers.External {
 			ap.Runtime.Joinable, ap.Runtime.Max = true, pool.Max
 		}
 		if info, ok := providers.Describe(pool.Provider); ok && info.Capabilities.ClusterWrites {
@@ -235,7 +232,7 @@ func ApplyInputs(cfg *wdchcl.Config, p *Plan) ([]ApplyPool, map[string]coordinat
 		}
 		tasks[t.Address()] = coordinator.TaskRuntime{
 			Address: t.Address(), DefHash: d.Hash, Definition: d.Definition, WorkDir: workDir, DefaultDir: !t.DirSet, InputRoot: cfg.Dir,
-			DepHashes: DependencyHashes(p.Definitions, d.Definition),
+			DepHashes: plan.DependencyHashes(p.Definitions, d.Definition),
 			Placement: t.Placement, Timeout: t.Timeout, LeaseGrace: t.LeaseGrace,
 			Retry: coordinator.RetryPolicy{MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost, Backoff: t.Retry.Backoff, MaxBackoff: t.Retry.MaxBackoff,
 				Immediate: t.Retry.Backoff == 0},
@@ -267,13 +264,13 @@ func RecoverState(ctx context.Context, store *state.Store, reason string, now ti
 	return len(res.Revoked), nil
 }
 
-// Apply carries out p under the apply lock (which the caller holds): it
+// Run carries out p under the apply lock (which the caller holds): it
 // records the plan's tasks in the state, starts the coordinator on an HTTP
 // listener, launches workers through providers, replaces workers it loses
 // while their pool still has work, waits until every task is finished,
-// drains the workers, and revokes any lease left behind. See ApplyOptions
+// drains the workers, and revokes any lease left behind. See Options
 // for interruption.
-func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
+func Run(ctx context.Context, opts Options) (*Result, error) {
 	started := time.Now()
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -284,7 +281,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		}
 	}
 	if opts.Serve.CADir == "" {
-		opts.Serve.CADir = CAFolder(opts.WorkDir)
+		opts.Serve.CADir = httpapi.CAFolder(opts.WorkDir)
 	}
 	if opts.Executable == "" {
 		exe, err := os.Executable()
@@ -293,7 +290,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		}
 		opts.Executable = exe
 	}
-	a := &applier{opts: opts, res: &ApplyResult{},
+	a := &applier{opts: opts, res: &Result{},
 		// One folder of worker logs per apply, so applies do not mix.
 		logDir: filepath.Join(opts.WorkDir, "workers", started.UTC().Format("20060102T150405.000Z"))}
 	a.emitMu = &sync.Mutex{}
@@ -330,16 +327,16 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	return a.res, nil
 }
 
-// applier is one apply's run: what Apply records, the coordinator it
+// applier is one apply's run: what Run records, the coordinator it
 // serves, its pools and its launches. Every decision reads one clock,
 // opts.Now (now).
 type applier struct {
-	opts   ApplyOptions
-	res    *ApplyResult
+	opts   Options
+	res    *Result
 	emitMu *sync.Mutex
 
 	coord    *coordinator.Coordinator
-	ep       *Endpoint
+	ep       *httpapi.Endpoint
 	logDir   string
 	blobs    *artifact.Store
 	pools    []*poolRun // in declaration order, as opts.Pools
@@ -409,7 +406,7 @@ func (a *applier) record(ctx context.Context) ([]coordinator.TaskRuntime, error)
 	var cancels []state.TaskFinish
 	var defs []state.TaskDef
 	for _, tc := range a.opts.Plan.Tasks {
-		if tc.Action == ActionCancel {
+		if tc.Action == plan.ActionCancel {
 			cancels = append(cancels, state.TaskFinish{Address: tc.Address, Status: state.TaskCancelled, Reason: "no longer in the configuration"})
 			continue
 		}
@@ -452,7 +449,7 @@ func (a *applier) storeInputs(ctx context.Context) error {
 	done := map[string]bool{}
 	for _, tc := range a.opts.Plan.Tasks {
 		rt, ok := a.opts.Tasks[tc.Address]
-		if tc.Action == ActionCancel || !ok {
+		if tc.Action == plan.ActionCancel || !ok {
 			continue
 		}
 		for _, f := range rt.Definition.Inputs {
@@ -487,7 +484,7 @@ func protocolShort(h string) string {
 	return h
 }
 
-func (o ApplyOptions) logger() *slog.Logger {
+func (o Options) logger() *slog.Logger {
 	if o.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
@@ -501,16 +498,4 @@ func writePrivateFile(path string, data []byte) error {
 		return err
 	}
 	return renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600))
-}
-
-// listenAddress turns the listen setting into a net.Listen address:
-// "" → 127.0.0.1:0 (a free port), "host" → host:0.
-func listenAddress(listen string) string {
-	if listen == "" {
-		return "127.0.0.1:0"
-	}
-	if _, _, err := net.SplitHostPort(listen); err != nil {
-		return net.JoinHostPort(listen, "0")
-	}
-	return listen
 }
