@@ -1,21 +1,25 @@
-// Package engine decides and carries out: it turns a decoded configuration
-// (package hcl) and a state snapshot (package state) into a plan, checks
-// placement, and applies a plan: it records it, serves the lease
-// coordinator (package coordinator, over package httpapi), launches
-// workers through providers and supervises pools (package supervise).
+// Package engine is the home of what decides and carries out; it holds no
+// code of its own, only its subsystems, one package each:
 //
-// Planning is a pure function: NewPlan(cfg, snapshot, now, opts) reads
-// nothing but its arguments and writes nothing, so `wdc plan` can never
-// change the state (docs/design.md §3 invariant 8). Rendering a plan for people or
-// machines belongs to the CLI (cmd/wdc), not here.
+//   - engine/plan: the pure plan, New(config, snapshot, now, options) →
+//     changes and diagnostics, with placement checks, validation and the
+//     launch preview;
+//   - engine/apply: the apply operation (Operation: lock, takeover,
+//     reclaim, recovery, plan, confirm) and the run that carries a plan
+//     out (Run: record, serve the coordinator, launch, supervise, drain),
+//     observe → decide → act on one clock;
+//   - engine/coordinator: the lease server — memory, grant, heartbeat,
+//     sweep, accept, the judge of recommendations — whose operations
+//     return domain errors; engine/coordinator/httpapi is its HTTP face
+//     (routes, authentication, decoding, streaming, the listener);
+//   - engine/supervise: the pool supervisor's pure decision;
+//   - engine/placement: claim-side label matching;
+//   - engine/doctor: status and doctor checks of a state file;
+//   - engine/operator: what an operator asks of a state (gc, join tokens,
+//     approve and reject), written locally or through the running apply.
 //
-// Placement is claim-side label matching (package placement): a worker may
-// run a task when its pool's labels contain every label the task's
-// placement asks for, with the same value. There is no central
-// bin-packing; for sizing only, each task counts toward the first pool, in
-// declaration order, that can run it.
-//
-// Doctor checks a state file and what it records (a dead apply's lock and
-// leftovers, stale workers holding leases, queued tasks no live worker can
-// run) without writing anything; `wdc doctor` renders its report.
+// Dependencies flow one way: cmd → engine/apply, engine/doctor,
+// engine/operator → engine/plan → engine/coordinator/httpapi →
+// engine/coordinator → engine/supervise, engine/placement, and all of them
+// → (hcl, state, providers, protocol, artifact). docs/design.md draws it.
 package engine
