@@ -24,7 +24,7 @@ import (
 	"github.com/wdc-dev/wdc/state"
 )
 
-// Run-level event kinds, next to the coordinator's (coordinator.Event*).
+// The apply's own event kinds, next to the coordinator's (coordinator.Event*).
 const (
 	EventLaunched   = "launched"    // a worker process was launched (Pool, Message: pid and log)
 	EventExited     = "exited"      // a launched worker exited (Pool, Message)

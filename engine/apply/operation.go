@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -119,7 +120,7 @@ func (e *SavedPlanError) Unwrap() error { return e.Err }
 // Run carries the operation out. It returns the apply's result (NoChanges
 // set when the plan had none) or an error: ErrApplyCancelled,
 // ErrPlanFailed, ErrInterruptedLocking, a *LockWaitInterruptedError, a
-// *SavedPlanError, the state's errors, or Run's.
+// *SavedPlanError, the state's errors, or those of Run.
 func (op *Operation) Run(ctx context.Context) (*Result, error) {
 	if op.Now == nil {
 		op.Now = time.Now
@@ -148,12 +149,16 @@ func (op *Operation) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer lock.Release(context.Background()) //nolint:errcheck // reported by the next apply if it failed
+	// The view hears of a lost lock once: from the lock's renewal, or
+	// from the run that found it lost first (a write the state refused).
+	var lostOnce sync.Once
+	lockLost := func() { lostOnce.Do(op.View.LockLost) }
 	go func() {
 		select {
 		case <-lock.Lost():
 			// Run sees LockLost too: it kills the workers and writes
 			// nothing more.
-			op.View.LockLost()
+			lockLost()
 		case <-ctx.Done():
 		}
 	}()
@@ -174,7 +179,11 @@ func (op *Operation) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	op.View.Started()
-	return op.apply(ctx, store, lock, planned)
+	res, err := op.apply(ctx, store, lock, planned)
+	if errors.Is(err, state.ErrLockLost) {
+		lockLost()
+	}
+	return res, err
 }
 
 func (op *Operation) refuse(err error) error {

@@ -19,6 +19,19 @@ import (
 	"github.com/wdc-dev/wdc/state"
 )
 
+// ErrLockLost is Run's error when the apply lock was removed or taken over
+// while it ran (Options.LockLost, or a write the state refused for it): it
+// stopped its workers and wrote nothing more. It wraps state.ErrLockLost.
+var ErrLockLost error = lockLostError{}
+
+type lockLostError struct{}
+
+func (lockLostError) Error() string {
+	return "the state lock was taken over or removed while applying; stopped without writing more to the state"
+}
+
+func (lockLostError) Unwrap() error { return state.ErrLockLost }
+
 // stepInterval is how often apply's loop observes and decides when nothing
 // wakes it sooner (a worker's exit does).
 const stepInterval = 200 * time.Millisecond
@@ -225,6 +238,13 @@ func (a *applier) loop(ctx context.Context) {
 			a.lockLost = true
 			return
 		case <-a.coord.Failed():
+			if errors.Is(a.coord.Err(), state.ErrLockLost) {
+				// A guarded write found the lock gone before its renewal
+				// did: the same as LockLost.
+				a.res.Interrupted = true
+				a.lockLost = true
+				return
+			}
 			a.failure = fmt.Errorf("the coordinator failed: %w", a.coord.Err())
 			return
 		case ex := <-a.launcher.exits:
@@ -390,6 +410,9 @@ func (a *applier) finish() error {
 	} else {
 		coord.Drain()
 	}
+	if errors.Is(a.failure, state.ErrLockLost) {
+		a.res.Interrupted, a.lockLost, a.failure = true, true, nil
+	}
 	abort := a.lockLost || a.failure != nil // a broken state records nothing: stop at once
 	select {
 	case <-a.opts.Abort:
@@ -412,7 +435,7 @@ func (a *applier) finish() error {
 	case a.lockLost:
 		// Another apply owns the state now: write nothing more.
 		counted()
-		return errors.New("the state lock was taken over or removed while applying; stopped without writing more to the state")
+		return ErrLockLost
 	case a.failure != nil:
 		// What can still be written: the leases of the workers just
 		// killed (a full disk may have room for that; a damaged file not).
