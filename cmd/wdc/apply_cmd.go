@@ -8,13 +8,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
+	"github.com/wdc-dev/wdc/cmd/internal/planfile"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
@@ -36,7 +38,7 @@ type ApplyCmd struct {
 }
 
 // Run parses what the operation needs (configuration, state path, a saved
-// plan), runs it (apply.Operation: lock, recover, plan, confirm, apply)
+// plan), runs it (engine.Operation: lock, recover, plan, confirm, apply)
 // and renders what it is told, then the summary.
 // Exit codes: 0 when every task succeeded or there was nothing to do; 1 on
 // an error, a failed or cancelled task, or an interruption.
@@ -90,20 +92,20 @@ func (c *ApplyCmd) Run(e *env) error {
 	}
 	view := &applyCmdView{e: e, cfg: cfg, replace: c.Replace, saved: saved}
 	if c.JSON {
-		view.out = newJSONOutput(e.stdout)
+		view.out = views.NewApplyJSON(e.stdout)
 	} else {
-		view.out = newProgressView(e.stdout, e.isTerminal(e.stdout))
+		view.out = views.NewApplyText(e.stdout, e.terminalWidth(e.stdout))
 	}
 	ctx, abort, stop := view.interrupts()
 	defer stop()
 	op := &apply.Operation{Config: cfg, StatePath: path, Serve: serve, Saved: savedPlan, SavedName: c.PlanFile,
-		Replace: c.Replace, LockTimeout: c.LockTimeout, View: view, Now: e.now, Redact: newRedactor(cfg).text, Abort: abort}
+		Replace: c.Replace, LockTimeout: c.LockTimeout, View: view, Now: e.now, Redact: jsonplan.NewRedactor(cfg).Text, Abort: abort}
 	if !c.AutoApprove {
 		op.Confirm = func(*plan.Plan) (bool, error) { return e.confirm() }
 	}
 	res, err := op.Run(ctx)
 	if view.shown {
-		view.out.close()
+		view.out.Close()
 	}
 	switch {
 	case errors.Is(err, apply.ErrApplyCancelled):
@@ -114,7 +116,7 @@ func (c *ApplyCmd) Run(e *env) error {
 	case err != nil:
 		return err
 	}
-	if err := view.out.summary(res, res.NoChanges); err != nil {
+	if err := view.out.Summary(res, res.NoChanges); err != nil {
 		return err
 	}
 	if !res.OK() {
@@ -126,7 +128,7 @@ func (c *ApplyCmd) Run(e *env) error {
 // readSaved reads the saved plan of the command line, if any, and runs
 // every check of it that needs no state: it was made by this wdc, from
 // this configuration, and rebuilds to the definitions it recorded.
-func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*planDoc, *plan.Plan, error) {
+func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*jsonplan.Plan, *plan.Plan, error) {
 	if c.PlanFile == "" {
 		return nil, nil, nil
 	}
@@ -137,14 +139,14 @@ func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*planDoc, *plan.Plan, 
 	if err != nil {
 		return nil, nil, err
 	}
-	saved, err := readPlanFile(resolve(dir, c.PlanFile))
+	saved, err := planfile.Read(resolve(dir, c.PlanFile))
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkPlanFresh(saved, cfg); err != nil {
+	if err := planfile.CheckFresh(saved, cfg, Version); err != nil {
 		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
 	}
-	p, err := planFromDoc(saved, cfg)
+	p, err := planfile.Rebuild(saved, cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
 	}
@@ -158,8 +160,8 @@ type applyCmdView struct {
 	e       *env
 	cfg     *wdchcl.Config
 	replace []string
-	saved   *planDoc // the saved plan's document, shown as it was saved
-	out     applyOutput
+	saved   *jsonplan.Plan // the saved plan's document, shown as it was saved
+	out     views.Apply
 	shown   bool // the plan was shown: the output is closed at the end
 
 	mu     sync.Mutex
@@ -204,7 +206,7 @@ func (v *applyCmdView) interrupts() (ctx context.Context, abort chan struct{}, s
 
 func (v *applyCmdView) LockWaiting(l state.Lock, wait time.Duration) {
 	fmt.Fprintf(v.e.stderr, "The state lock is held by another apply (%s, host %s, pid %d, since %s); waiting up to %s for it (Ctrl-C gives up).\n",
-		l.Holder, l.Host, l.PID, formatTime(l.StartedAt), wait)
+		l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt), wait)
 }
 
 func (v *applyCmdView) Locked() {
@@ -220,10 +222,10 @@ func (v *applyCmdView) LockLost() {
 func (v *applyCmdView) TookOver(prev state.Lock, dead bool) {
 	why := "that is gone"
 	if !dead {
-		why = "that stopped renewing it (its lock expired at " + formatTime(prev.ExpiresAt) + ")"
+		why = "that stopped renewing it (its lock expired at " + views.FormatTime(prev.ExpiresAt) + ")"
 	}
 	fmt.Fprintf(v.e.stderr, "Took over the state lock of an apply %s (%s, host %s, pid %d, started %s).\n",
-		why, prev.Holder, prev.Host, prev.PID, formatTime(prev.StartedAt))
+		why, prev.Holder, prev.Host, prev.PID, views.FormatTime(prev.StartedAt))
 }
 
 func (v *applyCmdView) Reclaimed(rec apply.ReclaimResult, err error) {
@@ -250,15 +252,15 @@ func (v *applyCmdView) Planned(p *plan.Plan, diags hcl.Diagnostics) error {
 	doc := v.saved
 	if doc == nil {
 		var err error
-		if doc, err = newPlanDoc(v.cfg, p, v.replace); err != nil {
+		if doc, err = jsonplan.New(v.cfg, p, v.replace, Version); err != nil {
 			return err
 		}
 	}
 	v.shown = true
-	return v.out.plan(doc, v.e.color(v.e.stdout))
+	return v.out.Plan(doc, v.e.color(v.e.stdout))
 }
 
-func (v *applyCmdView) Started() { v.out.start() }
+func (v *applyCmdView) Started() { v.out.Start() }
 
 func (v *applyCmdView) Serving(ep *httpapi.Endpoint) {
 	if ep.Warning != "" {
@@ -266,7 +268,7 @@ func (v *applyCmdView) Serving(ep *httpapi.Endpoint) {
 	}
 }
 
-func (v *applyCmdView) Event(ev coordinator.Event) { v.out.event(ev) }
+func (v *applyCmdView) Event(ev coordinator.Event) { v.out.Event(ev) }
 
 // applyUnconfirmed is apply without --auto-approve where it cannot ask
 // (no terminal, or --json): it plans against the state opened read-only
@@ -289,39 +291,18 @@ func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config, path string) err
 		}
 		return errors.New("no terminal to confirm on: review the plan with wdc plan, then run wdc apply --auto-approve (or save it with wdc plan --out FILE and run wdc apply FILE)")
 	}
-	doc, err := newPlanDoc(cfg, planned, c.Replace)
+	doc, err := jsonplan.New(cfg, planned, c.Replace, Version)
 	if err != nil {
 		return err
 	}
-	var out applyOutput = newProgressView(e.stdout, false)
+	var out views.Apply = views.NewApplyText(e.stdout, nil)
 	if c.JSON {
-		out = newJSONOutput(e.stdout)
+		out = views.NewApplyJSON(e.stdout)
 	}
-	if err := out.plan(doc, e.color(e.stdout)); err != nil {
+	if err := out.Plan(doc, e.color(e.stdout)); err != nil {
 		return err
 	}
-	return out.summary(&apply.Result{}, true)
-}
-
-// applySummary is the final line: tasks by outcome, attempts, workers and
-// wall time.
-func applySummary(r *apply.Result) string {
-	head := "Apply complete!"
-	switch {
-	case r.Interrupted:
-		head = "Apply interrupted!"
-	case !r.OK():
-		head = "Apply failed!"
-	}
-	s := fmt.Sprintf("%s Tasks: %d succeeded, %d failed, %d cancelled", head, r.Succeeded, r.Failed, r.Cancelled)
-	if r.Unfinished > 0 {
-		s += fmt.Sprintf(", %d unfinished (the next apply continues them)", r.Unfinished)
-	}
-	workers := strconv.Itoa(r.Workers)
-	if r.Joined > 0 {
-		workers += fmt.Sprintf(" (%d joined)", r.Joined)
-	}
-	return s + fmt.Sprintf(". Attempts: %d. Workers: %s. Wall time: %s.", r.Attempts, workers, r.Wall.Round(time.Millisecond))
+	return out.Summary(&apply.Result{}, true)
 }
 
 // confirm asks on the terminal; without one it refuses.
@@ -343,10 +324,20 @@ func (e *env) stdinIsTerminal() bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// isTerminal reports whether w is a terminal.
-func (e *env) isTerminal(w io.Writer) bool {
+// terminalWidth returns what reports the width in columns of the terminal
+// w writes to (80 when the terminal does not say), or nil when w is not a
+// terminal.
+func (e *env) terminalWidth(w io.Writer) func() int {
 	f, ok := fileOf(w)
-	return ok && term.IsTerminal(int(f.Fd()))
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return func() int {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+		return 80
+	}
 }
 
 // serveSettings resolves where and how the coordinator serves: WDC_LISTEN

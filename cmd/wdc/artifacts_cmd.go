@@ -14,6 +14,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -103,16 +104,16 @@ func (c *ArtifactsListCmd) Run(e *env) error {
 		return err
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, newArtifactsJSON(outs))
+		return views.WriteJSON(e.stdout, views.NewArtifactsJSON(outs))
 	}
 	if len(outs) == 0 {
 		_, err := fmt.Fprintf(e.stdout, "%s attempt %d has no outputs.\n", normalizeAddress(c.Address), a.Number)
 		return err
 	}
-	tw := newTable(e.stdout)
+	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "NAME\tSIZE\tSHA256\tMEDIA TYPE")
 	for _, o := range outs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Name, artifact.FormatSize(o.Size), o.SHA256, orDash(o.MediaType))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Name, artifact.FormatSize(o.Size), o.SHA256, views.OrDash(o.MediaType))
 	}
 	return tw.Flush()
 }
@@ -166,7 +167,7 @@ func (c *ArtifactsGetCmd) Run(e *env) error {
 	for i, o := range outs {
 		names[i] = o.Name
 	}
-	return fmt.Errorf("%s attempt %d has no output %q (outputs: %s)", normalizeAddress(c.Address), a.Number, c.Name, orDash(strings.Join(names, ", ")))
+	return fmt.Errorf("%s attempt %d has no output %q (outputs: %s)", normalizeAddress(c.Address), a.Number, c.Name, views.OrDash(strings.Join(names, ", ")))
 }
 
 // pathCause strips the path of a file system error (a temporary file's,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/operator"
 	"github.com/wdc-dev/wdc/protocol"
@@ -66,7 +67,7 @@ func (e *env) findApply(verb string, remote bool) (*runningApply, error) {
 	}
 	if snap.Lock.CoordinatorURL == "" {
 		return nil, fmt.Errorf("the apply holding the state %s (lock %s, since %s) has no coordinator serving yet: try again in a moment",
-			path, snap.Lock.ID, formatTime(snap.Lock.StartedAt))
+			path, snap.Lock.ID, views.FormatTime(snap.Lock.StartedAt))
 	}
 	return &runningApply{lock: *snap.Lock, workDir: filepath.Dir(path), path: path}, nil
 }

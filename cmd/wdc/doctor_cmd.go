@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/doctor"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/plural"
@@ -103,7 +104,7 @@ func (c *DoctorCmd) Run(e *env) error {
 	}
 	doc := newDoctorDoc(report, c.PlacementThreshold, now)
 	if c.JSON {
-		err = writeJSON(e.stdout, doc)
+		err = views.WriteJSON(e.stdout, doc)
 	} else {
 		err = renderDoctor(e.stdout, doc)
 	}
@@ -174,7 +175,7 @@ func renderDoctor(w io.Writer, doc *doctorDoc) error {
 	}
 	fmt.Fprintln(w, "\nChecks:")
 	var table bytes.Buffer
-	tw := newTable(&table)
+	tw := views.NewTable(&table)
 	for _, c := range doc.Checks {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Status, c.ID, c.Note)
 	}

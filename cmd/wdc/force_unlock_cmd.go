@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
+
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -36,6 +38,6 @@ func (c *ForceUnlockCmd) Run(e *env) error {
 		return err
 	}
 	_, err = fmt.Fprintf(e.stdout, "Removed the state lock %s held by %s (host %s, pid %d) since %s.\n",
-		l.ID, l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
+		l.ID, l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt))
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 	"github.com/wdc-dev/wdc/engine/operator"
@@ -118,7 +119,7 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 	}
 	hint := "wdc agent --server URL --pool " + pool.Name + " --join-file " + c.Out
 	fmt.Fprintf(e.stderr, "Join token %s for pool %s, valid until %s, written to %s (it holds a secret: mode 0600).\nOn a worker: %s\n",
-		jf.ID, pool.Name, formatTime(jf.ExpiresAt), c.Out, hint)
+		jf.ID, pool.Name, views.FormatTime(jf.ExpiresAt), c.Out, hint)
 	return nil
 }
 
@@ -138,7 +139,7 @@ func narrowing(pool *wdchcl.Pool, flags []string) (map[string]string, error) {
 		pv, has := pool.Labels[k]
 		switch {
 		case !has:
-			return nil, fmt.Errorf("--label %s: pool %s has no label %q (its labels: %s); a join token can only narrow the pool's labels", f, pool.Name, k, formatLabels(pool.Labels))
+			return nil, fmt.Errorf("--label %s: pool %s has no label %q (its labels: %s); a join token can only narrow the pool's labels", f, pool.Name, k, views.FormatLabels(pool.Labels))
 		case pool.SensitiveLabels || pool.SensitiveLabelKeys[k]:
 			if pv != v {
 				return nil, fmt.Errorf("--label %s: the pool's label %q has another value", f, k)
@@ -196,24 +197,24 @@ func (c *JoinTokenListCmd) Run(e *env) error {
 			st = "expired"
 		}
 		out = append(out, joinTokenJSON{ID: j.ID, Pool: j.Pool, Labels: j.Labels, Status: st, CreatedAt: j.CreatedAt, ExpiresAt: j.ExpiresAt,
-			RevokedAt: jsonTime(j.RevokedAt)})
+			RevokedAt: views.JSONTime(j.RevokedAt)})
 	}
 	sort.SliceStable(out, func(i, k int) bool { return out[i].CreatedAt.Before(out[k].CreatedAt) })
 	if c.JSON {
-		return writeJSON(e.stdout, out)
+		return views.WriteJSON(e.stdout, out)
 	}
 	if len(out) == 0 {
 		_, err := fmt.Fprintln(e.stdout, "No join tokens in the state"+noStateHint(store != nil, path)+".")
 		return err
 	}
-	tw := newTable(e.stdout)
+	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "ID\tPOOL\tLABELS\tSTATUS\tCREATED\tEXPIRES")
 	for _, j := range out {
 		labels := "(the pool's)"
 		if j.Labels != nil {
-			labels = formatLabels(j.Labels)
+			labels = views.FormatLabels(j.Labels)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Pool, labels, j.Status, formatTime(j.CreatedAt), formatTime(j.ExpiresAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Pool, labels, j.Status, views.FormatTime(j.CreatedAt), views.FormatTime(j.ExpiresAt))
 	}
 	return tw.Flush()
 }

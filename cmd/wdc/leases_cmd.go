@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -40,16 +41,16 @@ func (c *LeasesListCmd) Run(e *env) error {
 		for _, l := range leases {
 			out = append(out, newLeaseJSON(l))
 		}
-		return writeJSON(e.stdout, out)
+		return views.WriteJSON(e.stdout, out)
 	}
 	if len(leases) == 0 {
 		_, err := fmt.Fprintln(e.stdout, "No leases in the state"+noStateHint(exists, path)+".")
 		return err
 	}
-	tw := newTable(e.stdout)
+	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "TOKEN\tTASK\tATTEMPT\tWORKER\tSTATUS\tDEF_HASH\tGRANTED\tEXPIRES")
 	for _, l := range leases {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.Token, l.Task, l.Attempt, l.WorkerID, l.Status, protocol.ShortHash(l.DefHash), formatTime(l.GrantedAt), formatTime(l.ExpiresAt))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.Token, l.Task, l.Attempt, l.WorkerID, l.Status, protocol.ShortHash(l.DefHash), views.FormatTime(l.GrantedAt), views.FormatTime(l.ExpiresAt))
 	}
 	return tw.Flush()
 }
@@ -73,6 +74,6 @@ func (e *env) readLeases() (leases []state.Lease, path string, exists bool, err 
 
 func newLeaseJSON(l state.Lease) leaseJSON {
 	return leaseJSON{FencingToken: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: l.WorkerID, DefHash: l.DefHash,
-		Status: string(l.Status), GrantedAt: jsonTime(l.GrantedAt), RenewedAt: jsonTime(l.RenewedAt), ExpiresAt: jsonTime(l.ExpiresAt),
-		HardExpiresAt: jsonTime(l.HardExpiresAt), EndedAt: jsonTime(l.EndedAt)}
+		Status: string(l.Status), GrantedAt: views.JSONTime(l.GrantedAt), RenewedAt: views.JSONTime(l.RenewedAt), ExpiresAt: views.JSONTime(l.ExpiresAt),
+		HardExpiresAt: views.JSONTime(l.HardExpiresAt), EndedAt: views.JSONTime(l.EndedAt)}
 }

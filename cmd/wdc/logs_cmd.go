@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -185,11 +186,11 @@ func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) e
 	case a.EndedAt.IsZero():
 		return fmt.Errorf("%s attempt %d is still running: its logs arrive with its result (wdc logs --follow prints them as they come)", addr, a.Number)
 	case offset > 0:
-		return fmt.Errorf("%s attempt %d ended without delivering its %s (%s): the lines above are what its worker sent while it ran", addr, a.Number, name, orDash(a.Error))
+		return fmt.Errorf("%s attempt %d ended without delivering its %s (%s): the lines above are what its worker sent while it ran", addr, a.Number, name, views.OrDash(a.Error))
 	case a.FailureClass == state.FailureClassLost:
-		return fmt.Errorf("%s attempt %d has no %s: its result never arrived (lost: %s)", addr, a.Number, name, orDash(a.Error))
+		return fmt.Errorf("%s attempt %d has no %s: its result never arrived (lost: %s)", addr, a.Number, name, views.OrDash(a.Error))
 	default:
-		return fmt.Errorf("%s attempt %d has no %s: it ended without running its command (%s)", addr, a.Number, name, orDash(a.Error))
+		return fmt.Errorf("%s attempt %d has no %s: it ended without running its command (%s)", addr, a.Number, name, views.OrDash(a.Error))
 	}
 }
 

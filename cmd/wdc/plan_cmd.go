@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
+	"github.com/wdc-dev/wdc/cmd/internal/planfile"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/internal/plural"
@@ -39,11 +42,11 @@ func (c *PlanCmd) Run(e *env) error {
 	if l := snap.Lock; l != nil && l.ExpiresAt.After(e.now()) {
 		if host, _ := os.Hostname(); l.Host == host && !apply.ProcessAlive(l.PID) {
 			fmt.Fprintf(e.stderr, "Warning: the state lock is held by an apply that is gone (%s, host %s, pid %d, since %s): "+
-				"the next wdc apply takes it over and retries what it left running.\n", l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
+				"the next wdc apply takes it over and retries what it left running.\n", l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt))
 		} else {
 			fmt.Fprintf(e.stderr, "Warning: an apply is running (lock held by %s, host %s, pid %d, since %s): "+
 				"the tasks it runs show as retries here; plan again when it has finished.\n",
-				l.Holder, l.Host, l.PID, formatTime(l.StartedAt))
+				l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt))
 		}
 	}
 	if n := unjudgedRecommendations(ctx, path); n > 0 {
@@ -64,26 +67,26 @@ func (c *PlanCmd) Run(e *env) error {
 	if pdiags.HasErrors() {
 		return errExit{1}
 	}
-	doc, err := newPlanDoc(cfg, planned, c.Replace)
+	doc, err := jsonplan.New(cfg, planned, c.Replace, Version)
 	if err != nil {
 		return err
 	}
-	addLaunchPreviews(doc, previews)
+	doc.AddLaunchPreviews(previews)
 	if c.Out != "" {
 		dir, err := e.configDir()
 		if err != nil {
 			return err
 		}
-		if err := writePlanFile(resolve(dir, c.Out), doc); err != nil {
+		if err := planfile.Write(resolve(dir, c.Out), doc); err != nil {
 			return err
 		}
 	}
 	if c.JSON {
-		if err := writeJSON(e.stdout, doc); err != nil {
+		if err := views.WriteJSON(e.stdout, doc); err != nil {
 			return err
 		}
 	} else {
-		if err := renderPlan(e.stdout, doc, e.color(e.stdout)); err != nil {
+		if err := views.PlanText(e.stdout, doc, e.color(e.stdout)); err != nil {
 			return err
 		}
 		if c.Out != "" {

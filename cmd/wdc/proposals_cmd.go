@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
@@ -71,7 +72,7 @@ func newProposalJSON(p state.Proposal, runs map[string]state.TaskStatus) proposa
 		Source:  proposalSourceJSON{Task: p.SourceTask, Attempt: p.SourceAttempt, FencingToken: p.SourceToken, Recommendation: p.SourceIndex},
 		Input:   rawOr(p.Input, "{}"),
 		DefHash: p.DefHash, Definition: rawOr(p.Spec, "{}"), Settings: rawOr(p.Settings, "{}"),
-		DecidedBy: p.DecidedBy, Reason: p.Reason, Earned: p.Earned, CreatedAt: p.CreatedAt.UTC(), DecidedAt: jsonTime(p.DecidedAt),
+		DecidedBy: p.DecidedBy, Reason: p.Reason, Earned: p.Earned, CreatedAt: p.CreatedAt.UTC(), DecidedAt: views.JSONTime(p.DecidedAt),
 		RunStatus: string(runs[p.Address()]),
 	}
 }
@@ -140,7 +141,7 @@ func (c *ProposalsListCmd) Run(e *env) error {
 		}
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, out)
+		return views.WriteJSON(e.stdout, out)
 	}
 	if len(out) == 0 {
 		what := "No proposals"
@@ -150,7 +151,7 @@ func (c *ProposalsListCmd) Run(e *env) error {
 		_, err := fmt.Fprintln(e.stdout, what+" in the state"+noStateHint(exists, path)+".")
 		return err
 	}
-	tw := newTable(e.stdout)
+	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "PROPOSAL\tSTATUS\tTASK\tPROPOSED BY\tEDGE\tINPUT\tDECIDED BY\tRUN")
 	for _, p := range out {
 		by := p.DecidedBy
@@ -207,7 +208,7 @@ func (c *ProposalsShowCmd) Run(e *env) error {
 		}
 		j := newProposalJSON(p, runs)
 		if c.JSON {
-			return writeJSON(e.stdout, j)
+			return views.WriteJSON(e.stdout, j)
 		}
 		var d protocol.Definition
 		_ = json.Unmarshal(p.Spec, &d) // shown as recorded; an undecodable one shows empty
@@ -219,22 +220,22 @@ func (c *ProposalsShowCmd) Run(e *env) error {
 		fmt.Fprintf(w, "  proposed by: %s attempt %d (fencing token %d), recommendation %d of type %q\n", p.SourceTask, p.SourceAttempt, p.SourceToken, p.SourceIndex, p.Type)
 		fmt.Fprintf(w, "  via:         edge.%s\n", p.Edge)
 		fmt.Fprintf(w, "  input:       %s\n", clip(string(j.Input), protocol.MaxRecommendationsBytes))
-		fmt.Fprintf(w, "  command:     %s\n", commandText(d.Command))
+		fmt.Fprintf(w, "  command:     %s\n", views.CommandText(d.Command))
 		if len(d.Env) > 0 {
-			fmt.Fprintf(w, "  env:         %s\n", hclMap(d.Env))
+			fmt.Fprintf(w, "  env:         %s\n", views.HCLMap(d.Env))
 		}
-		fmt.Fprintf(w, "  placement:   %s\n", formatLabels(s.Placement))
+		fmt.Fprintf(w, "  placement:   %s\n", views.FormatLabels(s.Placement))
 		fmt.Fprintf(w, "  def_hash:    %s\n", p.DefHash)
-		fmt.Fprintf(w, "  created:     %s\n", formatTime(p.CreatedAt))
+		fmt.Fprintf(w, "  created:     %s\n", views.FormatTime(p.CreatedAt))
 		switch p.Status {
 		case state.ProposalPending:
 			fmt.Fprintf(w, "  decision:    waiting (wdc approve %d, or wdc reject %d --reason TEXT)\n", p.ID, p.ID)
 		case state.ProposalAutoApproved:
-			fmt.Fprintf(w, "  decision:    approved by its edge at %s: %s\n", formatTime(p.DecidedAt), p.Earned)
+			fmt.Fprintf(w, "  decision:    approved by its edge at %s: %s\n", views.FormatTime(p.DecidedAt), p.Earned)
 		case state.ProposalRejected:
-			fmt.Fprintf(w, "  decision:    rejected by %s at %s: %s\n", p.DecidedBy, formatTime(p.DecidedAt), p.Reason)
+			fmt.Fprintf(w, "  decision:    rejected by %s at %s: %s\n", p.DecidedBy, views.FormatTime(p.DecidedAt), p.Reason)
 		default:
-			fmt.Fprintf(w, "  decision:    approved by %s at %s\n", p.DecidedBy, formatTime(p.DecidedAt))
+			fmt.Fprintf(w, "  decision:    approved by %s at %s\n", p.DecidedBy, views.FormatTime(p.DecidedAt))
 		}
 		switch run := runs[j.Address]; {
 		case run != "":
@@ -441,13 +442,13 @@ func (c *EdgesListCmd) Run(e *env) error {
 			AutoApprovals: r.AutoApprovals, Streak: r.Streak, StreakProposals: append([]int64{}, r.StreakProposals...)})
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, out)
+		return views.WriteJSON(e.stdout, out)
 	}
 	if len(out) == 0 {
 		_, err := fmt.Fprintln(e.stdout, "No edges: the configuration declares no edge block, so no task's recommendation can become a proposal.")
 		return err
 	}
-	tw := newTable(e.stdout)
+	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "EDGE\tFROM\tTYPE\tPROPOSE\tAPPROVAL\tRECORD")
 	for _, j := range out {
 		if !j.InConfiguration {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/providers"
 )
@@ -82,7 +83,7 @@ func (c *ProvidersCmd) list(e *env, entries []providers.Entry) error {
 	}
 	doc := newProvidersDoc(plan.ListProviders(entries, cfg), dir, noConfig)
 	if c.JSON {
-		err = writeJSON(e.stdout, doc)
+		err = views.WriteJSON(e.stdout, doc)
 	} else {
 		err = renderProviders(e.stdout, doc)
 	}
@@ -141,7 +142,7 @@ func newProvidersDoc(list []plan.ProviderEntry, dir, noConfig string) *providers
 // renderProviders prints the listing as a table, then why pools are not
 // shown when there is no configuration to take them from.
 func renderProviders(w io.Writer, doc *providersDoc) error {
-	tw := newTable(w)
+	tw := views.NewTable(w)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tSTATUS\tRENDER\tDRY RUN\tCLUSTER WRITES\tPOOLS\tSUMMARY")
 	for _, p := range doc.Providers {
 		source, status, render, dryRun, clusterWrites := "-", p.Status, "-", "-", "-"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -111,7 +112,7 @@ func TestReadCommands(t *testing.T) {
 func TestReadCommandsJSON(t *testing.T) {
 	path := seedState(t)
 
-	var tasks []taskJSON
+	var tasks []views.TaskJSON
 	decode(t, &tasks, "--state", path, "tasks", "list", "--json")
 	if len(tasks) != 3 || tasks[0].Address != "task.build[0]" || tasks[0].Status != "running" || tasks[2].LastError != "exit status 2" {
 		t.Errorf("tasks list --json = %+v", tasks)
@@ -138,11 +139,7 @@ func TestReadCommandsJSON(t *testing.T) {
 		t.Errorf("lease expires %v after its grant, want 10s (the worker's ttl)", got)
 	}
 
-	var show struct {
-		Address     string        `json:"address"`
-		AttemptList []attemptJSON `json:"attempt_list"`
-		Events      []eventJSON   `json:"events"`
-	}
+	var show views.TaskDetailJSON
 	decode(t, &show, "--state", path, "tasks", "show", "task.build[0]", "--json")
 	if show.Address != "task.build[0]" || len(show.AttemptList) != 1 || show.AttemptList[0].FencingToken != 2 || len(show.Events) == 0 {
 		t.Errorf("tasks show --json = %+v", show)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/demo"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/plan"
@@ -246,7 +248,7 @@ func TestSchemaPlanAndShow(t *testing.T) {
 	// merge run and gone cancelled; every action appears.
 	all := wdcOut(t, "--chdir", dir, "plan", "--json", "--replace", "fetch", "--out", "saved.json")
 	validateDoc(t, planSchema, "plan --json --replace", all)
-	var doc planDoc
+	var doc jsonplan.Plan
 	if err := json.Unmarshal(all, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +489,7 @@ func TestSchemaDemoWorkerLeases(t *testing.T) {
 	sch := loadSchema(t, "demo-worker-leases.schema.json")
 	out := wdcOut(t, "demo", "worker-leases", "--json")
 	validateDoc(t, sch, "demo worker-leases --json", out)
-	var doc demoDoc
+	var doc views.DemoDoc
 	if err := json.Unmarshal(out, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +503,7 @@ func TestSchemaDemoWorkerLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	report.Steps[4].Checks[0].OK = false
-	failed, err := json.Marshal(newDemoDoc(report))
+	failed, err := json.Marshal(views.NewDemoDoc(report))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +511,7 @@ func TestSchemaDemoWorkerLeases(t *testing.T) {
 	report.Steps = report.Steps[:5]
 	report.Steps[4].State = nil
 	report.Stopped = "step 5 (sweep) could not go on: the sweep: connection refused"
-	stopped, err := json.Marshal(newDemoDoc(report))
+	stopped, err := json.Marshal(views.NewDemoDoc(report))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -815,7 +817,7 @@ func TestSchemaPlanWithProposals(t *testing.T) {
 		t.Errorf("the plan moved the state's serial from %d to %d", serial, after)
 	}
 	validateDoc(t, planSchema, "plan --json (proposals)", plan)
-	var doc planDoc
+	var doc jsonplan.Plan
 	must(json.Unmarshal(plan, &doc))
 	if len(doc.Changes) != 1 || doc.Changes[0].Address != "proposal.1" || doc.Changes[0].Proposal == nil || doc.Changes[0].After == nil ||
 		len(doc.WaitingProposals) != 1 || doc.WaitingProposals[0].Address != "proposal.2" {

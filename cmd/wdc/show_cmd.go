@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
+	"github.com/wdc-dev/wdc/cmd/internal/planfile"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -17,15 +20,15 @@ type ShowCmd struct {
 
 // stateDoc is the document `wdc show --json` prints for the state.
 type stateDoc struct {
-	FormatVersion string       `json:"format_version"`
-	Path          string       `json:"path"`
-	Exists        bool         `json:"exists"`
-	State         stateRef     `json:"state"`
-	Lock          *lockDoc     `json:"lock"`
-	Pools         []poolState  `json:"pools"`
-	Workers       []workerJSON `json:"workers"`
-	Tasks         []taskJSON   `json:"tasks"`
-	Leases        []leaseJSON  `json:"leases"`
+	FormatVersion string            `json:"format_version"`
+	Path          string            `json:"path"`
+	Exists        bool              `json:"exists"`
+	State         jsonplan.StateRef `json:"state"`
+	Lock          *lockDoc          `json:"lock"`
+	Pools         []poolState       `json:"pools"`
+	Workers       []workerJSON      `json:"workers"`
+	Tasks         []views.TaskJSON  `json:"tasks"`
+	Leases        []leaseJSON       `json:"leases"`
 }
 
 type lockDoc struct {
@@ -57,21 +60,21 @@ func (c *ShowCmd) Run(e *env) error {
 		if err != nil {
 			return err
 		}
-		doc, err := readPlanFile(resolve(dir, c.PlanFile))
+		doc, err := planfile.Read(resolve(dir, c.PlanFile))
 		if err != nil {
 			return err
 		}
 		if c.JSON {
-			return writeJSON(e.stdout, doc)
+			return views.WriteJSON(e.stdout, doc)
 		}
-		return renderPlan(e.stdout, doc, e.color(e.stdout))
+		return views.PlanText(e.stdout, doc, e.color(e.stdout))
 	}
 
 	path, err := e.statePathForReading()
 	if err != nil {
 		return err
 	}
-	doc := &stateDoc{FormatVersion: planFormatVersion, Path: path, Pools: []poolState{}, Workers: []workerJSON{}, Tasks: []taskJSON{}, Leases: []leaseJSON{}}
+	doc := &stateDoc{FormatVersion: jsonplan.FormatVersion, Path: path, Pools: []poolState{}, Workers: []workerJSON{}, Tasks: []views.TaskJSON{}, Leases: []leaseJSON{}}
 	ctx := context.Background()
 	st, err := openForReading(ctx, path)
 	switch {
@@ -88,7 +91,7 @@ func (c *ShowCmd) Run(e *env) error {
 			return err
 		}
 		doc.Exists = true
-		doc.State = stateRef{Lineage: snap.Lineage, Serial: snap.Serial}
+		doc.State = jsonplan.StateRef{Lineage: snap.Lineage, Serial: snap.Serial}
 		if l := snap.Lock; l != nil {
 			doc.Lock = &lockDoc{ID: l.ID, Holder: l.Holder, Host: l.Host, PID: l.PID, StartedAt: l.StartedAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
 				CoordinatorURL: l.CoordinatorURL, CASHA256: l.CASHA256}
@@ -104,14 +107,14 @@ func (c *ShowCmd) Run(e *env) error {
 			doc.Workers = append(doc.Workers, newWorkerJSON(w))
 		}
 		for _, t := range snap.Tasks {
-			doc.Tasks = append(doc.Tasks, newTaskJSON(t))
+			doc.Tasks = append(doc.Tasks, views.NewTaskJSON(t))
 		}
 		for _, l := range leases {
 			doc.Leases = append(doc.Leases, newLeaseJSON(l))
 		}
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, doc)
+		return views.WriteJSON(e.stdout, doc)
 	}
 	return renderState(e, doc)
 }
@@ -124,7 +127,7 @@ func renderState(e *env, doc *stateDoc) error {
 	}
 	fmt.Fprintf(w, "State %s (lineage %s, serial %d)\n", doc.Path, doc.State.Lineage, doc.State.Serial)
 	if l := doc.Lock; l != nil {
-		fmt.Fprintf(w, "Locked by %s (host %s, pid %d) since %s, until %s; lock ID %s\n", l.Holder, l.Host, l.PID, formatTime(l.StartedAt), formatTime(l.ExpiresAt), l.ID)
+		fmt.Fprintf(w, "Locked by %s (host %s, pid %d) since %s, until %s; lock ID %s\n", l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt), views.FormatTime(l.ExpiresAt), l.ID)
 		if l.CoordinatorURL != "" {
 			fmt.Fprintf(w, "Coordinator: %s", l.CoordinatorURL)
 			if l.CASHA256 != "" {
@@ -137,25 +140,25 @@ func renderState(e *env, doc *stateDoc) error {
 		fmt.Fprintf(w, "\n%s (%d):\n", title, n)
 	}
 	section("Pools", len(doc.Pools))
-	tw := newTable(w)
+	tw := views.NewTable(w)
 	for _, p := range doc.Pools {
-		fmt.Fprintf(tw, "  pool.%s\t%s\tmin %d\tmax %d\tcapacity %d\t%s\n", p.Name, p.Provider, p.Min, p.Max, p.Capacity, formatLabels(p.Labels))
+		fmt.Fprintf(tw, "  pool.%s\t%s\tmin %d\tmax %d\tcapacity %d\t%s\n", p.Name, p.Provider, p.Min, p.Max, p.Capacity, views.FormatLabels(p.Labels))
 	}
 	tw.Flush()
 	section("Workers", len(doc.Workers))
-	tw = newTable(w)
+	tw = views.NewTable(w)
 	for _, wk := range doc.Workers {
-		fmt.Fprintf(tw, "  %s\tpool.%s\t%s\t%s\tpid %d\tleases %d\n", wk.ID, wk.Pool, wk.Status, orDash(wk.Host), wk.PID, wk.LeasesHeld)
+		fmt.Fprintf(tw, "  %s\tpool.%s\t%s\t%s\tpid %d\tleases %d\n", wk.ID, wk.Pool, wk.Status, views.OrDash(wk.Host), wk.PID, wk.LeasesHeld)
 	}
 	tw.Flush()
 	section("Tasks", len(doc.Tasks))
-	tw = newTable(w)
+	tw = views.NewTable(w)
 	for _, t := range doc.Tasks {
-		fmt.Fprintf(tw, "  %s\t%s\tattempts %d\t%s\t%s\n", t.Address, t.Status, t.Attempts, protocol.ShortHash(t.DefHash), orDash(oneLine(t.LastError)))
+		fmt.Fprintf(tw, "  %s\t%s\tattempts %d\t%s\t%s\n", t.Address, t.Status, t.Attempts, protocol.ShortHash(t.DefHash), views.OrDash(views.OneLine(t.LastError)))
 	}
 	tw.Flush()
 	section("Leases", len(doc.Leases))
-	tw = newTable(w)
+	tw = views.NewTable(w)
 	for _, l := range doc.Leases {
 		fmt.Fprintf(tw, "  token %d\t%s\tattempt %d\t%s\t%s\n", l.FencingToken, l.Task, l.Attempt, l.WorkerID, l.Status)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
@@ -42,7 +43,7 @@ type statusApply struct {
 	ExpiresAt      time.Time `json:"expires_at"`
 	CoordinatorURL string    `json:"coordinator_url"`
 	// HolderState is how the apply is judged, as doctor and apply judge
-	// it (apply.JudgeHolder): "live", "dead" (its pid no longer runs on
+	// it (engine.JudgeHolder): "live", "dead" (its pid no longer runs on
 	// this host) or "stalled" (it stopped renewing the lock). Format 1.1.
 	HolderState string `json:"holder_state"`
 	// Answered is whether the coordinator answered the status call;
@@ -133,7 +134,7 @@ func (c *StatusCmd) Run(e *env) error {
 		o.AgeSeconds = max(now.Sub(o.Since), 0).Seconds()
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, doc)
+		return views.WriteJSON(e.stdout, doc)
 	}
 	return renderStatus(e, doc, len(snap.Tasks))
 }
@@ -164,20 +165,20 @@ func renderStatus(e *env, d statusDoc, total int) error {
 		fmt.Fprintf(w, "No apply is running (state %s).\n", d.Path)
 	case a.HolderState == apply.HolderDead.String():
 		fmt.Fprintf(w, "Apply %s is gone: it holds the state lock since %s (%s) as %s on %s, but pid %d no longer runs on this host\n",
-			a.ID, formatTime(a.Since), ago(a.Since), a.Holder, a.Host, a.PID)
+			a.ID, views.FormatTime(a.Since), ago(a.Since), a.Holder, a.Host, a.PID)
 		fmt.Fprintln(w, "  The next wdc apply takes the lock over and continues its unfinished tasks; wdc doctor says what it left.")
 	case a.HolderState == apply.HolderStalled.String():
 		fmt.Fprintf(w, "Apply %s is not answering: it stopped renewing the state lock (expired %s, %s); held since %s by %s on %s (pid %d)\n",
-			a.ID, formatTime(a.ExpiresAt), ago(a.ExpiresAt), formatTime(a.Since), a.Holder, a.Host, a.PID)
+			a.ID, views.FormatTime(a.ExpiresAt), ago(a.ExpiresAt), views.FormatTime(a.Since), a.Holder, a.Host, a.PID)
 		renderCoordinator(w, a)
 		fmt.Fprintln(w, "  The next wdc apply takes the lock over; wdc doctor says more.")
 	default:
-		fmt.Fprintf(w, "Apply %s running since %s (%s), held by %s on %s (pid %d)\n", a.ID, formatTime(a.Since), ago(a.Since), a.Holder, a.Host, a.PID)
+		fmt.Fprintf(w, "Apply %s running since %s (%s), held by %s on %s (pid %d)\n", a.ID, views.FormatTime(a.Since), ago(a.Since), a.Holder, a.Host, a.PID)
 		renderCoordinator(w, a)
 	}
 	fmt.Fprintln(w)
 	if len(d.Pools) > 0 {
-		tw := newTable(w)
+		tw := views.NewTable(w)
 		fmt.Fprintln(tw, "POOL\tPROVIDER\tACTIVE\tBUSY\tIDLE\tDRAINING\tSTALE\tPENDING\tQUEUED\tSUPERVISOR")
 		for _, p := range d.Pools {
 			optional := func(n *int) string {
@@ -222,7 +223,7 @@ func renderStatus(e *env, d statusDoc, total int) error {
 // renderCoordinator prints the apply's coordinator line: its URL, and why
 // it did not answer.
 func renderCoordinator(w io.Writer, a *statusApply) {
-	fmt.Fprintf(w, "  coordinator: %s", orDash(a.CoordinatorURL))
+	fmt.Fprintf(w, "  coordinator: %s", views.OrDash(a.CoordinatorURL))
 	if !a.Answered {
 		fmt.Fprintf(w, " (did not answer: %s)", a.Error)
 	}

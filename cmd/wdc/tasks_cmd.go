@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
@@ -25,22 +23,6 @@ type TasksListCmd struct {
 	JSON bool `name:"json" help:"Print a JSON array instead of a table."`
 }
 
-// taskJSON is one task in `wdc tasks list --json` and `wdc tasks show --json`.
-type taskJSON struct {
-	Address   string     `json:"address"`
-	Status    string     `json:"status"`
-	Attempts  int        `json:"attempts"`
-	DefHash   string     `json:"def_hash"`
-	LastError string     `json:"last_error,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
-	Finished  *time.Time `json:"finished_at,omitempty"`
-}
-
-func newTaskJSON(t state.Task) taskJSON {
-	return taskJSON{Address: t.Address, Status: string(t.Status), Attempts: t.Attempts, DefHash: t.DefHash,
-		LastError: t.LastError, UpdatedAt: jsonTime(t.UpdatedAt), Finished: jsonTime(t.FinishedAt)}
-}
-
 // Run prints one row per task: address, status, attempts, short def_hash and
 // last error.
 func (c *TasksListCmd) Run(e *env) error {
@@ -49,20 +31,20 @@ func (c *TasksListCmd) Run(e *env) error {
 		return err
 	}
 	if c.JSON {
-		out := make([]taskJSON, 0, len(snap.Tasks))
+		out := make([]views.TaskJSON, 0, len(snap.Tasks))
 		for _, t := range snap.Tasks {
-			out = append(out, newTaskJSON(t))
+			out = append(out, views.NewTaskJSON(t))
 		}
-		return writeJSON(e.stdout, out)
+		return views.WriteJSON(e.stdout, out)
 	}
 	if len(snap.Tasks) == 0 {
 		_, err := fmt.Fprintln(e.stdout, "No tasks in the state"+noStateHint(snap.Lineage != "", path)+".")
 		return err
 	}
-	tw := newTable(e.stdout)
+	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "ADDRESS\tSTATUS\tATTEMPTS\tDEF_HASH\tLAST ERROR")
 	for _, t := range snap.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", t.Address, t.Status, t.Attempts, protocol.ShortHash(t.DefHash), orDash(oneLine(t.LastError)))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", t.Address, t.Status, t.Attempts, protocol.ShortHash(t.DefHash), views.OrDash(views.OneLine(t.LastError)))
 	}
 	return tw.Flush()
 }
@@ -71,82 +53,6 @@ func (c *TasksListCmd) Run(e *env) error {
 type TasksShowCmd struct {
 	Address string `arg:"" name:"address" predictor:"address" help:"Task address (task.NAME, task.NAME[INDEX]) or bare name (NAME, NAME[INDEX])."`
 	JSON    bool   `name:"json" help:"Print JSON instead of text."`
-}
-
-type attemptJSON struct {
-	Number       int        `json:"number"`
-	WorkerID     string     `json:"worker_id"`
-	FencingToken int64      `json:"fencing_token"`
-	StartedAt    *time.Time `json:"started_at,omitempty"`
-	EndedAt      *time.Time `json:"ended_at,omitempty"`
-	ExitCode     *int       `json:"exit_code,omitempty"`
-	Signal       string     `json:"signal,omitempty"`
-	FailureClass string     `json:"failure_class,omitempty"`
-	Error        string     `json:"error,omitempty"`
-	// StdoutPath and StderrPath are set only for attempts recorded by an
-	// earlier version, whose agents reported log paths.
-	StdoutPath string         `json:"stdout_path,omitempty"`
-	StderrPath string         `json:"stderr_path,omitempty"`
-	Artifacts  []artifactJSON `json:"artifacts"`
-	// StderrTail is the last lines of a failed attempt's stderr, redacted.
-	StderrTail string `json:"stderr_tail,omitempty"`
-}
-
-// artifactJSON is one log or output an attempt's accepted result bound.
-type artifactJSON struct {
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	SHA256    string `json:"sha256"`
-	Size      int64  `json:"size"`
-	MediaType string `json:"media_type,omitempty"`
-}
-
-// rejectedJSON is a result the coordinator refused.
-type rejectedJSON struct {
-	ReceivedAt   time.Time      `json:"received_at"`
-	WorkerID     string         `json:"worker_id"`
-	FencingToken int64          `json:"fencing_token"`
-	Attempt      int            `json:"attempt,omitempty"`
-	Reason       string         `json:"reason"`
-	Artifacts    []artifactJSON `json:"artifacts"`
-}
-
-func newArtifactsJSON(as []state.Artifact) []artifactJSON {
-	out := make([]artifactJSON, 0, len(as))
-	for _, a := range as {
-		out = append(out, artifactJSON{Kind: a.Kind, Name: a.Name, SHA256: a.SHA256, Size: a.Size, MediaType: a.MediaType})
-	}
-	return out
-}
-
-// rejectedResults lists a task's rejected results with the artifacts they
-// named (from the body as posted).
-func rejectedResults(rs []state.Result) []rejectedJSON {
-	out := []rejectedJSON{}
-	for _, r := range rs {
-		if r.Decision != state.DecisionRejected {
-			continue
-		}
-		rj := rejectedJSON{ReceivedAt: r.ReceivedAt, WorkerID: r.WorkerID, FencingToken: r.Token, Attempt: r.Attempt, Reason: r.Reason,
-			Artifacts: []artifactJSON{}}
-		var body protocol.ResultRequest
-		if json.Unmarshal(r.Body, &body) == nil {
-			for _, a := range body.Artifacts {
-				rj.Artifacts = append(rj.Artifacts, artifactJSON{Kind: a.Kind, Name: a.Name, SHA256: a.SHA256, Size: a.Size, MediaType: a.MediaType})
-			}
-		}
-		out = append(out, rj)
-	}
-	return out
-}
-
-type eventJSON struct {
-	Seq          int64     `json:"seq"`
-	At           time.Time `json:"at"`
-	Kind         string    `json:"kind"`
-	WorkerID     string    `json:"worker_id,omitempty"`
-	FencingToken int64     `json:"fencing_token,omitempty"`
-	Message      string    `json:"message"`
 }
 
 // Run prints the task, each attempt (worker, fencing token, start, end, exit
@@ -170,33 +76,24 @@ func (c *TasksShowCmd) Run(e *env) error {
 		return err
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, d.json())
+		return d.WriteJSON(e.stdout)
 	}
-	return d.writeText(e.stdout)
-}
-
-// taskDetail is what `wdc tasks show` shows of one task.
-type taskDetail struct {
-	task     state.Task
-	attempts []state.Attempt
-	events   []state.Event
-	rejected []rejectedJSON
-	tails    map[int]string // attempt number → last lines of its stderr
+	return d.WriteText(e.stdout)
 }
 
 // readTaskDetail reads the task at addr and what happened to it. A
 // counted task's name, a proposal not run yet and an unknown address each
 // get an error saying what to ask instead.
-func (e *env) readTaskDetail(ctx context.Context, st *state.Store, path, addr string) (*taskDetail, error) {
+func (e *env) readTaskDetail(ctx context.Context, st *state.Store, path, addr string) (*views.TaskDetail, error) {
 	snap, err := st.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d := &taskDetail{}
+	d := &views.TaskDetail{}
 	found := false
 	for i := range snap.Tasks {
 		if snap.Tasks[i].Address == addr {
-			d.task, found = snap.Tasks[i], true
+			d.Task, found = snap.Tasks[i], true
 		}
 	}
 	if !found {
@@ -214,112 +111,17 @@ func (e *env) readTaskDetail(ctx context.Context, st *state.Store, path, addr st
 		}
 		return nil, fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
 	}
-	if d.attempts, err = st.Attempts(ctx, addr); err != nil {
+	if d.Attempts, err = st.Attempts(ctx, addr); err != nil {
 		return nil, err
 	}
-	if d.events, err = st.Events(ctx, addr); err != nil {
+	if d.Events, err = st.Events(ctx, addr); err != nil {
 		return nil, err
 	}
-	results, err := st.Results(ctx, addr)
-	if err != nil {
+	if d.Results, err = st.Results(ctx, addr); err != nil {
 		return nil, err
 	}
-	d.rejected = rejectedResults(results)
-	d.tails = e.stderrTails(path, d.attempts)
+	d.StderrTails = e.stderrTails(path, d.Attempts)
 	return d, nil
-}
-
-// taskDetailJSON is `wdc tasks show --json` (docs/json.md).
-type taskDetailJSON struct {
-	taskJSON
-	AttemptList []attemptJSON  `json:"attempt_list"`
-	Rejected    []rejectedJSON `json:"rejected_results"`
-	Events      []eventJSON    `json:"events"`
-}
-
-func (d *taskDetail) json() taskDetailJSON {
-	out := taskDetailJSON{taskJSON: newTaskJSON(d.task), AttemptList: []attemptJSON{}, Rejected: d.rejected, Events: []eventJSON{}}
-	for _, a := range d.attempts {
-		out.AttemptList = append(out.AttemptList, attemptJSON{Number: a.Number, WorkerID: a.WorkerID, FencingToken: a.Token,
-			StartedAt: jsonTime(a.StartedAt), EndedAt: jsonTime(a.EndedAt), ExitCode: a.ExitCode, Signal: a.Signal,
-			FailureClass: string(a.FailureClass), Error: a.Error, StdoutPath: a.StdoutPath, StderrPath: a.StderrPath,
-			Artifacts: newArtifactsJSON(a.Artifacts), StderrTail: d.tails[a.Number]})
-	}
-	for _, ev := range d.events {
-		out.Events = append(out.Events, eventJSON{Seq: ev.Seq, At: ev.At.UTC(), Kind: ev.Kind, WorkerID: ev.WorkerID, FencingToken: ev.Token, Message: ev.Message})
-	}
-	return out
-}
-
-// writeText prints the task, its attempts (and the last lines of their
-// stderr), its rejected results and its events.
-func (d *taskDetail) writeText(w io.Writer) error {
-	task := d.task
-	fmt.Fprintf(w, "%s\n  status:     %s\n  attempts:   %d\n  def_hash:   %s\n", task.Address, task.Status, task.Attempts, task.DefHash)
-	if task.LastError != "" {
-		fmt.Fprintf(w, "  last error: %s\n", oneLine(task.LastError))
-	}
-	if err := d.writeAttempts(w); err != nil {
-		return err
-	}
-	if len(d.rejected) > 0 {
-		fmt.Fprintf(w, "\nRejected results:\n")
-		for _, r := range d.rejected {
-			names := make([]string, len(r.Artifacts))
-			for i, a := range r.Artifacts {
-				names[i] = a.Name + " " + protocol.ShortHash(a.SHA256)
-			}
-			fmt.Fprintf(w, "  %s  worker %s, token %d: %s; artifacts: %s\n", formatTime(r.ReceivedAt), r.WorkerID, r.FencingToken, r.Reason,
-				orDash(strings.Join(names, ", ")))
-		}
-	}
-	fmt.Fprintf(w, "\nEvents:\n")
-	if len(d.events) == 0 {
-		fmt.Fprintf(w, "  none\n")
-	}
-	width := 10 // the kinds' column: as wide as the longest kind shown
-	for _, ev := range d.events {
-		width = max(width, len(ev.Kind))
-	}
-	for _, ev := range d.events {
-		fmt.Fprintf(w, "  %s  %-*s %s\n", formatTime(ev.At), width, ev.Kind, oneLine(ev.Message))
-	}
-	return nil
-}
-
-// writeAttempts prints the attempts' table, then the last lines of stderr
-// of each attempt that wrote some.
-func (d *taskDetail) writeAttempts(w io.Writer) error {
-	fmt.Fprintf(w, "\nAttempts:\n")
-	if len(d.attempts) == 0 {
-		fmt.Fprintf(w, "  none\n")
-		return nil
-	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "  #\tWORKER\tTOKEN\tSTARTED\tENDED\tEXIT\tCLASS\tARTIFACTS")
-	for _, a := range d.attempts {
-		exit := "-"
-		switch {
-		case a.ExitCode != nil:
-			exit = strconv.Itoa(*a.ExitCode)
-		case a.Signal != "":
-			exit = a.Signal
-		}
-		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Number, a.WorkerID, a.Token, formatTime(a.StartedAt), formatTime(a.EndedAt),
-			exit, orDash(string(a.FailureClass)), artifactsSummary(a))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, a := range d.attempts {
-		if tail := d.tails[a.Number]; tail != "" {
-			fmt.Fprintf(w, "\nAttempt %d, last lines of stderr (wdc logs %s --attempt %d --stderr for all):\n", a.Number, d.task.Address, a.Number)
-			for _, line := range strings.Split(tail, "\n") {
-				fmt.Fprintf(w, "  | %s\n", line)
-			}
-		}
-	}
-	return nil
 }
 
 // normalizeAddress turns a bare task name ("build", "build[2]") into an
@@ -354,11 +156,6 @@ func notRunYet(snap *state.Snapshot, addr string) string {
 	return ""
 }
 
-// oneLine folds a possibly multi-line message onto one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
 // readStateSnapshot resolves the state path for a read command and returns
 // it with a snapshot; an absent state file is an empty state (lineage "").
 func (e *env) readStateSnapshot() (*state.Snapshot, string, error) {
@@ -368,23 +165,6 @@ func (e *env) readStateSnapshot() (*state.Snapshot, string, error) {
 	}
 	snap, err := readSnapshot(context.Background(), path)
 	return snap, path, err
-}
-
-// artifactsSummary is an attempt's artifacts in one cell: "stdout 12 B,
-// stderr 0 B, out/r.json 2.1 KiB", or the log paths an earlier version
-// recorded.
-func artifactsSummary(a state.Attempt) string {
-	if len(a.Artifacts) == 0 {
-		if a.StdoutPath != "" || a.StderrPath != "" {
-			return orDash(a.StdoutPath) + " " + orDash(a.StderrPath)
-		}
-		return "-"
-	}
-	parts := make([]string, len(a.Artifacts))
-	for i, x := range a.Artifacts {
-		parts[i] = x.Name + " " + artifact.FormatSize(x.Size)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // stderrTails returns the last lines of the stderr of each failed attempt
@@ -436,5 +216,5 @@ func (e *env) quietRedactor() func(string) string {
 	if diags.HasErrors() || cfg == nil {
 		return nil
 	}
-	return newRedactor(cfg).text
+	return jsonplan.NewRedactor(cfg).Text
 }

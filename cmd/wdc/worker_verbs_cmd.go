@@ -16,6 +16,7 @@ import (
 	"github.com/wdc-dev/wdc/agent"
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -61,7 +62,7 @@ func (c *WorkersRegisterCmd) Run(e *env) error {
 		return fmt.Errorf("the credential registered a worker of pool %q, not %q", reg.Pool, c.Pool)
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, map[string]any{"worker_id": reg.WorkerID, "session_token": reg.SessionToken, "pool": reg.Pool,
+		return views.WriteJSON(e.stdout, map[string]any{"worker_id": reg.WorkerID, "session_token": reg.SessionToken, "pool": reg.Pool,
 			"labels": reg.Labels, "capacity": reg.Capacity, "heartbeat_interval_seconds": float64(reg.HeartbeatIntervalMS) / 1000,
 			"ttl_seconds": float64(reg.TTLMS) / 1000})
 	}
@@ -96,7 +97,7 @@ func (c *WorkersHeartbeatCmd) Run(e *env) error {
 		return describeAPIError(err)
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, resp)
+		return views.WriteJSON(e.stdout, resp)
 	}
 	fmt.Fprintf(e.stdout, "renewed %d\ndrain %t\n", resp.Renewed, resp.Drain)
 	if len(resp.CancelLeases) > 0 {
@@ -142,7 +143,7 @@ func (c *WorkersAssignCmd) Run(e *env) error {
 		}
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, struct {
+		return views.WriteJSON(e.stdout, struct {
 			Assignment *protocol.Assignment `json:"assignment"`
 			Drain      bool                 `json:"drain"`
 		}{asg, resp.Drain})
@@ -310,7 +311,7 @@ func (c *LeasesCompleteCmd) Run(e *env) error {
 		return describeAPIError(err)
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, resp)
+		return views.WriteJSON(e.stdout, resp)
 	}
 	line := "decision " + resp.Decision
 	if resp.Reason != "" {
@@ -339,7 +340,7 @@ func (c *WorkersLeaseCmd) Run(e *env) error {
 		return describeAPIError(err)
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, resp)
+		return views.WriteJSON(e.stdout, resp)
 	}
 	if resp.Lease == nil {
 		_, err := fmt.Fprintf(e.stdout, "%s has no lease yet.\n", resp.Task)
@@ -347,7 +348,7 @@ func (c *WorkersLeaseCmd) Run(e *env) error {
 	}
 	l := resp.Lease
 	_, err = fmt.Fprintf(e.stdout, "task %s\nfencing_token %d\nattempt %d\nworker %s\nstatus %s\ngranted_at %s\nexpires_at %s\ndef_hash %s\n",
-		l.Task, l.FencingToken, l.Attempt, l.WorkerID, l.Status, formatTime(l.GrantedAt), formatTime(l.ExpiresAt), l.DefHash)
+		l.Task, l.FencingToken, l.Attempt, l.WorkerID, l.Status, views.FormatTime(l.GrantedAt), views.FormatTime(l.ExpiresAt), l.DefHash)
 	return err
 }
 
@@ -370,7 +371,7 @@ func (c *WorkersSweepCmd) Run(e *env) error {
 		return describeAPIError(err)
 	}
 	if c.JSON {
-		return writeJSON(e.stdout, resp)
+		return views.WriteJSON(e.stdout, resp)
 	}
 	if len(resp.Expired)+len(resp.Stale) == 0 {
 		_, err := fmt.Fprintln(e.stdout, "Sweep: nothing expired, no worker stale.")

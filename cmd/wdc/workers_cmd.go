@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -43,16 +44,16 @@ func (c *WorkersListCmd) Run(e *env) error {
 		for _, w := range snap.Workers {
 			out = append(out, newWorkerJSON(w))
 		}
-		return writeJSON(e.stdout, out)
+		return views.WriteJSON(e.stdout, out)
 	}
 	if len(snap.Workers) == 0 {
 		_, err := fmt.Fprintln(e.stdout, "No workers in the state"+noStateHint(snap.Lineage != "", path)+".")
 		return err
 	}
-	tw := newTable(e.stdout)
+	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "ID\tPOOL\tLABELS\tSTATUS\tHOST\tPID\tLAST HEARTBEAT\tLEASES")
 	for _, w := range snap.Workers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", w.ID, w.Pool, formatLabels(w.Labels), w.Status, orDash(w.Host), w.PID, formatTime(w.LastHeartbeatAt), w.LeasesHeld)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", w.ID, w.Pool, views.FormatLabels(w.Labels), w.Status, views.OrDash(w.Host), w.PID, views.FormatTime(w.LastHeartbeatAt), w.LeasesHeld)
 	}
 	return tw.Flush()
 }
@@ -63,7 +64,7 @@ func newWorkerJSON(w state.Worker) workerJSON {
 		labels = map[string]string{}
 	}
 	return workerJSON{ID: w.ID, Pool: w.Pool, Labels: labels, Capacity: w.Capacity, Status: string(w.Status),
-		Host: w.Host, PID: w.PID, Version: w.Version, RegisteredAt: jsonTime(w.RegisteredAt), LastHeartbeatAt: jsonTime(w.LastHeartbeatAt),
+		Host: w.Host, PID: w.PID, Version: w.Version, RegisteredAt: views.JSONTime(w.RegisteredAt), LastHeartbeatAt: views.JSONTime(w.LastHeartbeatAt),
 		HeartbeatInterval: w.HeartbeatInterval.Seconds(), TTL: w.TTL.Seconds(), LeasesHeld: w.LeasesHeld,
 		ApplyID: w.ApplyID, LaunchSeq: w.LaunchSeq, JoinTokenID: w.JoinTokenID}
 }

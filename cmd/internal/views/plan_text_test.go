@@ -1,4 +1,4 @@
-package main
+package views
 
 import (
 	"bytes"
@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
 
-// Golden-file tests of the human plan output (renderPlan). The expected
+// Golden-file tests of the human plan output (PlanText). The expected
 // outputs are in testdata/golden/*.txt; run with WDC_UPDATE_GOLDEN=1 to
 // rewrite them, then review the diff.
 
@@ -164,12 +165,12 @@ func TestRenderPlanGolden(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatalf("NewPlan: %s", diags.Error())
 			}
-			doc, err := newPlanDoc(tt.cfg, p, tt.replace)
+			doc, err := jsonplan.New(tt.cfg, p, tt.replace, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			if err := renderPlan(&buf, doc, tt.color); err != nil {
+			if err := PlanText(&buf, doc, tt.color); err != nil {
 				t.Fatal(err)
 			}
 			checkGolden(t, filepath.Join("testdata", "golden", "plan_"+tt.name+".txt"), buf.Bytes(), update)

@@ -1,4 +1,4 @@
-package main
+package views
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/providers"
@@ -21,11 +22,13 @@ const (
 	colorBold   = "\x1b[1m"
 )
 
-// renderPlan writes the plan document in the Terraform-like grammar of
-// docs/design.md §6: one block per change with its symbol, reason and placement
-// (the pool it counts toward, the other pools that could run it), each
-// pool's worker count with why, then the summary line.
-func renderPlan(w io.Writer, doc *planDoc, color bool) error {
+// PlanText writes the plan document for people, in the Terraform-like
+// grammar of docs/design.md §6: each pool's worker count with why, one
+// block per change with its symbol, reason and placement (the pool it
+// counts toward, the other pools that could run it), the proposals waiting
+// for approval, then the summary line. With color, symbols and the summary
+// carry ANSI colors (for a terminal).
+func PlanText(w io.Writer, doc *jsonplan.Plan, color bool) error {
 	var b strings.Builder
 	paint := func(c, s string) string {
 		if !color {
@@ -94,9 +97,9 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 		}
 		b.WriteString(line + "\n")
 		if a := cd.After; a != nil {
-			b.WriteString("      command    = " + commandText(a.Command) + "\n")
+			b.WriteString("      command    = " + CommandText(a.Command) + "\n")
 			if len(a.Env) > 0 {
-				b.WriteString("      env        = " + hclMap(a.Env) + "\n")
+				b.WriteString("      env        = " + HCLMap(a.Env) + "\n")
 			}
 			if a.Dir != "" && a.Dir != "." {
 				b.WriteString("      dir        = " + strconv.Quote(a.Dir) + "\n")
@@ -119,7 +122,7 @@ func renderPlan(w io.Writer, doc *planDoc, color bool) error {
 
 // writeWaiting lists the proposals waiting for approval: they are not
 // changes, and nothing runs them until they are approved.
-func writeWaiting(b *strings.Builder, waiting []proposalRefDoc) {
+func writeWaiting(b *strings.Builder, waiting []jsonplan.ProposalRef) {
 	if len(waiting) == 0 {
 		return
 	}
@@ -161,20 +164,21 @@ func hclList(items []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// commandText renders a command as an HCL list, or "(sensitive)".
-func commandText(cmd []string) string {
-	if len(cmd) == 1 && cmd[0] == sensitiveText {
-		return sensitiveText
+// CommandText renders a command as an HCL list, ["a", "b"], or
+// "(sensitive)" for a command hidden whole.
+func CommandText(cmd []string) string {
+	if len(cmd) == 1 && cmd[0] == jsonplan.Sensitive {
+		return jsonplan.Sensitive
 	}
 	return hclList(cmd)
 }
 
 // changedLines lists, for a replace, each definition field that differs
 // from what the state recorded: "command was [...]", "env.KEY: "a" → "b"".
-func changedLines(before *beforeDoc, after *afterDoc) []string {
+func changedLines(before *jsonplan.Before, after *jsonplan.After) []string {
 	var out []string
 	if hclList(before.Command) != hclList(after.Command) {
-		out = append(out, "command was "+commandText(before.Command))
+		out = append(out, "command was "+CommandText(before.Command))
 	}
 	keys := map[string]bool{}
 	for k := range before.Env {
@@ -209,9 +213,9 @@ func changedLines(before *beforeDoc, after *afterDoc) []string {
 	return out
 }
 
-// hclMap renders a string map as an HCL object literal with sorted keys:
+// HCLMap renders a string map as an HCL object literal with sorted keys:
 // { A = "1", B = "2" }.
-func hclMap(m map[string]string) string {
+func HCLMap(m map[string]string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -1,7 +1,6 @@
-package main
+package views
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -9,32 +8,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/coordinator"
-	"golang.org/x/term"
 )
 
-// applyOutput is how apply reports: the plan, each event, the summary.
-type applyOutput interface {
-	// plan shows the plan before anything runs.
-	plan(doc *planDoc, color bool) error
-	// start begins live progress (after confirmation).
-	start()
-	// event reports one event; safe to call from several goroutines.
-	event(e coordinator.Event)
-	// close ends live progress.
-	close()
-	// summary reports the outcome; nothingToDo when the plan had no changes.
-	summary(res *apply.Result, nothingToDo bool) error
-}
-
-// progressView renders apply's progress for people: one line per event,
-// and on a terminal a status line under them that updates in place.
-type progressView struct {
+// ApplyText renders apply for people: the text plan, one line per event,
+// and on a terminal a status line under them that updates in place, then
+// the summary line.
+type ApplyText struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
-	width    func() int // the terminal's width in columns
+	width    func() int // the terminal's width in columns; nil elsewhere
 	begin    time.Time
 	started  bool
 	counts   map[string]int
@@ -44,26 +30,23 @@ type progressView struct {
 	done     chan struct{}
 }
 
-func newProgressView(w io.Writer, terminal bool) *progressView {
-	v := &progressView{w: w, terminal: terminal, counts: map[string]int{}, running: map[string]int64{},
-		stop: make(chan struct{}), done: make(chan struct{}), width: func() int { return 80 }}
-	if f, ok := fileOf(w); ok && terminal {
-		v.width = func() int {
-			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
-				return cols
-			}
-			return 80
-		}
-	}
-	return v
+// NewApplyText writes to w. width is nil when w is not a terminal: then
+// the view writes one line per event and nothing else; on a terminal it
+// reports the terminal's width in columns, which the status line keeps
+// within.
+func NewApplyText(w io.Writer, width func() int) *ApplyText {
+	return &ApplyText{w: w, terminal: width != nil, width: width, counts: map[string]int{}, running: map[string]int64{},
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-func (v *progressView) plan(doc *planDoc, color bool) error {
+// Plan writes the text plan and remembers how many task changes it has.
+func (v *ApplyText) Plan(doc *jsonplan.Plan, color bool) error {
 	v.total = doc.Summary.Total
-	return renderPlan(v.w, doc, color)
+	return PlanText(v.w, doc, color)
 }
 
-func (v *progressView) start() {
+// Start writes an empty line and, on a terminal, starts the status line.
+func (v *ApplyText) Start() {
 	v.begin = time.Now()
 	fmt.Fprintln(v.w)
 	if v.terminal {
@@ -72,16 +55,17 @@ func (v *progressView) start() {
 	}
 }
 
-func (v *progressView) summary(res *apply.Result, nothingToDo bool) error {
+// Summary writes the summary line after an empty line.
+func (v *ApplyText) Summary(res *apply.Result, nothingToDo bool) error {
 	if nothingToDo {
-		_, err := fmt.Fprintln(v.w, "\nApply complete! Nothing to do.")
+		_, err := fmt.Fprintln(v.w, "\n"+nothingToDoText)
 		return err
 	}
 	_, err := fmt.Fprintf(v.w, "\n%s\n", applySummary(res))
 	return err
 }
 
-func (v *progressView) tick() {
+func (v *ApplyText) tick() {
 	defer close(v.done)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -97,8 +81,9 @@ func (v *progressView) tick() {
 	}
 }
 
-// event prints one line for e (and refreshes the status line).
-func (v *progressView) event(e coordinator.Event) {
+// Event prints one line for e, with the tail of a failed attempt's stderr
+// under it (and refreshes the status line).
+func (v *ApplyText) Event(e coordinator.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.counts[e.Kind]++
@@ -134,7 +119,7 @@ func indentTail(tail string) string {
 	return b.String()
 }
 
-func (v *progressView) status() {
+func (v *ApplyText) status() {
 	running := make([]string, 0, len(v.running))
 	for t := range v.running {
 		running = append(running, t)
@@ -188,7 +173,8 @@ func statusLine(c progressCounts, running []string, elapsed time.Duration, width
 	return head + fmt.Sprintf(" · %d running", len(running))
 }
 
-func (v *progressView) close() {
+// Close stops the status line and clears it.
+func (v *ApplyText) Close() {
 	if v.started {
 		v.started = false
 		close(v.stop)
@@ -228,77 +214,4 @@ func eventLine(e coordinator.Event) string {
 		return fmt.Sprintf("%-10s %s", e.Kind, subject)
 	}
 	return fmt.Sprintf("%-10s %s: %s", e.Kind, subject, detail)
-}
-
-// jsonOutput reports apply as NDJSON: one object per line, each with a
-// "type": "plan" (the plan document), "event" (one event), "summary".
-type jsonOutput struct {
-	mu  sync.Mutex
-	enc *json.Encoder
-}
-
-func newJSONOutput(w io.Writer) *jsonOutput { return &jsonOutput{enc: json.NewEncoder(w)} }
-
-// eventDoc is one "event" line of apply --json.
-type eventDoc struct {
-	Type     string    `json:"type"`
-	Kind     string    `json:"kind"`
-	At       time.Time `json:"at"`
-	Task     string    `json:"task,omitempty"`
-	Pool     string    `json:"pool,omitempty"`
-	WorkerID string    `json:"worker_id,omitempty"`
-	Attempt  int       `json:"attempt,omitempty"`
-	Token    int64     `json:"fencing_token,omitempty"`
-	Launch   int       `json:"launch,omitempty"`
-	Message  string    `json:"message,omitempty"`
-	// StderrTail is the last lines of a failed attempt's stderr
-	// (retried and failed events; format 1.1).
-	StderrTail string `json:"stderr_tail,omitempty"`
-}
-
-// summaryLine is the last line of apply --json.
-type summaryLine struct {
-	Type        string  `json:"type"`
-	OK          bool    `json:"ok"`
-	Succeeded   int     `json:"succeeded"`
-	Failed      int     `json:"failed"`
-	Cancelled   int     `json:"cancelled"`
-	Unfinished  int     `json:"unfinished"`
-	Attempts    int     `json:"attempts"`
-	Workers     int     `json:"workers"`
-	Joined      int     `json:"joined,omitempty"`
-	Interrupted bool    `json:"interrupted"`
-	WallSeconds float64 `json:"wall_seconds"`
-	Text        string  `json:"text"`
-}
-
-func (j *jsonOutput) write(v any) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.enc.Encode(v)
-}
-
-func (j *jsonOutput) plan(doc *planDoc, _ bool) error {
-	return j.write(struct {
-		Type string   `json:"type"`
-		Plan *planDoc `json:"plan"`
-	}{"plan", doc})
-}
-
-func (j *jsonOutput) start() {}
-func (j *jsonOutput) close() {}
-
-func (j *jsonOutput) event(e coordinator.Event) {
-	_ = j.write(eventDoc{Type: "event", Kind: e.Kind, At: e.At.UTC(), Task: e.Task, Pool: e.Pool, WorkerID: e.WorkerID,
-		Attempt: e.Attempt, Token: e.Token, Launch: e.Launch, Message: e.Message, StderrTail: e.StderrTail})
-}
-
-func (j *jsonOutput) summary(res *apply.Result, nothingToDo bool) error {
-	text := applySummary(res)
-	if nothingToDo {
-		text = "Apply complete! Nothing to do."
-	}
-	return j.write(summaryLine{Type: "summary", OK: res.OK(), Succeeded: res.Succeeded, Failed: res.Failed, Cancelled: res.Cancelled,
-		Unfinished: res.Unfinished, Attempts: res.Attempts, Workers: res.Workers, Joined: res.Joined, Interrupted: res.Interrupted,
-		WallSeconds: res.Wall.Seconds(), Text: text})
 }

@@ -1,4 +1,4 @@
-package main
+package views
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 )
 
@@ -37,8 +38,8 @@ func TestStatusLine(t *testing.T) {
 func TestProgressViewTracksRunningAttempts(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	v := newProgressView(&buf, true)
-	if err := v.plan(&planDoc{Summary: summaryDoc{Total: 3, Run: 3, Text: "Plan: 3 tasks to run."}}, false); err != nil {
+	v := NewApplyText(&buf, func() int { return 80 })
+	if err := v.Plan(&jsonplan.Plan{Summary: jsonplan.Summary{Total: 3, Run: 3, Text: "Plan: 3 tasks to run."}}, false); err != nil {
 		t.Fatal(err)
 	}
 	v.begin = time.Now()
@@ -50,7 +51,7 @@ func TestProgressViewTracksRunningAttempts(t *testing.T) {
 		{Kind: coordinator.EventSucceeded, Task: "task.a", Attempt: 1, Token: 1},
 		{Kind: coordinator.EventCancelled, Task: "task.c"},
 	} {
-		v.event(e)
+		v.Event(e)
 	}
 	out := buf.String()
 	last := out[strings.LastIndex(out, "\r\x1b[K")+len("\r\x1b[K"):]

@@ -1,0 +1,172 @@
+package planfile
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
+	"github.com/wdc-dev/wdc/engine/plan"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
+	_ "github.com/wdc-dev/wdc/providers/local" // the configuration's pool is local
+	"github.com/wdc-dev/wdc/state"
+)
+
+const config = `
+variable "n" {
+  default = 1
+}
+
+pool "p" {
+  provider = "local"
+}
+
+task "t" {
+  command = ["echo", "run ${var.n}"]
+}
+`
+
+// load writes config into a fresh directory and loads it with vars.
+func load(t *testing.T, dir string, vars ...string) *wdchcl.Config {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: vars, Providers: providers.Schemas()})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return cfg
+}
+
+// newDoc plans cfg against an empty state and returns its document.
+func newDoc(t *testing.T, cfg *wdchcl.Config) *jsonplan.Plan {
+	t.Helper()
+	p, diags := plan.New(cfg, state.EmptySnapshot(), time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), plan.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	doc, err := jsonplan.New(cfg, p, nil, "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// The file is the plan document, indented, with a final newline, mode
+// 0600; reading it gives the document back.
+func TestWriteRead(t *testing.T) {
+	dir := t.TempDir()
+	doc := newDoc(t, load(t, dir))
+	path := filepath.Join(dir, "tfplan")
+	if err := Write(path, doc); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want)+"\n" {
+		t.Errorf("the file is not the indented document:\n%s", got)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	back, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(doc, back); diff != "" {
+		t.Errorf("read back (-wrote +read):\n%s", diff)
+	}
+}
+
+func TestReadRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct{ name, content, want string }{
+		{"not json", "plan", "is not a wdc plan (invalid character"},
+		{"no format version", `{"changes": []}`, "is not a wdc plan (no format_version): write one with wdc plan --out FILE"},
+		{"another major version", `{"format_version": "2.0"}`, "has format version 2.0; this wdc reads " + jsonplan.FormatVersion},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_"))
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Read(path); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Read: %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Read(filepath.Join(dir, "none")); err == nil || !strings.HasPrefix(err.Error(), "reading plan file: ") {
+		t.Errorf("Read of a missing file: %v", err)
+	}
+}
+
+func TestCheckFresh(t *testing.T) {
+	dir := t.TempDir()
+	doc := newDoc(t, load(t, dir))
+	if err := CheckFresh(doc, load(t, dir), "1.0.0"); err != nil {
+		t.Errorf("the same configuration and values: %v", err)
+	}
+	for _, tt := range []struct {
+		name    string
+		cfg     *wdchcl.Config
+		version string
+		want    string
+	}{
+		{"another wdc", load(t, dir), "1.0.1", "the plan was made by wdc 1.0.0 and this is wdc 1.0.1"},
+		{"other variable values", load(t, dir, "n=2"), "1.0.0", "the variable values differ from those the plan was made with"},
+	} {
+		if err := CheckFresh(doc, tt.cfg, tt.version); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+	edited := load(t, dir)
+	for _, f := range edited.Files {
+		f.Bytes = append(append([]byte{}, f.Bytes...), '\n')
+	}
+	if err := CheckFresh(doc, edited, "1.0.0"); err == nil || !strings.Contains(err.Error(), "the configuration changed since the plan was made (plan: main.wdc.hcl; now: main.wdc.hcl)") {
+		t.Errorf("an edited file: %v", err)
+	}
+}
+
+func TestRebuild(t *testing.T) {
+	dir := t.TempDir()
+	cfg := load(t, dir)
+	doc := newDoc(t, cfg)
+	p, err := Rebuild(doc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := plan.Definitions(cfg)["task.t"]
+	if len(p.Tasks) != 1 || p.Tasks[0].Address != "task.t" || p.Tasks[0].Action != plan.ActionRun || p.Tasks[0].NewHash != def.Hash ||
+		len(p.Pools) != 1 || p.Pools[0].Name != "p" || p.Pools[0].Workers != doc.Pools[0].Workers {
+		t.Errorf("rebuilt %+v", p)
+	}
+
+	changed := newDoc(t, cfg)
+	changed.Changes[0].After.DefHash = strings.Repeat("0", 64)
+	if _, err := Rebuild(changed, cfg); err == nil || err.Error() != "plan file: task.t no longer has the definition the plan recorded: save a new plan" {
+		t.Errorf("a recorded hash the configuration does not give: %v", err)
+	}
+	changed.Changes[0].After.Inputs = []jsonplan.Input{{Path: "in.txt", SHA256: strings.Repeat("1", 64)}}
+	if _, err := Rebuild(changed, cfg); err == nil || !strings.Contains(err.Error(), "the inputs of task.t changed since the plan was made (in.txt is gone)") {
+		t.Errorf("an input that is gone: %v", err)
+	}
+	unknown := newDoc(t, cfg)
+	unknown.Changes[0].Action = "explode"
+	if _, err := Rebuild(unknown, cfg); err == nil || err.Error() != `plan file: task.t has an unknown action "explode"` {
+		t.Errorf("an unknown action: %v", err)
+	}
+}
