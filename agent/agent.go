@@ -9,13 +9,16 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/wdc-dev/wdc/agent/confine"
 	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
@@ -65,6 +68,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// ClaimWait is the long-poll wait asked for in each claim (default 10 s).
 	ClaimWait time.Duration
+	// Unconfined runs attempts without confinement (package confine):
+	// their commands can then read the work folder and signal the agent.
+	// By default every attempt is confined where this machine allows it,
+	// and run unconfined, with a warning at start, where it does not.
+	Unconfined bool
 	// KillGrace is the time between SIGTERM and SIGKILL when the agent
 	// stops an attempt's process group (default 5 s).
 	KillGrace time.Duration
@@ -233,6 +241,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(ctx, a.Drain)
 	defer stopAfter()
 
+	// Nothing of the same user may read this process's memory,
+	// environment (its credential) or descriptors through /proc.
+	if err := confine.MakeUndumpable(); err != nil {
+		a.log.Warn("could not make the agent non-dumpable", "err", err)
+	}
+	a.logConfinement()
 	// What a killed agent of this work folder left running (its attempts'
 	// process groups) must not outlive it, whoever started it.
 	if n := procgroup.KillOrphans(a.opts.WorkDir, 0); n > 0 {
@@ -675,7 +689,7 @@ func (a *Agent) execute(callCtx context.Context, at *attempt) execution {
 	fetch := func(dir string, inputs []protocol.InputFile) (string, string) {
 		return a.fetchInputs(callCtx, dir, inputs)
 	}
-	ex := runAttempt(at, at.paths, taskEnv(a.environ, at.asg, a.reg.WorkerID, at.paths.scratch), a.opts.KillGrace, fetch)
+	ex := runAttempt(at, at.paths, taskEnv(a.environ, at.asg, a.reg.WorkerID, at.paths.scratch), a.opts.KillGrace, fetch, a.starter(at.paths))
 	if stopSignal(ex) {
 		// A launch target that stops a worker signals its whole
 		// process tree (Ray's job stop, a pod's SIGTERM to a shell
@@ -1105,4 +1119,33 @@ func newRequestID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return hex.EncodeToString(b)
+}
+
+// logConfinement says at start whether attempts are confined, and what an
+// unconfined attempt can do.
+func (a *Agent) logConfinement() {
+	st := confine.Probe()
+	switch {
+	case a.opts.Unconfined:
+		a.log.Warn("attempts are not confined (--unconfined): a task can read the work folder (the state, this worker's session) and signal this agent")
+	case st.Confined:
+		a.log.Info("attempts are confined", "by", st.Mechanism)
+	default:
+		a.log.Warn("attempts are not confined", "why", st.Missing)
+	}
+}
+
+// starter returns how an attempt's command is started: confined to its own
+// attempt folder of the work folder (and spool) where this machine can,
+// else as it is.
+func (a *Agent) starter(paths attemptPaths) startFunc {
+	if a.opts.Unconfined || !confine.Probe().Confined {
+		return startPlain
+	}
+	hide := []string{a.opts.WorkDir}
+	if rel, err := filepath.Rel(a.opts.WorkDir, a.opts.Spool); err != nil || strings.HasPrefix(rel, "..") {
+		hide = append(hide, a.opts.Spool)
+	}
+	p := confine.Policy{Hide: hide, Show: []string{paths.scratch}}
+	return func(cmd *exec.Cmd) (func(), error) { return confine.Start(cmd, p) }
 }

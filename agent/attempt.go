@@ -204,6 +204,13 @@ func isExecutable(p string) error {
 	return nil
 }
 
+// startFunc starts an attempt's command; release is called once it has
+// been waited for.
+type startFunc func(cmd *exec.Cmd) (release func(), err error)
+
+// startPlain starts a command as it is.
+func startPlain(cmd *exec.Cmd) (func(), error) { return func() {}, cmd.Start() }
+
 // execution is how one attempt's process ended.
 type execution struct {
 	started, ended time.Time
@@ -226,7 +233,7 @@ type execution struct {
 // attempt's folders and inputs (prepare), find the command and open its
 // logs, start it, watch its process group until it ends (watchGroup), and
 // classify how it ended (outcome).
-func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration, fetch fetchFunc) execution {
+func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration, fetch fetchFunc, start startFunc) execution {
 	asg := at.asg
 	ex := execution{started: time.Now().UTC()}
 	finish := func(class, msg string) execution {
@@ -270,13 +277,15 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		SysProcAttr: attemptSysProcAttr(),
 	}
 	ex.started = time.Now().UTC()
-	if err := cmd.Start(); err != nil {
+	release, err := start(cmd)
+	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) || errors.Is(err, exec.ErrNotFound) {
 			return finish(ClassRefused, fmt.Sprintf("refused: starting the command: %v", err))
 		}
 		return finish(ClassLost, fmt.Sprintf("starting the command: %v", err))
 	}
+	defer release()
 	ex.ran = true
 	ex.timedOut = watchGroup(at, cmd, paths.groups, killGrace)
 	ex.ended = time.Now().UTC()

@@ -112,7 +112,11 @@ type Pool struct {
 	// default is the provider's (ProviderSchema.LaunchTimeout). Zero only
 	// when the provider is unknown or unchecked (Inputs.Providers).
 	LaunchTimeout time.Duration
-	Heartbeat     Heartbeat
+	// Unconfined is true when the pool says confine = false: its workers
+	// run attempts without confinement (the default confines them where
+	// the worker's machine allows; docs/configuration.md).
+	Unconfined bool
+	Heartbeat  Heartbeat
 	// Settings are the pool's provider block (kubernetes { }, ray { },
 	// local { }) as its provider decoded it (ProviderSchema.Decode); nil
 	// when the provider returned none (no block, or one with errors).

@@ -232,8 +232,10 @@ type poolBody struct {
 	DrainTimeout *hcl.Attribute `hcl:"drain_timeout,optional"`
 	// LaunchTimeout: how long a launched worker has to register.
 	LaunchTimeout *hcl.Attribute `hcl:"launch_timeout,optional"`
-	Heartbeat     *heartbeatBody `hcl:"heartbeat,block"`
-	Remain        hcl.Body       `hcl:",remain"`
+	// Confine: whether the pool's workers confine their attempts.
+	Confine   *hcl.Attribute `hcl:"confine,optional"`
+	Heartbeat *heartbeatBody `hcl:"heartbeat,block"`
+	Remain    hcl.Body       `hcl:",remain"`
 }
 
 type heartbeatBody struct {
@@ -287,6 +289,10 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 	p.DrainTimeout, _, d = l.ev.duration(body.DrainTimeout, scope{}, DefaultDrainTimeout)
 	l.add(d...)
 	p.LaunchTimeout, _, d = l.ev.duration(body.LaunchTimeout, scope{}, schema.LaunchTimeout)
+	l.add(d...)
+	var confine bool
+	confine, d = l.ev.boolean(body.Confine, scope{}, true)
+	p.Unconfined = !confine
 	l.add(d...)
 	if body.Heartbeat != nil {
 		l.poolHeartbeat(p, body.Heartbeat)

@@ -178,6 +178,9 @@ type LaunchRequest struct {
 	Env map[string]string
 	// Executable is the path of the wdc binary to run.
 	Executable string
+	// Unconfined passes --unconfined to the agent: the pool said
+	// confine = false, and its attempts run without confinement.
+	Unconfined bool
 	// DrainTimeout is passed to the agent's --drain-timeout; 0 leaves the
 	// agent's default (60 s).
 	DrainTimeout time.Duration
@@ -247,6 +250,9 @@ func Render(req LaunchRequest) []string {
 	}
 	if req.DrainTimeout > 0 {
 		argv = append(argv, "--drain-timeout", req.DrainTimeout.String())
+	}
+	if req.Unconfined {
+		argv = append(argv, "--unconfined")
 	}
 	return argv
 }

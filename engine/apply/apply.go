@@ -58,6 +58,8 @@ type Pool struct {
 	Provider     string
 	Min, Max     int
 	DrainTimeout time.Duration
+	// Unconfined: the pool said confine = false (hcl.Pool.Unconfined).
+	Unconfined bool
 	// LaunchTimeout is how long a launched worker has to register before
 	// its credential is revoked and it counts as never registered; for an
 	// external pool, how long apply waits for a worker to join while the
@@ -198,7 +200,7 @@ func Inputs(cfg *wdchcl.Config, p *plan.Plan) ([]Pool, map[string]coordinator.Ta
 		ap := Pool{
 			Runtime: coordinator.PoolRuntime{Name: pool.Name, Labels: pool.Labels, Capacity: pool.Capacity,
 				HeartbeatInterval: pool.Heartbeat.Interval, TTL: pool.Heartbeat.TTL},
-			Provider: pool.Provider, Min: pool.Min, Max: pool.Max, DrainTimeout: pool.DrainTimeout,
+			Provider: pool.Provider, Min: pool.Min, Max: pool.Max, DrainTimeout: pool.DrainTimeout, Unconfined: pool.Unconfined,
 			LaunchTimeout: pool.LaunchTimeout, Workers: workers[pool.Name], Settings: pool.Settings,
 		}
 		if pool.Provider == providers.External {

@@ -125,7 +125,7 @@ func (l *launcher) launch(ctx context.Context, p *poolRun, why string) {
 	resp, err := l.provs[p.cfg.Provider].Launch(ctx, providers.LaunchRequest{
 		Pool: name, Lineage: a.opts.Lineage, ApplyID: a.coord.ApplyID(), Seq: seq,
 		ServerURL: a.ep.URL, CASHA256: a.ep.CASHA256, Credential: cred,
-		WorkDir: a.opts.WorkDir, LogPath: logPath, Executable: a.opts.Executable, DrainTimeout: p.cfg.DrainTimeout,
+		WorkDir: a.opts.WorkDir, LogPath: logPath, Executable: a.opts.Executable, DrainTimeout: p.cfg.DrainTimeout, Unconfined: p.cfg.Unconfined,
 		HeartbeatTTL: cmp.Or(p.cfg.Runtime.TTL, coordinator.DefaultTTL), Settings: p.cfg.Settings,
 	})
 	if err != nil {

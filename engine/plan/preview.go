@@ -48,7 +48,7 @@ func LaunchRequestFor(p *wdchcl.Pool, lineage string, seq int) providers.LaunchR
 	req := providers.LaunchRequest{
 		Pool: p.Name, Lineage: cmp.Or(lineage, "new-state"), ApplyID: PreviewApplyID, Seq: seq,
 		ServerURL: PreviewServerURL, Credential: "(sensitive)", Executable: "wdc", WorkDir: PreviewWorkDir,
-		DrainTimeout: p.DrainTimeout, HeartbeatTTL: cmp.Or(p.Heartbeat.TTL, coordinator.DefaultTTL),
+		DrainTimeout: p.DrainTimeout, Unconfined: p.Unconfined, HeartbeatTTL: cmp.Or(p.Heartbeat.TTL, coordinator.DefaultTTL),
 		LogPath:  filepath.Join("(work folder)", "workers", "(apply start)", fmt.Sprintf("%s-%d.log", p.Name, seq)),
 		Settings: p.Settings,
 	}

@@ -28,6 +28,7 @@ type AgentCmd struct {
 	WorkDir      string        `name:"work-dir" placeholder:"DIR" default:"." help:"Work folder: attempt logs go to logs/<task>/<attempt>/, scratch folders to scratch/<task>/<attempt>/."`
 	DrainTimeout time.Duration `name:"drain-timeout" default:"60s" help:"On SIGTERM or SIGINT, how long running attempts may finish before they are killed."`
 	Spool        string        `name:"spool" placeholder:"DIR" help:"Durable result buffer: results wait here until the coordinator decides, across a restart (default: spool in the work folder)."`
+	Unconfined   bool          `name:"unconfined" help:"Run attempts without confinement: their commands can then read the work folder (the state, this worker's session) and signal this agent (default: confined where this machine allows)."`
 }
 
 // Run hands the agent's work to e.Then, to be done once the command line's
@@ -89,6 +90,7 @@ func (c *AgentCmd) run(e *Env) error {
 		WorkDir:      c.WorkDir,
 		DrainTimeout: c.DrainTimeout,
 		Spool:        c.Spool,
+		Unconfined:   c.Unconfined,
 		Logger:       logger,
 		Version:      e.Build.Version,
 		Environ:      e.Environ,

@@ -18,7 +18,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const FormatVersion = "1.5"
+const FormatVersion = "1.6"
 
 // Plan is the plan document: what `wdc plan --json` prints and what a
 // saved plan file holds. It records what the plan was computed from (the
@@ -107,6 +107,9 @@ type Pool struct {
 	// target, as `wdc plan` renders it (1.3): set only by plan, for pools
 	// whose provider creates objects (kubernetes), omitted otherwise.
 	LaunchPreview []LaunchObject `json:"launch_preview,omitempty"`
+	// Unconfined is true when the pool says confine = false: its workers
+	// run attempts without confinement (1.6); omitted otherwise.
+	Unconfined bool `json:"unconfined,omitempty"`
 }
 
 // LaunchObject is one object a launch creates (1.3).
@@ -248,6 +251,7 @@ func New(cfg *wdchcl.Config, p *plan.Plan, replace []string, wdcVersion string) 
 			Capacity: pc.Capacity, Min: pc.Min, Max: pc.Max, Labels: map[string]string{}}
 		if pool := pools[pc.Name]; pool != nil {
 			pd.Provider = pool.Provider
+			pd.Unconfined = pool.Unconfined
 			pd.Labels = red.env(pool.Labels)
 			pd.Labels = hideParts(pd.Labels, pool.SensitiveLabels, pool.SensitiveLabelKeys)
 		}

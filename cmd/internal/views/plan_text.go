@@ -53,6 +53,7 @@ func PlanText(w io.Writer, doc *jsonplan.Plan, color bool) error {
 			fmt.Fprintf(&b, "\n  # %s will wait for up to %s to join (%s counted toward it, capacity %d, max %d): wdc join-token create %s\n",
 				pd.Address, plural.Count(pd.Workers, "worker", "workers"), plural.Count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Max, pd.Name)
 			fmt.Fprintf(&b, "%s %s (external)\n", sym("+"), pd.Address)
+			writeUnconfined(&b, pd)
 			continue
 		}
 		launch := plural.Count(pd.Workers, "worker", "workers")
@@ -62,6 +63,7 @@ func PlanText(w io.Writer, doc *jsonplan.Plan, color bool) error {
 		fmt.Fprintf(&b, "\n  # %s will launch %s (%s counted toward it, capacity %d, min %d, max %d)\n",
 			pd.Address, launch, plural.Count(pd.Tasks, "task", "tasks"), pd.Capacity, pd.Min, pd.Max)
 		fmt.Fprintf(&b, "%s %s\n", sym("+"), pd.Address)
+		writeUnconfined(&b, pd)
 		if len(pd.LaunchPreview) > 0 {
 			b.WriteString("      each launch creates (names and the apply-id label are known after apply):\n")
 			for _, o := range pd.LaunchPreview {
@@ -226,4 +228,11 @@ func HCLMap(m map[string]string) string {
 		parts[i] = strconv.Quote(k) + " = " + strconv.Quote(m[k])
 	}
 	return "{ " + strings.Join(parts, ", ") + " }"
+}
+
+// writeUnconfined notes a pool whose attempts run without confinement.
+func writeUnconfined(b *strings.Builder, pd jsonplan.Pool) {
+	if pd.Unconfined {
+		b.WriteString("      confine = false: its tasks run unconfined and can read the work folder (the state, the workers' sessions) and signal their agent\n")
+	}
 }
