@@ -15,9 +15,16 @@ import (
 type httpError struct {
 	status int
 	body   protocol.Error
+	// cause is the error of a 500 answer, kept for the handler, which
+	// fails the coordinator with it (errors.Is still finds what it wraps,
+	// state.ErrLockLost for one).
+	cause error
 }
 
 func (e *httpError) write(w http.ResponseWriter) {
+	if fw, ok := w.(*failureWatch); ok && e.cause != nil {
+		fw.cause = e.cause
+	}
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="wdc"`)
 	}
@@ -72,5 +79,7 @@ func answerOf(err error) *httpError {
 	case errors.Is(err, state.ErrInvalid):
 		return newError(http.StatusBadRequest, "bad_request", "%s", err.Error())
 	}
-	return newError(http.StatusInternalServerError, "internal", "%s", err.Error())
+	e := newError(http.StatusInternalServerError, "internal", "%s", err.Error())
+	e.cause = err
+	return e
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -103,7 +104,7 @@ func New(c *coordinator.Coordinator) http.Handler {
 			if w.status == http.StatusInternalServerError && r.Context().Err() == nil {
 				// The state (or the coordinator) failed: the apply must
 				// not go on as if its writes had happened.
-				c.Fail(fmt.Errorf("answering %s %s: %s", r.Method, r.URL.Path, w.failure()))
+				c.Fail(fmt.Errorf("answering %s %s: %w", r.Method, r.URL.Path, w.failure()))
 			}
 		}()
 		w.Header().Set(protocol.VersionHeader, strconv.Itoa(protocol.ProtocolVersion))
@@ -173,6 +174,7 @@ type failureWatch struct {
 	http.ResponseWriter
 	status int
 	body   []byte
+	cause  error // the error behind a 500 answer, when it came from one
 }
 
 func (f *failureWatch) WriteHeader(code int) {
@@ -199,11 +201,15 @@ func (f *failureWatch) Flush() {
 	}
 }
 
-// failure is the message of the 500 answer.
-func (f *failureWatch) failure() string {
+// failure is the error behind the 500 answer: the operation's own, else
+// the answer's message.
+func (f *failureWatch) failure() error {
+	if f.cause != nil {
+		return f.cause
+	}
 	var e protocol.Error
 	if err := json.Unmarshal(f.body, &e); err == nil && e.Message != "" {
-		return e.Message
+		return errors.New(e.Message)
 	}
-	return "internal error"
+	return errors.New("internal error")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
 )
 
 func TestHTTPErrors(t *testing.T) {
@@ -167,5 +169,27 @@ func TestHandlerNeverPanicsOnRawGarbage(t *testing.T) {
 				t.Errorf("POST %s %q: %d", p, b, resp.StatusCode)
 			}
 		}
+	}
+}
+
+// A write the state refuses because the apply lost its lock fails the
+// coordinator with that error itself, so apply stops as a lost lock does
+// (apply.ErrLockLost), not as a broken state.
+func TestLostLockFailsTheCoordinatorWithItsError(t *testing.T) {
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{rtTask("a")}, harnessOpts{})
+	w := h.register("p")
+	h.store.GuardWrites("a-lock-that-is-not-held")
+	_, err := protocol.NewClient(h.srv.URL, w.session, nil).Heartbeat(context.Background(), w.id, protocol.HeartbeatRequest{})
+	var ae *protocol.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError {
+		t.Fatalf("heartbeat after the lock was lost: %v, want a 500", err)
+	}
+	select {
+	case <-h.c.Failed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the coordinator did not fail")
+	}
+	if !errors.Is(h.c.Err(), state.ErrLockLost) {
+		t.Fatalf("the coordinator failed with %v, which does not wrap state.ErrLockLost", h.c.Err())
 	}
 }
