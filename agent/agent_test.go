@@ -224,6 +224,22 @@ func TestAttemptOutcomes(t *testing.T) {
 		{"killed by a signal it caused", assignment(t, "task.sig", "sh", "-c", "kill -KILL $$"), ClassFailure, "killed by SIGKILL", -1, "SIGKILL"},
 		{"command not found", assignment(t, "task.nf", "wdc-no-such-command-xyz"), ClassRefused, "refused: command:", -1, ""},
 		{"empty command", assignment(t, "task.empty"), ClassRefused, "refused: the task has no command", -1, ""},
+		{"NUL in an argument", assignment(t, "task.nul", "echo", "a\x00b"), ClassRefused, "refused: element 1 of the command holds a NUL character", -1, ""},
+		{"env name with =", func() protocol.Assignment {
+			a := assignment(t, "task.eqenv", "true")
+			a.Definition.Env["A=B"] = "x"
+			return a
+		}(), ClassRefused, `refused: an env name holds "="`, -1, ""},
+		{"empty env name", func() protocol.Assignment {
+			a := assignment(t, "task.emptyenv", "true")
+			a.Definition.Env[""] = "x"
+			return a
+		}(), ClassRefused, "refused: an env name is empty", -1, ""},
+		{"NUL in an env value", func() protocol.Assignment {
+			a := assignment(t, "task.nulenv", "true")
+			a.Definition.Env["A"] = "x\x00y"
+			return a
+		}(), ClassRefused, "refused: an env value holds a NUL character", -1, ""},
 		{"missing directory", func() protocol.Assignment {
 			a := assignment(t, "task.nodir", "true")
 			a.WorkDir = filepath.Join(a.WorkDir, "missing")

@@ -296,9 +296,13 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 // runnable checks that an assignment can run on this worker, and returns
 // the directory its command runs in (the task's dir, else its scratch
 // folder), or why it cannot run: the definition does not match its hash,
+// holds what no process can be started with (execTextProblem),
 // there is no command, or the directory is not one.
 func runnable(asg protocol.Assignment, scratch string) (workDir, refusal string) {
 	if msg := checkDefinition(asg); msg != "" {
+		return "", msg
+	}
+	if msg := execTextProblem(asg.Definition); msg != "" {
 		return "", msg
 	}
 	if len(asg.Definition.Command) == 0 || asg.Definition.Command[0] == "" {

@@ -644,6 +644,7 @@ func (l *loader) instance(tb *taskBlock, body *taskBody, sc scope, index int) (*
 		t.Dir = filepath.Clean(dir)
 		t.DirSet = true
 	}
+	l.checkExecText(t, body, dir)
 	l.files(t, body, sc)
 	t.Placement, d = l.ev.stringMap(body.Placement, sc)
 	l.add(d...)

@@ -59,6 +59,10 @@ func TestInspect(t *testing.T) {
 			rawExec(t, path, `PRAGMA writable_schema = ON;
 				UPDATE sqlite_master SET rootpage = (SELECT rootpage FROM sqlite_master WHERE name = 'leases_task') WHERE name = 'events_task'`)
 		}, true, nil, true, nil},
+		{"row breaking a CHECK constraint", func(t *testing.T, path string) {
+			healthy(t, path)
+			breakConstraint(t, path, `INSERT INTO events (at, kind) VALUES (0, '')`)
+		}, true, nil, true, nil},
 		{"dropped table", func(t *testing.T, path string) {
 			healthy(t, path)
 			rawExec(t, path, `DROP TABLE tasks`)

@@ -277,7 +277,7 @@ func (v *applyCmdView) Event(ev coordinator.Event) { v.out.Event(ev) }
 // and succeeds; otherwise it refuses, having written nothing.
 func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config, path string) error {
 	ctx := context.Background()
-	snap, err := readSnapshot(ctx, path)
+	snap, err := readCheckedSnapshot(ctx, path)
 	if err != nil {
 		return err
 	}

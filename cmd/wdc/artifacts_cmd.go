@@ -113,7 +113,7 @@ func (c *ArtifactsListCmd) Run(e *env) error {
 	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "NAME\tSIZE\tSHA256\tMEDIA TYPE")
 	for _, o := range outs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Name, artifact.FormatSize(o.Size), o.SHA256, views.OrDash(o.MediaType))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", views.Printable(o.Name), artifact.FormatSize(o.Size), o.SHA256, views.OrDash(views.Printable(o.MediaType)))
 	}
 	return tw.Flush()
 }

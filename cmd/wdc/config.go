@@ -155,6 +155,26 @@ func readSnapshot(ctx context.Context, path string) (*state.Snapshot, error) {
 	return snap, nil
 }
 
+// readCheckedSnapshot is readSnapshot for a command that plans from the
+// state (plan, apply that cannot ask): it first refuses a damaged state
+// file as apply does, with the same words (Store.QuickCheck: a
+// *state.CorruptError), rather than plan from rows SQLite would refuse.
+func readCheckedSnapshot(ctx context.Context, path string) (*state.Snapshot, error) {
+	st, err := openForReading(ctx, path)
+	if err != nil || st == nil {
+		return state.EmptySnapshot(), err
+	}
+	defer st.Close()
+	if err := st.QuickCheck(ctx); err != nil {
+		return nil, err
+	}
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading state %s: %w", path, err)
+	}
+	return snap, nil
+}
+
 // openExistingState opens the state for a command that changes what is
 // in it and never creates it: with no state file it fails with "no state
 // file at PATH: " and why (what there is not to change). It returns the

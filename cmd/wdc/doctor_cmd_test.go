@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,6 +167,44 @@ func corruptTable(path, table string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// flipSpecs flips 14 bytes of every task's spec in the (closed) state file
+// at path, on the disk, as a bad disk or a stray write could: each spec
+// (canonical JSON, starting {"command":) is no longer JSON, which the
+// tasks table's CHECK constraint forbids, while every page still parses.
+func flipSpecs(path string) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return err
+	}
+	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	marker, n := []byte(`{"command":`), 0
+	for i := 0; ; i += len(marker) {
+		j := bytes.Index(b[i:], marker)
+		if j < 0 {
+			break
+		}
+		i += j
+		for k := 1; k <= 14; k++ {
+			b[i+k] ^= 0x20
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("flip-spec: the state file holds no task spec")
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // dropTable drops a table of the state file at path with a plain SQLite

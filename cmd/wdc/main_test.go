@@ -334,8 +334,9 @@ func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
 //	break-state drop-table NAME   drop a table with a plain SQLite connection
 //	break-state empty             truncate the file to 0 bytes
 //	break-state corrupt-table NAME overwrite a table's root page with garbage
+//	break-state flip-spec         flip 14 bytes of every task's spec in the file
 func cmdBreakState(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "usage: break-state drop-table NAME | empty | corrupt-table NAME"
+	const usage = "usage: break-state drop-table NAME | empty | corrupt-table NAME | flip-spec"
 	if neg || len(args) < 1 {
 		ts.Fatalf(usage)
 	}
@@ -345,6 +346,8 @@ func cmdBreakState(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(dropTable(path, args[1]))
 	case args[0] == "corrupt-table" && len(args) == 2:
 		ts.Check(corruptTable(path, args[1]))
+	case args[0] == "flip-spec" && len(args) == 1:
+		ts.Check(flipSpecs(path))
 	case args[0] == "empty" && len(args) == 1:
 		ts.Check(os.Truncate(path, 0))
 		for _, side := range []string{"-wal", "-shm"} {

@@ -35,7 +35,7 @@ func (c *PlanCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	snap, err := readSnapshot(ctx, path)
+	snap, err := readCheckedSnapshot(ctx, path)
 	if err != nil {
 		return err
 	}

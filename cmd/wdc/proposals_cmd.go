@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 
@@ -168,19 +167,11 @@ func (c *ProposalsListCmd) Run(e *env) error {
 	return tw.Flush()
 }
 
-// clip shortens s to n runes, with every rune that is not graphic (a
-// control character, a bidirectional override that would make a column
-// read otherwise than it is) written as a Go escape.
+// clip shortens s to n runes, made views.Printable first (a control
+// character, a bidirectional override that would make a column read
+// otherwise than it is, written as a Go escape).
 func clip(s string, n int) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsGraphic(r) {
-			b.WriteRune(r)
-		} else {
-			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
-		}
-	}
-	if s = b.String(); len([]rune(s)) <= n {
+	if s = views.Printable(s); len([]rune(s)) <= n {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"

@@ -184,3 +184,42 @@ func decode(t *testing.T, v any, args ...string) {
 		t.Fatalf("%v: %v\n%s", args, err, stdout)
 	}
 }
+
+// TestListingsEscapeRegistrationText: a registration host holding a
+// right-to-left override (U+202E, which the protocol's printable check
+// lets through: it is not a control character) is printed by wdc
+// workers list and wdc show as \u202e, never raw; so is a task's last
+// error in wdc tasks list.
+func TestListingsEscapeRegistrationText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := state.Open(ctx, path)
+	mustDo(t, err)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	mustDo(t, st.UpsertPool(ctx, state.Pool{Name: "p", Provider: "external", Max: 1, Capacity: 1}, now))
+	_, err = st.RegisterWorker(ctx, state.Worker{ID: "w-one", Pool: "p", Capacity: 1, Host: "lab\u202etxt.exe", PID: 7, Version: "test",
+		HeartbeatInterval: 2 * time.Second, TTL: 10 * time.Second}, now)
+	mustDo(t, err)
+	mustDo(t, st.UpsertTask(ctx, state.TaskDef{Address: "task.a", Name: "a", Index: -1, DefHash: strings.Repeat("ab", 32),
+		Spec: []byte(`{}`), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, now))
+	mustDo(t, seedFailed(ctx, st, now, "exit 1: \u202egnp.exe", "task.a"))
+	st.Close()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workers", "list"}, `lab\u202etxt.exe`},
+		{[]string{"show"}, `lab\u202etxt.exe`},
+		{[]string{"tasks", "list"}, `exit 1: \u202egnp.exe`},
+		{[]string{"tasks", "show", "task.a"}, `last error: exit 1: \u202egnp.exe`},
+	} {
+		stdout, stderr, code := runWDC(t, append([]string{"--state", path}, tt.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, stderr:\n%s", tt.args, code, stderr)
+		}
+		if strings.Contains(stdout, "\u202e") || !strings.Contains(stdout, tt.want) {
+			t.Errorf("%v: want %q and no raw U+202E; stdout:\n%s", tt.args, tt.want, stdout)
+		}
+	}
+}

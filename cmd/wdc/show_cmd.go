@@ -148,7 +148,7 @@ func renderState(e *env, doc *stateDoc) error {
 	section("Workers", len(doc.Workers))
 	tw = views.NewTable(w)
 	for _, wk := range doc.Workers {
-		fmt.Fprintf(tw, "  %s\tpool.%s\t%s\t%s\tpid %d\tleases %d\n", wk.ID, wk.Pool, wk.Status, views.OrDash(wk.Host), wk.PID, wk.LeasesHeld)
+		fmt.Fprintf(tw, "  %s\tpool.%s\t%s\t%s\tpid %d\tleases %d\n", wk.ID, wk.Pool, wk.Status, views.OrDash(views.Printable(wk.Host)), wk.PID, wk.LeasesHeld)
 	}
 	tw.Flush()
 	section("Tasks", len(doc.Tasks))

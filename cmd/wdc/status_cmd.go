@@ -157,6 +157,12 @@ func (e *env) coordinatorStatus() (protocol.StatusResponse, error) {
 func renderStatus(e *env, d statusDoc, total int) error {
 	w := e.stdout
 	ago := func(t time.Time) string { return d.At.Sub(t).Round(time.Second).String() + " ago" }
+	if a := d.Apply; a != nil {
+		// Recorded by another process: printed as what they are.
+		shown := *a
+		shown.Holder, shown.Host, shown.Error = views.Printable(a.Holder), views.Printable(a.Host), views.Printable(a.Error)
+		d.Apply = &shown
+	}
 	switch a := d.Apply; {
 	case !d.Exists:
 		fmt.Fprintf(w, "No state file at %s yet: wdc apply creates it.\n", d.Path)

@@ -53,7 +53,7 @@ func (c *WorkersListCmd) Run(e *env) error {
 	tw := views.NewTable(e.stdout)
 	fmt.Fprintln(tw, "ID\tPOOL\tLABELS\tSTATUS\tHOST\tPID\tLAST HEARTBEAT\tLEASES")
 	for _, w := range snap.Workers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", w.ID, w.Pool, views.FormatLabels(w.Labels), w.Status, views.OrDash(w.Host), w.PID, views.FormatTime(w.LastHeartbeatAt), w.LeasesHeld)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", w.ID, w.Pool, views.FormatLabels(w.Labels), w.Status, views.OrDash(views.Printable(w.Host)), w.PID, views.FormatTime(w.LastHeartbeatAt), w.LeasesHeld)
 	}
 	return tw.Flush()
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"time"
@@ -493,8 +492,12 @@ func joinHint(p *Pool, ep *httpapi.Endpoint) string {
 		cmd += " --ca-sha256 " + ep.CASHA256
 	}
 	note := ""
-	if u, err := url.Parse(ep.URL); err == nil && httpapi.IsLoopbackHost(u.Hostname()) {
+	switch {
+	case ep.ListensOnLoopback():
 		note = " (the coordinator listens on loopback: only this machine can join; set listen in the wdc block for others)"
+	case ep.AdvertisesLoopback():
+		note = fmt.Sprintf(" (the coordinator listens on %s and advertises %s, which only this machine reaches: for workers elsewhere, set advertise in the wdc block to an address they reach)",
+			ep.ListensOn(), ep.URL)
 	}
 	return fmt.Sprintf("waiting up to %s for workers to join pool %s (up to %d): with a join file from `wdc join-token create %s -o FILE`, run `%s`%s",
 		p.LaunchTimeout, p.Runtime.Name, p.Max, p.Runtime.Name, cmd, note)

@@ -1,8 +1,12 @@
 package apply
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 )
 
 func TestDecidePool(t *testing.T) {
@@ -50,6 +54,42 @@ func TestDecidePool(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := decidePool(tt.facts, timeout); got != tt.want {
 				t.Errorf("decidePool = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestJoinHint: the hint apply prints for an external pool says what is
+// true of where the coordinator listens and what it advertises.
+func TestJoinHint(t *testing.T) {
+	t.Parallel()
+	pool := &Pool{Runtime: coordinator.PoolRuntime{Name: "edge"}, Max: 2, LaunchTimeout: time.Minute}
+	const loopbackNote = "(the coordinator listens on loopback: only this machine can join; set listen in the wdc block for others)"
+	tests := []struct {
+		name, listen, url string
+		want, not         string
+	}{
+		{"loopback", "127.0.0.1:47071", "http://127.0.0.1:47071", loopbackNote, ""},
+		{"localhost", "localhost:47071", "http://localhost:47071", loopbackNote, ""},
+		{"every interface, advertised as loopback", "0.0.0.0:47071", "https://127.0.0.1:47071",
+			"(the coordinator listens on all interfaces (0.0.0.0:47071) and advertises https://127.0.0.1:47071, which only this machine reaches: " +
+				"for workers elsewhere, set advertise in the wdc block to an address they reach)", "listens on loopback"},
+		{"every interface, no host", ":47071", "https://127.0.0.1:47071", "listens on all interfaces (:47071) and advertises", "listens on loopback"},
+		{"an interface, advertised as loopback", "10.1.2.3:47071", "https://localhost:47071",
+			"(the coordinator listens on 10.1.2.3:47071 and advertises https://localhost:47071, which only this machine reaches", "listens on loopback"},
+		{"every interface, advertised as an address others reach", "0.0.0.0:47071", "https://10.1.2.3:47071", "", "(the coordinator"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := joinHint(pool, &httpapi.Endpoint{Listen: tt.listen, URL: tt.url})
+			if !strings.HasPrefix(got, "waiting up to 1m0s for workers to join pool edge (up to 2): with a join file from `wdc join-token create edge -o FILE`, run `wdc agent --server "+tt.url+" --pool edge --join-file FILE`") {
+				t.Errorf("joinHint = %q", got)
+			}
+			if tt.want != "" && !strings.Contains(got, " "+tt.want) {
+				t.Errorf("joinHint = %q\nwant it to say %q", got, tt.want)
+			}
+			if tt.not != "" && strings.Contains(got, tt.not) {
+				t.Errorf("joinHint = %q\nwant no %q", got, tt.not)
 			}
 		})
 	}

@@ -92,7 +92,7 @@ func TestCoordinatorJudgesRecommendations(t *testing.T) {
 		{name: "two edges", recs: `[{"type":"ticket","input":{"run":"7"}},{"type":"flake","input":{"run":"8"}}]`,
 			want: []string{"proposed task.notify", "proposed task.rerun"}},
 		{name: "a NUL in the input", recs: `[{"type":"flake","input":{"run":"a\u0000b"}}]`,
-			want: []string{"rejected: task.rerun does not render a task that can run with its input: command element 2 holds a NUL character"}},
+			want: []string{"rejected: NUL character in command: Element 2 of the command of task.rerun holds a NUL character"}},
 		{name: "undeclared type", recs: `[{"type":"deploy"}]`, want: []string{`rejected: no edge declares the type "deploy" for task.doctor`}},
 		{name: "input does not fit", recs: `[{"type":"flake","input":{"build":"1"}}]`, want: []string{`rejected: its input does not fit edge.flake_rerun's input type`}},
 		{name: "not a list", recs: `{"type":"flake"}`, want: []string{"rejected: recommendations.json is not a JSON list"}},

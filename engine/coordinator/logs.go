@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -85,8 +86,9 @@ func (c *Coordinator) LogChunk(s Session, token int64, req protocol.LogChunkRequ
 // the attempt from the offset on, waiting up to the request's wait
 // (capped by MaxClaimWait) for some while it runs (or has not started).
 // An attempt that ended is "ended": the follower reads the finished log
-// from the state. Errors (*Error): a task the apply does not run
-// (CodeNotFound); ctx's; the state's.
+// from the state. Errors (*Error): a task the apply does not run, or an
+// attempt of a finished task that never was (CodeNotFound); ctx's; the
+// state's.
 func (c *Coordinator) FollowLog(ctx context.Context, req protocol.LogFollowRequest) (protocol.LogFollowResponse, error) {
 	resp := protocol.LogFollowResponse{Task: req.Task, Offset: req.Offset, Data: []byte{}}
 	c.mu.Lock()
@@ -128,12 +130,16 @@ func (c *Coordinator) FollowLog(ctx context.Context, req protocol.LogFollowReque
 			c.mu.Unlock()
 			resp.Attempt, resp.FencingToken = 0, 0
 			ended := status == state.TaskSucceeded || status == state.TaskFailed || status == state.TaskCancelled
-			if !ended && req.Attempt != 0 {
+			if req.Attempt != 0 {
 				t, err := c.store.Task(ctx, req.Task)
 				if err != nil {
 					return resp, err
 				}
-				ended = t.Attempts >= req.Attempt
+				if ended && t.Attempts < req.Attempt {
+					// It has ended: that attempt will never be.
+					return resp, noAttempt(req.Task, req.Attempt, t.Attempts)
+				}
+				ended = ended || t.Attempts >= req.Attempt
 			}
 			if ended {
 				resp.Status, resp.Attempt = protocol.FollowEnded, req.Attempt
@@ -150,4 +156,13 @@ func (c *Coordinator) FollowLog(ctx context.Context, req protocol.LogFollowReque
 		case <-time.After(min(followPollInterval, time.Until(deadline))):
 		}
 	}
+}
+
+// noAttempt is the refusal of a follow request for attempt n of the
+// finished task addr, which made only attempts attempts.
+func noAttempt(addr string, n, attempts int) *Error {
+	if attempts == 0 {
+		return refuse(CodeNotFound, "", "%s has finished without an attempt: it has no attempt %d", addr, n)
+	}
+	return refuse(CodeNotFound, "", "%s has finished after %s, so it has no attempt %d", addr, plural.Count(attempts, "attempt", "attempts"), n)
 }

@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/wdc-dev/wdc/engine/coordinator"
@@ -108,5 +109,12 @@ func TestFollowLogs(t *testing.T) {
 	}
 	if r := follow("task.a", 0, 0); r.Status != protocol.FollowEnded {
 		t.Errorf("follow of the succeeded task = %+v; want ended", r)
+	}
+	// An attempt a finished task never made is not there: a typed 404,
+	// not "ended".
+	var pe *protocol.APIError
+	if r, err := ops.FollowLog(ctx, protocol.LogFollowRequest{Task: "task.a", Attempt: 7, Stream: protocol.StreamStdout}); protocol.StatusOf(err) != 404 ||
+		!errors.As(err, &pe) || pe.Code != "not_found" || pe.Message != "task.a has finished after 1 attempt, so it has no attempt 7" {
+		t.Errorf("follow of attempt 7 of the succeeded task = %+v, %v; want 404 not_found", r, err)
 	}
 }

@@ -45,7 +45,7 @@ type Check struct {
 // doctorChecks are the checks, in the order Run runs and reports them.
 var doctorChecks = []Check{
 	{CheckStateFile, "the state file exists, is a regular file of more than 0 bytes, and SQLite can open it"},
-	{CheckStateIntegrity, "SQLite's PRAGMA integrity_check passes"},
+	{CheckStateIntegrity, "SQLite's PRAGMA integrity_check passes, and every row keeps the schema's CHECK constraints"},
 	{CheckStateSchema, "the schema version is one this wdc knows and every table, index and trigger of it is present"},
 	{CheckLockDeadHolder, "no apply lock is held by an apply that is gone"},
 	{CheckWorkersStaleWithLeases, "no stale worker holds active leases"},

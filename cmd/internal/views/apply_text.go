@@ -207,6 +207,8 @@ func eventLine(e coordinator.Event) string {
 			detail = fmt.Sprintf("attempt %d: %s", e.Attempt, e.Message)
 		}
 	}
+	// A message may carry what a worker or a task said (an error, a host).
+	detail = Printable(detail)
 	switch {
 	case subject == "":
 		return fmt.Sprintf("%-10s %s", e.Kind, detail)

@@ -2,11 +2,15 @@ package views
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // WriteJSON writes v as JSON indented by two spaces, followed by a
@@ -68,7 +72,36 @@ func OrDash(s string) string {
 }
 
 // OneLine folds a possibly multi-line message onto one line: its words,
-// one space apart.
+// one space apart, each made Printable.
 func OneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return Printable(strings.Join(strings.Fields(s), " "))
+}
+
+// Printable returns s with every rune that is not graphic written as a Go
+// escape: a control character (\t, \x1b, \x00), a bidirectional
+// override that would make a listing read otherwise than it is (\u202e),
+// and a byte that is not UTF-8 (\xff). Listings print text a worker or a
+// task controls (a registration's host, an error, an event's message)
+// through it, so that it shows as what it is and cannot rearrange or
+// clear what is around it. Plain text comes back unchanged.
+func Printable(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r == utf8.RuneError || !unicode.IsGraphic(r) })
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for s = s[i:]; s != ""; {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case unicode.IsGraphic(r):
+			b.WriteString(s[:size])
+		default:
+			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
+		}
+		s = s[size:]
+	}
+	return b.String()
 }

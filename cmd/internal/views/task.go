@@ -168,9 +168,9 @@ func (d *TaskDetail) WriteText(w io.Writer) error {
 		for _, r := range rejected {
 			names := make([]string, len(r.Artifacts))
 			for i, a := range r.Artifacts {
-				names[i] = a.Name + " " + protocol.ShortHash(a.SHA256)
+				names[i] = Printable(a.Name) + " " + protocol.ShortHash(a.SHA256)
 			}
-			fmt.Fprintf(w, "  %s  worker %s, token %d: %s; artifacts: %s\n", FormatTime(r.ReceivedAt), r.WorkerID, r.FencingToken, r.Reason,
+			fmt.Fprintf(w, "  %s  worker %s, token %d: %s; artifacts: %s\n", FormatTime(r.ReceivedAt), Printable(r.WorkerID), r.FencingToken, Printable(r.Reason),
 				OrDash(strings.Join(names, ", ")))
 		}
 	}
@@ -204,10 +204,10 @@ func (d *TaskDetail) writeAttempts(w io.Writer) error {
 		case a.ExitCode != nil:
 			exit = strconv.Itoa(*a.ExitCode)
 		case a.Signal != "":
-			exit = a.Signal
+			exit = Printable(a.Signal)
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Number, a.WorkerID, a.Token, FormatTime(a.StartedAt), FormatTime(a.EndedAt),
-			exit, OrDash(string(a.FailureClass)), artifactsSummary(a))
+			exit, OrDash(Printable(string(a.FailureClass))), artifactsSummary(a))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -216,7 +216,12 @@ func (d *TaskDetail) writeAttempts(w io.Writer) error {
 		if tail := d.StderrTails[a.Number]; tail != "" {
 			fmt.Fprintf(w, "\nAttempt %d, last lines of stderr (wdc logs %s --attempt %d --stderr for all):\n", a.Number, d.Task.Address, a.Number)
 			for _, line := range strings.Split(tail, "\n") {
-				fmt.Fprintf(w, "  | %s\n", line)
+				// The task wrote it: made Printable, its tabs kept.
+				fields := strings.Split(line, "\t")
+				for i, f := range fields {
+					fields[i] = Printable(f)
+				}
+				fmt.Fprintf(w, "  | %s\n", strings.Join(fields, "\t"))
 			}
 		}
 	}
@@ -229,13 +234,13 @@ func (d *TaskDetail) writeAttempts(w io.Writer) error {
 func artifactsSummary(a state.Attempt) string {
 	if len(a.Artifacts) == 0 {
 		if a.StdoutPath != "" || a.StderrPath != "" {
-			return OrDash(a.StdoutPath) + " " + OrDash(a.StderrPath)
+			return OrDash(Printable(a.StdoutPath)) + " " + OrDash(Printable(a.StderrPath))
 		}
 		return "-"
 	}
 	parts := make([]string, len(a.Artifacts))
 	for i, x := range a.Artifacts {
-		parts[i] = x.Name + " " + artifact.FormatSize(x.Size)
+		parts[i] = Printable(x.Name) + " " + artifact.FormatSize(x.Size)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -43,6 +43,9 @@ type ListenSettings struct {
 type Endpoint struct {
 	// Listener accepts connections; with TLS it is already a TLS listener.
 	Listener net.Listener
+	// Listen is the address it listens on: the listen host as given ("",
+	// 0.0.0.0 or :: for every interface) and the port bound.
+	Listen string
 	// URL is the advertise URL workers use.
 	URL string
 	// TLS is true when the endpoint serves HTTPS.
@@ -54,6 +57,31 @@ type Endpoint struct {
 	// Warning, when set, is a sentence apply prints (plain HTTP on a
 	// non-loopback address).
 	Warning string
+}
+
+// ListensOnLoopback reports whether the endpoint listens on a loopback
+// address only: no other machine can connect, whatever it advertises.
+func (ep *Endpoint) ListensOnLoopback() bool {
+	host, _, err := net.SplitHostPort(ep.Listen)
+	return err == nil && IsLoopbackHost(host)
+}
+
+// ListensOn says where the endpoint listens, for people: "all interfaces
+// (0.0.0.0:47071)" for an unspecified host, else the address
+// ("10.0.0.5:47071").
+func (ep *Endpoint) ListensOn() string {
+	host, _, err := net.SplitHostPort(ep.Listen)
+	if ip, perr := netip.ParseAddr(host); err == nil && (host == "" || perr == nil && ip.IsUnspecified()) {
+		return "all interfaces (" + ep.Listen + ")"
+	}
+	return ep.Listen
+}
+
+// AdvertisesLoopback reports whether the URL workers are told names a
+// loopback host: only a worker on this machine reaches it.
+func (ep *Endpoint) AdvertisesLoopback() bool {
+	u, err := url.Parse(ep.URL)
+	return err == nil && IsLoopbackHost(u.Hostname())
 }
 
 // DefaultCertValidity is how long a server certificate from the state's CA
@@ -93,7 +121,7 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 		return nil, fmt.Errorf("coordinator listen address %q: %w", s.Listen, err)
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ep := &Endpoint{Listener: ln, TLS: useTLS}
+	ep := &Endpoint{Listener: ln, Listen: net.JoinHostPort(host, port), TLS: useTLS}
 	scheme := map[bool]string{true: "https", false: "http"}[useTLS]
 	advHost := advertiseHost(host)
 	if adv != nil {
@@ -105,8 +133,7 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 	ep.URL = scheme + "://" + net.JoinHostPort(advHost, port)
 	if !useTLS {
 		if !IsLoopbackHost(host) {
-			ep.Warning = fmt.Sprintf("the coordinator serves plain HTTP on %s (insecure = true): credentials and results cross the network unencrypted",
-				net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
+			ep.Warning = fmt.Sprintf("the coordinator serves plain HTTP on %s (insecure = true): credentials and results cross the network unencrypted", ep.Listen)
 		}
 		return ep, nil
 	}

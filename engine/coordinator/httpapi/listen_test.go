@@ -78,10 +78,14 @@ func TestListen(t *testing.T) {
 		if pin, err := c.s.Pin(); err != nil || pin != want {
 			t.Errorf("%s: ListenSettings.Pin = %q, %v; want %q", c.name, pin, err, want)
 		}
+		// Listen is the host given and the port bound.
+		_, port, _ := net.SplitHostPort(ep.Listener.Addr().String())
+		if host, _, _ := net.SplitHostPort(listenAddress(c.s.Listen)); ep.Listen != net.JoinHostPort(host, port) {
+			t.Errorf("%s: Listen = %q; want %q", c.name, ep.Listen, net.JoinHostPort(host, port))
+		}
 		// A pinned client reaches it by 127.0.0.1 (always a SAN of wdc's certificates).
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })}
 		go srv.Serve(ep.Listener)
-		_, port, _ := net.SplitHostPort(ep.Listener.Addr().String())
 		url := c.scheme + "://127.0.0.1:" + port
 		hc, err := protocol.HTTPClient(url, ep.CASHA256)
 		if err != nil {
