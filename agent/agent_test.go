@@ -851,3 +851,24 @@ func TestSpoolBadEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestLogReplacedByAFIFO: a task that puts a FIFO in its stdout log's
+// place (it runs as the agent's user) does not hold the agent, which
+// hashes the logs after the command: the result arrives, without that log.
+func TestLogReplacedByAFIFO(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/fd/1"); err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	startAgent(t, s.URL(), nil)
+	asg := f.add(assignment(t, "task.fifo", "sh", "-c", `p=$(readlink /proc/$$/fd/1) && rm "$p" && mkfifo "$p"`))[0]
+	waitFor(t, 20*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
+	r, _ := f.result(asg.FencingToken)
+	for _, a := range r.req.Artifacts {
+		if a.Name == "stdout" {
+			t.Errorf("the result names a stdout log %+v; its file is a FIFO", a)
+		}
+	}
+}
