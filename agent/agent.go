@@ -21,6 +21,7 @@ import (
 	"github.com/wdc-dev/wdc/agent/confine"
 	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -852,7 +853,14 @@ func (a *Agent) busySlots() int {
 // the coordinator cannot be reached for stays for a later agent.
 func (a *Agent) deliverOrphans(callCtx context.Context) {
 	for _, o := range orphans(a.opts.Spool) {
-		if o.session.SessionToken != "" {
+		if o.sessionErr != nil && len(o.entries) > 0 {
+			// Without a session no result of the folder can be delivered.
+			a.log.Warn("a stopped agent's spool folder has no usable session", "spool", o.dir, "err", o.sessionErr)
+			for _, entry := range o.entries {
+				a.quarantineOrphan(a.log.With("spool", entry), entry, "its worker's session cannot be read: "+o.sessionErr.Error())
+			}
+		}
+		if o.sessionErr == nil {
 			client := a.client.WithToken(o.session.SessionToken)
 			for _, entry := range o.entries {
 				log := a.log.With("spool", entry)
@@ -917,13 +925,8 @@ func (a *Agent) upload(callCtx context.Context, client *protocol.Client, missing
 		if !ok {
 			return tooLarge, fmt.Errorf("the coordinator asks for blob %s, which this result does not name", h)
 		}
-		f, err := os.Open(path)
+		f, fi, err := regularfile.Open(path) // a blob of the spool may be what another process put there
 		if err != nil {
-			return tooLarge, err
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
 			return tooLarge, err
 		}
 		// An upload may take long; bound it by the blob's size at

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -781,5 +782,109 @@ func TestSpool(t *testing.T) {
 	waitFor(t, 20*time.Second, "the rejected result in quarantine", func() bool { _, err := os.Stat(filepath.Join(q, "result.json")); return err == nil })
 	if why, _ := os.ReadFile(filepath.Join(q, "why")); !strings.Contains(string(why), "stale_token") {
 		t.Errorf("quarantine note %q", why)
+	}
+}
+
+// TestSpoolBadEntries: what a stopped agent left that is not a file to
+// read (a FIFO as its session.json or an entry's result.json, /dev/zero
+// behind a link, a result.json over the limit) neither holds nor exhausts
+// an agent that starts: it logs a line for each, moves the entries to the
+// quarantine with why, still delivers the good result beside them, and
+// registers.
+func TestSpoolBadEntries(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	work := t.TempDir()
+	spoolDir := filepath.Join(work, "spool")
+	mkdir := func(p string) string {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fifo := func(p string) {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session := func(worker string) {
+		sb, _ := json.Marshal(spoolSession{ServerURL: s.URL(), WorkerID: worker, SessionToken: "sess"})
+		if err := os.WriteFile(filepath.Join(spoolDir, worker, "session.json"), sb, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A FIFO session, with an entry that cannot be delivered without it.
+	mkdir(filepath.Join(spoolDir, "w-fifo-session", "7"))
+	fifo(filepath.Join(spoolDir, "w-fifo-session", "session.json"))
+	// /dev/zero as a session.
+	mkdir(filepath.Join(spoolDir, "w-zero-session", "8"))
+	if err := os.Symlink("/dev/zero", filepath.Join(spoolDir, "w-zero-session", "session.json")); err != nil {
+		t.Fatal(err)
+	}
+	// A good session with bad entries, and one good entry.
+	mkdir(filepath.Join(spoolDir, "w-bad-entries"))
+	session("w-bad-entries")
+	fifo(filepath.Join(mkdir(filepath.Join(spoolDir, "w-bad-entries", "11")), "result.json"))
+	if err := os.Symlink("/dev/zero", filepath.Join(mkdir(filepath.Join(spoolDir, "w-bad-entries", "12")), "result.json")); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(mkdir(filepath.Join(spoolDir, "w-bad-entries", "13")), "result.json")
+	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), maxEntryFileBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	eb, _ := json.Marshal(spoolEntry{Token: 14, Result: protocol.ResultRequest{WorkerID: "w-bad-entries", Task: "task.old", Attempt: 1,
+		IdempotencyKey: "w-bad-entries-14", ExitCode: &zero}})
+	if err := os.WriteFile(filepath.Join(mkdir(filepath.Join(spoolDir, "w-bad-entries", "14")), "result.json"), eb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := startAgent(t, s.URL(), func(o *Options) { o.WorkDir = work })
+	waitFor(t, 20*time.Second, "the agent to register", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.registers > 0 })
+	waitFor(t, 20*time.Second, "the good result", func() bool { _, ok := f.result(14); return ok })
+	for _, c := range []struct{ entry, why string }{
+		{"w-fifo-session-7", "its worker's session cannot be read: " + filepath.Join(spoolDir, "w-fifo-session", "session.json") + " is a FIFO (named pipe), not a regular file"},
+		{"w-zero-session-8", "is a character device (a symbolic link to /dev/zero), not a regular file"},
+		{"w-bad-entries-11", "unreadable: " + filepath.Join(spoolDir, "w-bad-entries", "11", "result.json") + " is a FIFO (named pipe), not a regular file"},
+		{"w-bad-entries-12", "is a character device (a symbolic link to /dev/zero), not a regular file"},
+		{"w-bad-entries-13", "is 2,097,153 bytes, more than the 2 MiB (2,097,152 bytes) allowed"},
+	} {
+		why, err := os.ReadFile(filepath.Join(spoolDir, "quarantine", c.entry, "why"))
+		if err != nil || !strings.Contains(string(why), c.why) {
+			t.Errorf("quarantine note of %s: %q, %v; want one containing %q", c.entry, why, err, c.why)
+		}
+	}
+	logs := r.logs.String()
+	for _, want := range []string{`msg="a stopped agent's spool folder has no usable session"`, `msg="a stopped agent's result is kept in the spool's quarantine"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the agent's log has no %s", want)
+		}
+	}
+	for _, gone := range []string{"w-fifo-session", "w-zero-session", "w-bad-entries"} {
+		if _, err := os.Lstat(filepath.Join(spoolDir, gone)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the stopped agent's folder %s is still there: %v", gone, err)
+		}
+	}
+}
+
+// TestLogReplacedByAFIFO: a task that puts a FIFO in its stdout log's
+// place (it runs as the agent's user) does not hold the agent, which
+// hashes the logs after the command: the result arrives, without that log.
+func TestLogReplacedByAFIFO(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/fd/1"); err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	startAgent(t, s.URL(), nil)
+	asg := f.add(assignment(t, "task.fifo", "sh", "-c", `p=$(readlink /proc/$$/fd/1) && rm "$p" && mkfifo "$p"`))[0]
+	waitFor(t, 20*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
+	r, _ := f.result(asg.FencingToken)
+	for _, a := range r.req.Artifacts {
+		if a.Name == "stdout" {
+			t.Errorf("the result names a stdout log %+v; its file is a FIFO", a)
+		}
 	}
 }

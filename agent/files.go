@@ -16,10 +16,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -229,27 +229,19 @@ func readRecommendations(scratch string) (json.RawMessage, string) {
 // request stays JSON and bounded.
 func ReadRecommendationsFile(path string) (json.RawMessage, string) {
 	name := filepath.Base(path)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ""
-	}
-	if err != nil {
-		return nil, fmt.Sprintf("%s could not be read: %v", name, withoutPath(err))
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		what := "not a regular file"
-		if err == nil && fi.IsDir() {
-			what = "a directory"
-		}
-		return nil, fmt.Sprintf("%s is %s", name, what)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, protocol.MaxRecommendationsBytes+1))
+	raw, err := regularfile.Read(path, protocol.MaxRecommendationsBytes)
+	var notRegular *regularfile.NotRegularError
+	var tooLarge *regularfile.TooLargeError
 	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, ""
+	case errors.As(err, &notRegular):
+		// By its name only, and without where a link points.
+		return nil, (&regularfile.NotRegularError{Path: name, Mode: notRegular.Mode}).Error()
+	case errors.As(err, &tooLarge):
+		return nil, (&regularfile.TooLargeError{Path: name, Limit: tooLarge.Limit, Size: tooLarge.Size}).Error()
 	case err != nil:
 		return nil, fmt.Sprintf("%s could not be read: %v", name, withoutPath(err))
-	case len(raw) > protocol.MaxRecommendationsBytes:
-		return nil, fmt.Sprintf("%s is larger than the %d bytes allowed", name, protocol.MaxRecommendationsBytes)
 	}
 	// Syntax only: a number too large for a float64 is valid JSON.
 	var syntax json.RawMessage

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"time"
 
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -87,7 +87,7 @@ func (a *Agent) sendLog(ctx context.Context, at *attempt, stream, path string, o
 			return off, false, nil
 		}
 	}
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path) // the task may have put a FIFO in its log's place
 	if errors.Is(err, fs.ErrNotExist) {
 		return off, true, nil // the command has not started yet
 	}

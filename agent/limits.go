@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -76,7 +77,7 @@ func writeTail(path string, size, maxSize int64) (string, error) {
 	if int64(len(header)) > maxSize {
 		header, keep = header[:maxSize], 0
 	}
-	src, err := os.Open(path)
+	src, _, err := regularfile.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -23,7 +23,7 @@ func TestReadRecommendations(t *testing.T) {
 		{name: "not JSON", content: ptr(`[{"type":`), wantProb: "is not valid JSON: unexpected end of JSON input"},
 		{name: "a number beyond float64", content: ptr(`[{"type":"a","input":{"n":1e400}}]`), wantRaw: `[{"type":"a","input":{"n":1e400}}]`},
 		{name: "not JSON at a byte", content: ptr(`[{"type" "flake"}]`), wantProb: `after object key (at byte 10)`},
-		{name: "too large", content: ptr(`"` + strings.Repeat("x", protocol.MaxRecommendationsBytes) + `"`), wantProb: "larger than the 65536 bytes"},
+		{name: "too large", content: ptr(`"` + strings.Repeat("x", protocol.MaxRecommendationsBytes) + `"`), wantProb: "is 65,538 bytes, more than the 64 KiB (65,536 bytes) allowed"},
 		{name: "exactly the limit", content: ptr(`"` + strings.Repeat("x", protocol.MaxRecommendationsBytes-2) + `"`),
 			wantRaw: `"` + strings.Repeat("x", protocol.MaxRecommendationsBytes-2) + `"`},
 	}
@@ -49,7 +49,7 @@ func TestReadRecommendations(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(dir, protocol.RecommendationsFile), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if raw, prob := readRecommendations(dir); raw != nil || prob != "recommendations.json is a directory" {
+		if raw, prob := readRecommendations(dir); raw != nil || prob != "recommendations.json is a directory, not a regular file" {
 			t.Errorf("got %q, %q; want: is a directory", raw, prob)
 		}
 	})
@@ -62,7 +62,7 @@ func TestReadRecommendations(t *testing.T) {
 		go func() { _, prob := readRecommendations(dir); done <- prob }()
 		select {
 		case prob := <-done:
-			if prob != "recommendations.json is not a regular file" {
+			if prob != "recommendations.json is a FIFO (named pipe), not a regular file" {
 				t.Errorf("problem %q; want: not a regular file", prob)
 			}
 		case <-time.After(10 * time.Second):

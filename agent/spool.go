@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -151,7 +152,7 @@ func linkOrCopy(src, dst string) error {
 	if os.Link(src, dst) == nil {
 		return nil
 	}
-	in, err := os.Open(src)
+	in, _, err := regularfile.Open(src)
 	if err != nil {
 		return err
 	}
@@ -193,12 +194,23 @@ func quarantine(root, entry, why string) (string, error) {
 	return dst, nil
 }
 
+// The most the agent reads of a spool file (docs/protocol.md, "The
+// spool"): a session file holds a URL, a worker id and a token; an entry
+// holds one result, which the coordinator takes only up to 1 MiB.
+const (
+	maxSessionFileBytes = 64 << 10
+	maxEntryFileBytes   = 2 << 20
+)
+
 // orphan is the spool folder of an agent that is gone, with what it left.
 type orphan struct {
 	dir     string
 	lock    *os.File
 	session spoolSession
-	entries []string // entry folders, by token
+	// sessionErr is why the folder's session.json gives no session (it is
+	// missing, not a regular file, too large, not JSON, names no token).
+	sessionErr error
+	entries    []string // entry folders, by token
 }
 
 // orphans finds the folders of root whose agent is gone (their lock is
@@ -219,9 +231,7 @@ func orphans(root string) []orphan {
 			continue // its agent is alive (or the folder is not ours)
 		}
 		o := orphan{dir: dir, lock: lock}
-		if b, err := os.ReadFile(filepath.Join(dir, "session.json")); err == nil {
-			_ = json.Unmarshal(b, &o.session)
-		}
+		o.session, o.sessionErr = readSession(filepath.Join(dir, "session.json"))
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if e.IsDir() && e.Name()[0] != '.' {
@@ -234,10 +244,29 @@ func orphans(root string) []orphan {
 	return out
 }
 
-// readEntry reads an entry's result.
+// readSession reads a spool folder's session file: a regular file of at
+// most maxSessionFileBytes (opened without blocking, so a FIFO in its
+// place is refused, not waited on) that names a session token.
+func readSession(path string) (spoolSession, error) {
+	var s spoolSession
+	b, err := regularfile.Read(path, maxSessionFileBytes)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return spoolSession{}, fmt.Errorf("%s is not a session: %v", path, err)
+	}
+	if s.SessionToken == "" {
+		return spoolSession{}, fmt.Errorf("%s names no session token", path)
+	}
+	return s, nil
+}
+
+// readEntry reads an entry's result: a regular file of at most
+// maxEntryFileBytes, opened without blocking.
 func readEntry(entry string) (spoolEntry, error) {
 	var e spoolEntry
-	b, err := os.ReadFile(filepath.Join(entry, "result.json"))
+	b, err := regularfile.Read(filepath.Join(entry, "result.json"), maxEntryFileBytes)
 	if err != nil {
 		return e, err
 	}

@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // HashLen is the length of a hash in characters: 64 lowercase hex digits,
@@ -79,10 +80,13 @@ func HashReader(r io.Reader) (hash string, size int64, err error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-// HashFile returns the SHA-256 of the file at path, as 64 lowercase hex
-// digits, and its size in bytes. Errors name the file.
+// HashFile returns the SHA-256 of the regular file at path, as 64
+// lowercase hex digits, and its size in bytes. It opens the file without
+// blocking: a FIFO (or a device, a directory) in its place is refused
+// with a *regularfile.NotRegularError, not waited on or read forever.
+// Errors name the file.
 func HashFile(path string) (hash string, size int64, err error) {
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path)
 	if err != nil {
 		return "", 0, fmt.Errorf("artifact: %w", err)
 	}

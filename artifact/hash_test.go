@@ -7,8 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
+	"time"
+
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // Known SHA-256 values (FIPS 180-2 examples).
@@ -101,6 +105,37 @@ func TestHashReaderAndFile(t *testing.T) {
 	missing := filepath.Join(dir, "missing")
 	if _, _, err := HashFile(missing); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("HashFile of a missing file: %v", err)
+	}
+}
+
+// TestHashFileRefusesWhatIsNotAFile: an input or an output that is a FIFO
+// is refused at once (an open of a FIFO for reading waits for a writer),
+// and /dev/zero behind a link is not read forever.
+func TestHashFileRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, what string }{
+		{fifo, "is a FIFO (named pipe), not a regular file"},
+		{zero, "is a character device (a symbolic link to /dev/zero), not a regular file"},
+		{dir, "is a directory, not a regular file"},
+	} {
+		errc := make(chan error, 1)
+		go func() { _, _, err := HashFile(c.path); errc <- err }()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, regularfile.ErrNotRegular) || !strings.Contains(err.Error(), c.path+" "+c.what) {
+				t.Errorf("HashFile(%s) = %v; want %q", c.path, err, c.what)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("HashFile(%s) did not return within 5 s", c.path)
+		}
 	}
 }
 

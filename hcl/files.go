@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // files evaluates a task instance's inputs, outputs and the output
@@ -148,7 +149,7 @@ func (l *loader) inputFiles(attr *hcl.Attribute, patterns []string) []string {
 				l.add(attrErr(attr, "Input is a folder", fmt.Sprintf("Input %q matches the folder %s; inputs are files (write %s/* for the files in it).", p, rel, rel)))
 				continue
 			case !fi.Mode().IsRegular():
-				l.add(attrErr(attr, "Input is not a file", fmt.Sprintf("Input %q matches %s, which is not a regular file.", p, rel)))
+				l.add(attrErr(attr, "Input is not a file", fmt.Sprintf("Input %q matches %s, which is %s, not a regular file.", p, rel, regularfile.Kind(fi.Mode()))))
 				continue
 			case l.cfg.Settings.MaxArtifactSize > 0 && fi.Size() > l.cfg.Settings.MaxArtifactSize:
 				l.add(attrErr(attr, "Input too large", fmt.Sprintf("Input %q: %s is %s, more than max_artifact_size (%s in the wdc block), the largest file the coordinator keeps; raise max_artifact_size or make the file smaller.",

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -155,6 +156,12 @@ func TestInputErrors(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "sub.vars"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.vars"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.vars"), make([]byte, MaxVarFileBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	const required = "No value for required variable"
 	cases := []struct {
 		name    string
@@ -191,8 +198,12 @@ func TestInputErrors(t *testing.T) {
 			absent: []string{required, "configuration file"}},
 		{name: "missing JSON var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "missing.json")}}, summary: "Cannot read variables file", detail: "missing.json could not be read: no such file or directory",
 			absent: []string{required, "Failed to read file"}},
-		{name: "directory as var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "sub.vars")}}, summary: "Cannot read variables file", detail: "could not be read: is a directory",
+		{name: "directory as var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "sub.vars")}}, summary: "Cannot read variables file", detail: "could not be read: it is a directory, not a regular file",
 			absent: []string{required}},
+		{name: "FIFO as var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "fifo.vars")}}, summary: "Cannot read variables file", detail: "could not be read: it is a FIFO (named pipe), not a regular file",
+			absent: []string{required}},
+		{name: "var file over the limit", in: Inputs{VarFiles: []string{filepath.Join(dir, "big.vars")}}, summary: "Cannot read variables file",
+			detail: "could not be read: it is 8,388,609 bytes, more than the 8 MiB (8,388,608 bytes) allowed", absent: []string{required}},
 		{name: "empty value in var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "empty.vars")}}, summary: "Invalid expression", file: "empty.vars", line: 1,
 			absent: []string{required}},
 		{name: "duplicate name in var file", in: Inputs{VarFiles: []string{filepath.Join(dir, "dup.vars")}}, summary: "", detail: `"req" was already set`, file: "dup.vars", line: 2,
@@ -466,5 +477,38 @@ task "t" {
 	out := strings.ToLower(buf.String())
 	if strings.Contains(out, "zzsecretaa") || strings.Contains(out, "bbqq77") {
 		t.Errorf("diagnostics show the sensitive value:\n%s", buf.String())
+	}
+}
+
+// TestInputNotARegularFile: an input pattern that matches a FIFO (or a
+// device behind a link) is an error saying what it is.
+func TestInputNotARegularFile(t *testing.T) {
+	dir := writeMain(t, `
+task "t" {
+  command = ["true"]
+  inputs  = ["data/*"]
+}
+`)
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "data", "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "data", "zero")); err != nil {
+		t.Fatal(err)
+	}
+	_, diags := Load(dir, Inputs{})
+	var got string
+	for _, d := range diags {
+		got += d.Detail + "\n"
+	}
+	for _, want := range []string{
+		`Input "data/*" matches data/pipe, which is a FIFO (named pipe), not a regular file.`,
+		`Input "data/*": data/zero is a symbolic link to /dev/zero, outside the configuration directory`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diagnostics %q\nlack %q", got, want)
+		}
 	}
 }

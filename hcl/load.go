@@ -13,10 +13,19 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // FileSuffix is the suffix of the configuration files Load reads.
 const FileSuffix = ".wdc.hcl"
+
+// The most Load reads of one file (docs/configuration.md, "Files"): a
+// configuration file of 10,000 task blocks is about 2 MiB.
+const (
+	MaxConfigFileBytes = 32 << 20 // one *.wdc.hcl file
+	MaxVarFileBytes    = 8 << 20  // one --var-file
+)
 
 // Inputs are the values given to a configuration from outside it.
 type Inputs struct {
@@ -253,7 +262,7 @@ func (l *loader) load(dir string, in Inputs) {
 	var blocks hcl.Blocks
 	for _, name := range names {
 		path := filepath.Join(dir, name)
-		src, err := os.ReadFile(path)
+		src, err := regularfile.Read(path, MaxConfigFileBytes)
 		if err != nil {
 			l.add(&hcl.Diagnostic{
 				Severity: hcl.DiagError,

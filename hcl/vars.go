@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
@@ -14,6 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 type variableBody struct {
@@ -353,7 +354,7 @@ func typeArticle(ty cty.Type) string {
 // values it failed to give, and all = true when it failed in a way that
 // cannot be attributed to names (unreadable or malformed file).
 func (l *loader) varFile(path string, decls map[string]*varDecl) (failed []string, all bool) {
-	src, err := os.ReadFile(path)
+	src, err := regularfile.Read(path, MaxVarFileBytes)
 	if err != nil {
 		l.add(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
@@ -420,9 +421,13 @@ func (l *loader) varFile(path string, decls map[string]*varDecl) (failed []strin
 }
 
 // ioReason is the reason of a file error without the path, which the
-// message gives already: "no such file or directory", "is a directory",
-// "permission denied".
+// message gives already: "no such file or directory", "permission
+// denied", "it is a FIFO (named pipe), not a regular file".
 func ioReason(err error) string {
+	var reasoned interface{ Reason() string }
+	if errors.As(err, &reasoned) {
+		return reasoned.Reason()
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err.Error()

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // JoinFileFormatVersion is the format_version of the join file this wdc
@@ -71,16 +72,18 @@ func ParseJoinFile(data []byte) (JoinFile, error) {
 	return jf, nil
 }
 
-// ReadJoinFile reads and parses the join file at path.
+// ReadJoinFile reads and parses the join file at path: a regular file of
+// at most MaxJoinFileBytes, opened without blocking (a FIFO in its place
+// is refused, not waited on). Errors name the file and what it is.
 func ReadJoinFile(path string) (JoinFile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return JoinFile{}, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxJoinFileBytes+1))
-	if err != nil {
-		return JoinFile{}, fmt.Errorf("join file %s: %w", path, err)
+	data, err := regularfile.Read(path, MaxJoinFileBytes)
+	var notRegular *regularfile.NotRegularError
+	var tooLarge *regularfile.TooLargeError
+	switch {
+	case errors.As(err, &notRegular), errors.As(err, &tooLarge):
+		return JoinFile{}, fmt.Errorf("join file %w", err)
+	case err != nil:
+		return JoinFile{}, fmt.Errorf("join file: %w", err)
 	}
 	jf, err := ParseJoinFile(data)
 	if err != nil {

@@ -22,7 +22,8 @@ type Inspection struct {
 	Size   int64  // bytes of the main file
 
 	// Problem is why the file cannot be opened as a database at all: it is
-	// not a regular file, is empty (*EmptyFileError), cannot be read
+	// not a regular file (wrapping a *regularfile.NotRegularError: a FIFO,
+	// a device, a directory), is empty (*EmptyFileError), cannot be read
 	// (*AccessError) or is not an SQLite database. Nil when it opened.
 	Problem error
 
@@ -70,8 +71,8 @@ func Inspect(ctx context.Context, path string) (*Inspection, error) {
 	}
 	in.Exists, in.Size = true, fi.Size()
 	switch {
-	case !fi.Mode().IsRegular():
-		in.Problem = fmt.Errorf("state file %s is not a regular file (%s): give --state a file path", path, fi.Mode().Type())
+	case notRegular(abs, path, fi) != nil:
+		in.Problem = notRegular(abs, path, fi)
 		return in, nil
 	case fi.Size() == 0 && !hasWAL(abs):
 		in.Problem = &EmptyFileError{Path: path}

@@ -20,6 +20,8 @@ import (
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // openRetryBudget bounds how long Open and OpenReadOnly retry a step that
@@ -75,8 +77,9 @@ func (s *Store) GuardWrites(lockID string) {
 // is refused. A step that fails with SQLITE_BUSY is retried with backoff
 // for up to ~10 s.
 //
-// Errors: *EmptyFileError (wrapping ErrNotState) for a 0-byte file;
-// *DamagedError (ErrDamaged) when tables, indexes or triggers are missing;
+// Errors: a *regularfile.NotRegularError (wrapped) for a path that names
+// a FIFO, a device or a directory, saying which; *EmptyFileError (wrapping
+// ErrNotState) for a 0-byte file; *DamagedError (ErrDamaged) when tables, indexes or triggers are missing;
 // *NewerSchemaError (ErrNewerSchema) when the file was written by a newer
 // wdc; ErrNotState when the file is another database or its migration
 // history has a gap; *AccessError (ErrNoAccess) when the file or its folder
@@ -90,8 +93,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	fi, err := os.Stat(abs)
 	switch {
 	case err == nil:
-		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("state file %s is not a regular file (%s): give --state a file path", path, fi.Mode().Type())
+		if err := notRegular(abs, path, fi); err != nil {
+			return nil, err
 		}
 		if fi.Size() == 0 && !hasWAL(abs) {
 			return nil, &EmptyFileError{Path: path}
@@ -153,6 +156,20 @@ func openError(op, abs, p string, err error) error {
 		return fmt.Errorf("open state file %s read-only: %w", p, err)
 	}
 	return fmt.Errorf("open state file %s: %w", p, err)
+}
+
+// notRegular is the error for a state file abs (shown as p) that is not a
+// regular file, saying what it is ("a FIFO (named pipe)", "a character
+// device (a symbolic link to /dev/zero)"), or nil when it is one. Such a
+// file is refused before SQLite opens it: a FIFO would hold the open, and
+// a device is not empty for being 0 bytes long.
+func notRegular(abs, p string, fi fs.FileInfo) error {
+	var nr *regularfile.NotRegularError
+	if !errors.As(regularfile.Check(abs, fi.Mode()), &nr) {
+		return nil
+	}
+	nr.Path = p
+	return fmt.Errorf("state file %w: give --state the path of a state file", nr)
 }
 
 // hasWAL reports whether the state file abs has a write-ahead log with
@@ -230,7 +247,8 @@ func create(ctx context.Context, abs, p string) error {
 // fail with ErrReadOnly.
 //
 // Errors: a missing file returns an error wrapping fs.ErrNotExist (callers
-// use EmptySnapshot then); *EmptyFileError, *DamagedError, *NewerSchemaError
+// use EmptySnapshot then); a *regularfile.NotRegularError (wrapped),
+// *EmptyFileError, *DamagedError, *NewerSchemaError
 // and *AccessError as for Open; ErrOutdatedSchema when the file needs a
 // migration this read-only open cannot apply; ErrNotState when the file is
 // not a wdc state file.
@@ -246,8 +264,8 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, openError("read", abs, path, fmt.Errorf("state file %s: %w", path, err))
 	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("state file %s: is a directory", path)
+	if err := notRegular(abs, path, fi); err != nil {
+		return nil, err
 	}
 	if fi.Size() == 0 && !hasWAL(abs) {
 		return nil, &EmptyFileError{Path: path}

@@ -11,11 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // t0 is the fixed "now" of the tests.
@@ -553,13 +556,47 @@ func TestValidation(t *testing.T) {
 
 func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
 
+// TestOpenRefusesNonRegularFiles: Open, OpenReadOnly and Inspect refuse a
+// state file that is not a regular file, saying what it is; a FIFO or a
+// device (0 bytes long, as stat sees them) is not called empty, and is
+// refused before SQLite opens it (a FIFO would hold the open).
 func TestOpenRefusesNonRegularFiles(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	dir := t.TempDir()
-	for _, path := range []string{dir, "/dev/null"} {
-		_, err := Open(context.Background(), path)
-		if err == nil || !strings.Contains(err.Error(), "is not a regular file") {
-			t.Errorf("Open(%s) = %v, want an error saying it is not a regular file", path, err)
+	fifo := filepath.Join(dir, "fifo.db")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.db")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ path, want string }{
+		{dir, dir + " is a directory, not a regular file"},
+		{"/dev/null", "/dev/null is a character device, not a regular file"},
+		{fifo, fifo + " is a FIFO (named pipe), not a regular file"},
+		{zero, zero + " is a character device (a symbolic link to /dev/zero), not a regular file"},
+	}
+	for _, tt := range tests {
+		errs := make(chan map[string]error, 1)
+		go func() {
+			in, err := Inspect(ctx, tt.path)
+			if err == nil {
+				err = in.Problem
+			}
+			errs <- map[string]error{"Open": openErr(Open(ctx, tt.path)), "OpenReadOnly": openErr(OpenReadOnly(ctx, tt.path)), "Inspect": err}
+		}()
+		select {
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the state file's open did not return within 10 s", tt.path)
+		case got := <-errs:
+			for what, err := range got {
+				want := "state file " + tt.want + ": give --state the path of a state file"
+				if err == nil || err.Error() != want || !errors.Is(err, regularfile.ErrNotRegular) {
+					t.Errorf("%s(%s) = %v\nwant %s", what, tt.path, err, want)
+				}
+			}
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/engine/operator"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -110,6 +110,10 @@ func (e *env) workerClient(verb string, f coordinatorFlags, token func() (string
 // given returns a token func for a credential already in hand.
 func given(tok string) func() (string, error) { return func() (string, error) { return tok, nil } }
 
+// maxOperatorCredentialBytes is the most read of the operator credential
+// file: apply writes a credential of a few dozen bytes.
+const maxOperatorCredentialBytes = 4 << 10
+
 // operatorClient returns a client for the running apply's coordinator with
 // the operator credential apply wrote into the work folder. Errors:
 // errNoApply; an unreadable credential file.
@@ -118,7 +122,7 @@ func (e *env) operatorClient(verb string) (*protocol.Client, *runningApply, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := os.ReadFile(apply.OperatorCredentialFile(ap.workDir))
+	b, err := regularfile.Read(apply.OperatorCredentialFile(ap.workDir), maxOperatorCredentialBytes)
 	if err != nil {
 		return nil, ap, fmt.Errorf("reading the running apply's operator credential (%s needs to run as the user of that apply, on its machine): %w", verb, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/rogpeppe/go-internal/diff"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // FmtCmd rewrites configuration files in the canonical HCL style. It never
@@ -131,7 +132,7 @@ func isConfigFile(name string) bool {
 // would be) changed. A file that does not parse gets its diagnostics printed
 // and errExit{1}.
 func (c *FmtCmd) format(e *env, f fmtFile) (changed bool, err error) {
-	src, err := os.ReadFile(f.path)
+	src, err := regularfile.Read(f.path, wdchcl.MaxConfigFileBytes)
 	if err != nil {
 		return false, err
 	}

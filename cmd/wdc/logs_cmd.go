@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -174,7 +174,7 @@ func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) e
 	legacy := map[string]string{"stdout": a.StdoutPath, "stderr": a.StderrPath}[name]
 	switch {
 	case legacy != "" && offset == 0:
-		f, err := os.Open(legacy)
+		f, _, err := regularfile.Open(legacy)
 		if err != nil {
 			return fmt.Errorf("%s attempt %d was recorded by an earlier version with its %s at %s: %w", addr, a.Number, name, legacy, err)
 		}

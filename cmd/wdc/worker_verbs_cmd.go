@@ -17,6 +17,7 @@ import (
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -409,15 +410,11 @@ func uploadBlob(cl *protocol.Client, h, file string) error {
 	if file == "" {
 		return fmt.Errorf("the coordinator asks for blob %s, which this result does not name", h)
 	}
-	f, err := os.Open(file)
+	f, fi, err := regularfile.Open(file)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := callContext(time.Duration(fi.Size()>>20) * time.Second) // at least 1 MiB/s
 	defer cancel()
 	if _, err := cl.PutArtifact(ctx, h, f, fi.Size()); err != nil {

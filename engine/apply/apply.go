@@ -20,6 +20,7 @@ import (
 	"github.com/wdc-dev/wdc/engine/supervise"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -459,7 +460,7 @@ func (a *applier) storeInputs(ctx context.Context) error {
 				continue
 			}
 			path := filepath.Join(rt.InputRoot, filepath.FromSlash(f.Path))
-			file, err := os.Open(path)
+			file, _, err := regularfile.Open(path) // a FIFO put in its place is refused, not waited on
 			if err != nil {
 				return fmt.Errorf("input %s of %s: %w", f.Path, tc.Address, err)
 			}

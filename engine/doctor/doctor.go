@@ -16,6 +16,7 @@ import (
 	"github.com/wdc-dev/wdc/engine/placement"
 	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -294,6 +295,8 @@ func fileFinding(path string, problem error) Finding {
 	case errors.As(problem, &empty):
 		f.Message = fmt.Sprintf("The state file %s is empty (0 bytes), so it holds no state.", path)
 		f.Fix = fmt.Sprintf("To start a fresh state, remove it (rm %s) and run wdc apply; if it should hold the state of earlier applies, restore it from a backup.", path)
+	case errors.Is(problem, regularfile.ErrNotRegular):
+		f.Fix = "Check --state, WDC_STATE and the wdc block's state setting: each names the state file, a regular file (wdc apply creates it where there is none)."
 	case errors.As(problem, &access):
 		f.Message = sentence(access.Error())
 		f.Fix = "Run wdc as a user who may read and write that folder, or give the permissions to this one (wdc plan and doctor need to create the -shm file beside a WAL state file too)."

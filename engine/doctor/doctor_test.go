@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,6 +259,16 @@ func TestDoctorStateFile(t *testing.T) {
 			f.must(os.MkdirAll(filepath.Dir(f.path), 0o755))
 			f.must(os.WriteFile(f.path, nil, 0o644))
 		}, []want{{CheckStateFile, SeverityError, []string{"is empty (0 bytes)", "rm " + f0path}}},
+			[]string{CheckStateIntegrity, CheckStateSchema, CheckLockDeadHolder}},
+		{"a FIFO", func(f *doctorFixture) {
+			f.must(os.MkdirAll(filepath.Dir(f.path), 0o755))
+			f.must(syscall.Mkfifo(f.path, 0o600))
+		}, []want{{CheckStateFile, SeverityError, []string{"is a FIFO (named pipe), not a regular file", "the path of a state file"}}},
+			[]string{CheckStateIntegrity, CheckStateSchema, CheckLockDeadHolder}},
+		{"/dev/zero behind a link", func(f *doctorFixture) {
+			f.must(os.MkdirAll(filepath.Dir(f.path), 0o755))
+			f.must(os.Symlink("/dev/zero", f.path))
+		}, []want{{CheckStateFile, SeverityError, []string{"is a character device (a symbolic link to /dev/zero), not a regular file"}}},
 			[]string{CheckStateIntegrity, CheckStateSchema, CheckLockDeadHolder}},
 		{"not a database", func(f *doctorFixture) {
 			f.must(os.MkdirAll(filepath.Dir(f.path), 0o755))

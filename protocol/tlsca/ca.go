@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/wdc-dev/wdc/internal/regularfile"
 )
 
 // File names LoadOrCreate uses inside the folder it is given.
@@ -276,6 +278,10 @@ func onlyOne(have, missing string) error {
 		have, missing, have)
 }
 
+// maxFileBytes is the most load reads of the CA's certificate or key: each
+// is well under a KiB.
+const maxFileBytes = 64 << 10
+
 // load reads and checks an existing CA.
 func load(certPath, keyPath string) (*CA, error) {
 	info, err := os.Stat(keyPath)
@@ -288,7 +294,7 @@ func load(certPath, keyPath string) (*CA, error) {
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("tlsca: %s is accessible by group or others (mode %04o); run chmod 600 %s", keyPath, perm, keyPath)
 	}
-	certPEM, err := os.ReadFile(certPath)
+	certPEM, err := regularfile.Read(certPath, maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tlsca: %w", err)
 	}
@@ -299,7 +305,7 @@ func load(certPath, keyPath string) (*CA, error) {
 	if !cert.BasicConstraintsValid || !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
 		return nil, fmt.Errorf("tlsca: %s is not a CA certificate (it needs basic constraints CA:true and key usage CertSign)", certPath)
 	}
-	keyPEM, err := os.ReadFile(keyPath)
+	keyPEM, err := regularfile.Read(keyPath, maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tlsca: %w", err)
 	}

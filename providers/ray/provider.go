@@ -12,8 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/providers"
 )
+
+// maxTokenFileBytes is the most read of a token_file: Ray's auth token is
+// a line of text.
+const maxTokenFileBytes = 64 << 10
 
 // Name is the provider's name as pools write it.
 const Name = "ray"
@@ -136,7 +141,7 @@ func (p *Provider) clientFor(s *Settings) (*Client, error) {
 	}
 	token := os.Getenv(TokenEnv)
 	if s.TokenFile != "" {
-		b, err := os.ReadFile(s.TokenFile)
+		b, err := regularfile.Read(s.TokenFile, maxTokenFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("ray: reading the token_file: %w", err)
 		}

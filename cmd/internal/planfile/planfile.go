@@ -2,8 +2,8 @@ package planfile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -34,12 +35,22 @@ func Write(path string, doc *jsonplan.Plan) error {
 	return nil
 }
 
-// Read reads a saved plan. Errors say what is wrong with the file: it
-// cannot be read, is not a plan, or has another major format version than
-// jsonplan.FormatVersion.
+// MaxBytes is the most Read reads of a saved plan (docs/cli.md, "wdc
+// plan"): the plan of 10,000 tasks is about 5 MB.
+const MaxBytes = 128 << 20
+
+// Read reads a saved plan: a regular file of at most MaxBytes, opened
+// without blocking. Errors say what is wrong with the file: it cannot be
+// read, is not a regular file, is too large, is not a plan, or has another
+// major format version than jsonplan.FormatVersion.
 func Read(path string) (*jsonplan.Plan, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	b, err := regularfile.Read(path, MaxBytes)
+	var notRegular *regularfile.NotRegularError
+	var tooLarge *regularfile.TooLargeError
+	switch {
+	case errors.As(err, &notRegular), errors.As(err, &tooLarge):
+		return nil, fmt.Errorf("plan file %w", err)
+	case err != nil:
 		return nil, fmt.Errorf("reading plan file: %w", err)
 	}
 	var doc jsonplan.Plan

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,6 +111,29 @@ func TestReadRefuses(t *testing.T) {
 	}
 	if _, err := Read(filepath.Join(dir, "none")); err == nil || !strings.HasPrefix(err.Error(), "reading plan file: ") {
 		t.Errorf("Read of a missing file: %v", err)
+	}
+	// What is not a regular file is refused at once, saying what it is.
+	fifo, zero := filepath.Join(dir, "fifo"), filepath.Join(dir, "zero")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		fifo: "plan file " + fifo + " is a FIFO (named pipe), not a regular file",
+		zero: "plan file " + zero + " is a character device (a symbolic link to /dev/zero), not a regular file",
+	} {
+		errc := make(chan error, 1)
+		go func() { _, err := Read(path); errc <- err }()
+		select {
+		case err := <-errc:
+			if err == nil || err.Error() != want {
+				t.Errorf("Read(%s): %v, want %q", path, err, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Read(%s) did not return within 5 s", path)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol/tlsca"
 )
 
@@ -139,7 +140,7 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 	}
 	var cert tls.Certificate
 	if s.CertFile != "" && s.KeyFile != "" {
-		if cert, err = tls.LoadX509KeyPair(s.CertFile, s.KeyFile); err != nil {
+		if cert, err = loadKeyPair(s.CertFile, s.KeyFile); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("tls certificate %s and key %s: %w", s.CertFile, s.KeyFile, err)
 		}
@@ -166,6 +167,25 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 	}
 	ep.Listener = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	return ep, nil
+}
+
+// maxTLSFileBytes is the most read of a tls block's certificate chain or
+// key file (docs/configuration.md, "wdc").
+const maxTLSFileBytes = 1 << 20
+
+// loadKeyPair is tls.LoadX509KeyPair, but reads each file as a regular
+// file of at most maxTLSFileBytes, opened without blocking: a FIFO or a
+// device in a file's place is refused, saying what it is.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := regularfile.Read(certFile, maxTLSFileBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := regularfile.Read(keyFile, maxTLSFileBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
 }
 
 // ServesTLS reports whether a coordinator with these settings serves HTTPS:
@@ -196,7 +216,7 @@ func (s ListenSettings) Pin() (string, error) {
 	case !s.ServesTLS():
 		return "", nil
 	case s.CertFile != "" && s.KeyFile != "":
-		cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
+		cert, err := loadKeyPair(s.CertFile, s.KeyFile)
 		if err != nil {
 			return "", fmt.Errorf("tls certificate %s and key %s: %w", s.CertFile, s.KeyFile, err)
 		}

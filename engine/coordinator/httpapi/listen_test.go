@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +25,10 @@ func TestListen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile, userPin := writeUserCert(t, dir)
+	fifo := filepath.Join(dir, "fifo.crt")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name      string
 		s         ListenSettings
@@ -42,6 +47,7 @@ func TestListen(t *testing.T) {
 		{name: "advertise scheme mismatch", s: ListenSettings{Listen: "0.0.0.0:0", Advertise: "http://coordinator"}, err: "says http, but the coordinator serves https"},
 		{name: "advertise with a path", s: ListenSettings{Advertise: "http://x/y"}, err: "not a URL of the form"},
 		{name: "unreadable certificate", s: ListenSettings{Listen: "127.0.0.1", CertFile: filepath.Join(dir, "nope.crt"), KeyFile: keyFile}, err: "tls certificate"},
+		{name: "a FIFO as the certificate", s: ListenSettings{Listen: "127.0.0.1", CertFile: fifo, KeyFile: keyFile}, err: fifo + " is a FIFO (named pipe), not a regular file"},
 	}
 	ca := filepath.Join(dir, "ca")
 	for _, c := range cases {
