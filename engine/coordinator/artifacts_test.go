@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,49 @@ func TestResultOutputsMatchTheDeclaredOnes(t *testing.T) {
 	// A failure may leave declared outputs out.
 	if _, err := post("k-fail", &one, "failure"); err != nil {
 		t.Errorf("a failure without outputs: %v", err)
+	}
+}
+
+// TestResultRefusesBadArtifactNames: an output whose name could leave the
+// attempt's directory ("out/.." matches the declared "out/*") is refused
+// with a typed 400, over HTTP and through the coordinator's own API,
+// before anything is decided or bound; the task's right result is then
+// accepted.
+func TestResultRefusesBadArtifactNames(t *testing.T) {
+	t.Parallel()
+	task := rtTask("a")
+	task.Definition.Outputs = []string{"out/*"}
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{task}, harnessOpts{})
+	ctx := context.Background()
+	w := h.register("p")
+	a := w.claimOne()
+	blob := []byte("x")
+	if _, err := h.blobs.Put(ctx, blobHash(blob), bytes.NewReader(blob)); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	req := func(key, name string) protocol.ResultRequest {
+		return protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt, IdempotencyKey: key, ExitCode: &zero,
+			Artifacts: []protocol.ArtifactRef{{Kind: protocol.ArtifactOutput, Name: name, SHA256: blobHash(blob), Size: 1}}}
+	}
+	for i, name := range []string{"out/..", "out/.", "out//x", "out/", "/out/x", `out/a\b`, "out/a\x00"} {
+		key := fmt.Sprintf("k%d", i)
+		_, err := w.cl.PostResult(ctx, a.FencingToken, req(key, name))
+		if ae := (*protocol.APIError)(nil); !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "bad_request" || !strings.Contains(ae.Message, "output") {
+			t.Errorf("POST with output %q: %v; want a 400 bad_request naming the output", name, err)
+		}
+		_, err = h.c.Result(ctx, w.api(), a.FencingToken, req(key, name), nil)
+		if ce := (*coordinator.Error)(nil); !errors.As(err, &ce) || ce.Code != coordinator.CodeBadRequest {
+			t.Errorf("Result with output %q: %v; want a CodeBadRequest refusal", name, err)
+		}
+	}
+	if got, _ := h.store.ArtifactsOf(ctx, "task.a", 1); len(got) != 0 {
+		t.Errorf("artifacts bound by refused results: %+v", got)
+	}
+	if got := h.task("task.a"); got.Status != state.TaskRunning {
+		t.Errorf("task.a is %s after refused results; want running", got.Status)
+	}
+	if r, err := w.cl.PostResult(ctx, a.FencingToken, req("ok", "out/r.txt")); err != nil || r.Decision != "accepted" {
+		t.Errorf("the right result = %+v, %v; want accepted", r, err)
 	}
 }

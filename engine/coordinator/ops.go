@@ -428,7 +428,9 @@ func (c *Coordinator) assignment(ctx context.Context, w *workerState, ts *taskSt
 // write (eager dispatch). While the apply is interrupted, a lost attempt
 // is handed back without spending retry.max_lost (answered rejected,
 // lease_expired). Its answer is counted for the poster's pool
-// (countResult). Errors (*Error): outputs the task does not declare, or a
+// (countResult). Errors (*Error): an artifact name that could leave the
+// attempt's directory (CheckArtifactNames, CodeBadRequest, before
+// anything else); outputs the task does not declare, or a
 // success without a declared output (CodeBadRequest); blobs the
 // coordinator lacks (CodeMissingArtifacts: the worker uploads them, then
 // posts again; nothing was decided); the state's.
@@ -436,6 +438,9 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 	poster := s.w
 	start := time.Now()
 	defer func() { c.countResult(poster.pool.metrics, start, resp, err) }()
+	if err := CheckArtifactNames(req.Artifacts); err != nil {
+		return protocol.ResultResponse{}, invalid("%v", err)
+	}
 	in, req := c.resultInput(poster, token, req, body)
 	if err := checkOutputs(c.declaredOutputs(poster, token), req); err != nil {
 		return protocol.ResultResponse{}, invalid("%v", err)
