@@ -252,8 +252,16 @@ type ResultInput struct {
 	DefHash string
 	// Artifacts are the logs and outputs the result binds, by hash.
 	Artifacts []Artifact
-	// Held, when set, is asked — after the fencing checks passed and
-	// before anything is written — which of the artifacts' hashes the
+	// Check, when set, is asked — after the fencing checks passed, so a
+	// result of no current lease gets its rejection whatever else is
+	// wrong with it, and before Held and anything written — whether the
+	// result may settle lease l (the coordinator checks its outputs
+	// against the task's declared ones); if it answers an error,
+	// AcceptResult changes nothing and returns that error (the result is
+	// not a decision).
+	Check func(l Lease) error
+	// Held, when set, is asked — after the fencing checks and Check
+	// passed and before anything is written — which of the artifacts' hashes the
 	// store does not hold; if any, AcceptResult changes nothing and fails
 	// with a *MissingArtifactsError (the result is not a decision yet).
 	Held func(hashes []string) (missing []string, err error)
@@ -372,7 +380,9 @@ type Result struct {
 //     Recommendations are recorded with it.
 //
 // Errors: ErrInvalid for an empty key, a token < 1 or an unknown class;
-// database errors otherwise (nothing changed).
+// in.Check's, or a *MissingArtifactsError, for a result that passed the
+// fencing checks (nothing changed); database errors otherwise (nothing
+// changed).
 func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc, now time.Time) (ResultDecision, error) {
 	var dec ResultDecision
 	err := s.write(ctx, func(tx *Tx) error {
@@ -473,10 +483,15 @@ func (t *Tx) recordRejection(in ResultInput, rej ResultDecision, now time.Time) 
 		Message: rej.Reason + ": " + rej.Detail}, now)
 }
 
-// accept records the accepted result in for lease l, once every artifact
-// it binds is held: its artifacts, the result, the lease completed, the
+// accept records the accepted result in for lease l, once in.Check lets
+// it and every artifact it binds is held: its artifacts, the result, the lease completed, the
 // attempt ended, the task settled with pol and its recommendations.
 func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (ResultDecision, error) {
+	if in.Check != nil {
+		if err := in.Check(l); err != nil {
+			return ResultDecision{}, err
+		}
+	}
 	if in.Held != nil && len(in.Artifacts) > 0 {
 		hashes := make([]string, len(in.Artifacts))
 		for i, a := range in.Artifacts {

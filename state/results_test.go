@@ -662,3 +662,37 @@ func TestDescribeSaysTheSignalOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptResultChecksAfterFencing: in.Check is asked only once the
+// fencing checks passed, so a late result is rejected whatever Check would
+// say; an error of Check is returned with nothing changed.
+func TestAcceptResultChecksAfterFencing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	l := claim(t, s, "task.a", "w1", t0)
+	refuse := errors.New("outputs do not match")
+	asked := 0
+	check := func(got Lease) error {
+		asked++
+		if got.Token != l.Token {
+			t.Errorf("Check asked about lease %d; want %d", got.Token, l.Token)
+		}
+		return refuse
+	}
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "late", Token: 99, WorkerID: "w1", Check: check}, nil, t0)
+	if err != nil || dec.Reason != ReasonUnknownLease || asked != 0 {
+		t.Errorf("result of no lease: %+v, %v, Check asked %d times; want rejected unknown_lease without asking", dec, err, asked)
+	}
+	before := serial(t, s)
+	if _, err := s.AcceptResult(ctx, ResultInput{Key: "cur", Token: l.Token, WorkerID: "w1", Check: check}, nil, t0); !errors.Is(err, refuse) || asked != 1 {
+		t.Errorf("result of the current lease: %v, Check asked %d times; want Check's error", err, asked)
+	}
+	if serial(t, s) != before || taskOf(t, s, "task.a").Status != TaskRunning {
+		t.Errorf("a result Check refused changed the state")
+	}
+	if dec, err := s.AcceptResult(ctx, ResultInput{Key: "cur", Token: l.Token, WorkerID: "w1"}, nil, t0); err != nil || dec.Decision != DecisionAccepted || dec.Duplicate {
+		t.Errorf("the same key without Check: %+v, %v; want accepted afresh", dec, err)
+	}
+}
