@@ -265,7 +265,17 @@ type ResultInput struct {
 	// store does not hold; if any, AcceptResult changes nothing and fails
 	// with a *MissingArtifactsError (the result is not a decision yet).
 	Held func(hashes []string) (missing []string, err error)
-	// Body is the request as posted (JSON), kept in the results table.
+	// Keep, when set, is asked — inside the transaction, when the fencing
+	// checks reject the result — whether the state records the
+	// rejection (its row in results and its EventRejected event): false
+	// answers it without writing anything (ResultDecision.Unrecorded), so
+	// a replay of its key is judged afresh, to a rejection again; note,
+	// when not empty, is added to the rejection's Detail and so to its
+	// event. Nil records every rejection. The coordinator bounds with it
+	// what one worker's rejected results make the state keep.
+	Keep func(rej ResultDecision) (keep bool, note string)
+	// Body is the request as posted (JSON), kept in the results table
+	// (at most MaxRejectedBodyBytes of a rejected one).
 	Body []byte
 	// Recommendations are the attempt's recommendations, as the
 	// coordinator read them. They are recorded, in the same transaction,
@@ -334,6 +344,9 @@ type ResultDecision struct {
 	// Duplicate is true when the key was seen before: Decision and Reason
 	// are the first answer and nothing changed.
 	Duplicate bool
+	// Unrecorded is true for a rejection ResultInput.Keep did not let the
+	// state record: nothing was written.
+	Unrecorded bool
 	// Outcome is how the task was settled; set only when the result was
 	// accepted by this call (not for duplicates).
 	Outcome *AttemptOutcome
@@ -369,7 +382,8 @@ type Result struct {
 //     wrong_worker, stale_token (a newer lease exists for
 //     the task), lease_expired (the latest lease, but ended or past its
 //     expiry). The rejection is recorded in results and as an EventRejected
-//     event naming task, worker, token and reason;
+//     event naming task, worker, token and reason, unless in.Keep says
+//     otherwise;
 //   - an accepted result is recorded, the lease completed, the attempt row
 //     ended with the exit code, signal, failure class, error and log paths,
 //     and the task settled by its class with pol (see AttemptOutcome):
@@ -424,6 +438,16 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 		return ResultDecision{}, err
 	}
 	if rej != nil {
+		if in.Keep != nil {
+			keep, note := in.Keep(*rej)
+			if !keep {
+				rej.Unrecorded = true
+				return *rej, nil
+			}
+			if note != "" {
+				rej.Detail += " (" + note + ")"
+			}
+		}
 		if err := t.recordRejection(in, *rej, now); err != nil {
 			return ResultDecision{}, err
 		}

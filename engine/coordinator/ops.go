@@ -423,9 +423,9 @@ func (c *Coordinator) assignment(ctx context.Context, w *workerState, ts *taskSt
 // (state.AcceptResult), in one write, and updates memory: the idempotency
 // key first (a replay gets the first decision back), then the fencing
 // checks (a rejection is an answer, decision "rejected" with its reason,
-// not an error), then its outputs against the task's declared ones
-// (checkResultOutputs) and the blobs it names, then the settlement of the
-// attempt and its task. An
+// not an error; recorded within the bounds keepRejection keeps), then
+// its outputs against the task's declared ones (checkResultOutputs) and
+// the blobs it names, then the settlement of the attempt and its task. An
 // accepted result that asks for next leases gets them granted in the same
 // write (eager dispatch). While the apply is interrupted, a lost attempt
 // is handed back without spending retry.max_lost (answered rejected,
@@ -445,6 +445,9 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 	}
 	in, req := c.resultInput(poster, token, req, body)
 	in.Check = func(l state.Lease) error { return c.checkResultOutputs(l.Task, req) }
+	in.Keep = func(rej state.ResultDecision) (bool, string) {
+		return c.keepRejection(poster, token, req.IdempotencyKey, rej)
+	}
 	c.wmu.RLock()
 	defer c.wmu.RUnlock()
 	rw := &resultWrite{c: c, poster: poster, token: token, req: req, in: in,
@@ -600,7 +603,7 @@ func (rw *resultWrite) after(err error) {
 		}
 		evs = c.applyOutcomeLocked(*dec.Outcome, rw.now, evs)
 		evs = append(evs, intakeRejections(rw.in, dec.Task, rw.now)...)
-	case dec.Decision == state.DecisionRejected && !dec.Duplicate:
+	case dec.Decision == state.DecisionRejected && !dec.Duplicate && !dec.Unrecorded:
 		evs = append(evs, Event{At: rw.now, Kind: EventRejected, Task: dec.Task, WorkerID: rw.poster.id, Pool: rw.poster.pool.rt.Name,
 			Attempt: rw.req.Attempt, Token: rw.token, Message: dec.Reason + ": " + dec.Detail})
 	}
