@@ -53,15 +53,10 @@ func checkDefinition(asg protocol.Assignment) string {
 }
 
 // insideDir joins a "/"-separated relative path to dir, refusing one that
-// would leave it.
+// could leave it or reads otherwise elsewhere (protocol.CheckArtifactName).
 func insideDir(dir, rel string) (string, error) {
-	if rel == "" || strings.HasPrefix(rel, "/") || strings.Contains(rel, `\`) {
-		return "", fmt.Errorf("path %q is not relative", rel)
-	}
-	for _, el := range strings.Split(rel, "/") {
-		if el == "" || el == "." || el == ".." {
-			return "", fmt.Errorf("path %q leaves its folder", rel)
-		}
+	if err := protocol.CheckArtifactName(rel); err != nil {
+		return "", fmt.Errorf("path %q %v", rel, err)
 	}
 	return filepath.Join(dir, filepath.FromSlash(rel)), nil
 }
@@ -156,11 +151,16 @@ type outputFile struct {
 
 // collectOutputs finds the files the output patterns match in dir (regular
 // files only, by "/"-separated relative name, sorted) and hashes them. A
-// pattern that matches no file is an error naming it.
+// pattern that matches no file, a pattern or a file name that is not a
+// valid artifact name (protocol.CheckArtifactName: a pattern that could
+// leave dir, a file named with a backslash) is an error naming it.
 func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
 	var out []outputFile
 	seen := map[string]bool{}
 	for _, p := range patterns {
+		if err := protocol.CheckArtifactName(p); err != nil {
+			return nil, fmt.Errorf("output pattern %q %v", p, err)
+		}
 		matches, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(p)))
 		if err != nil {
 			return nil, fmt.Errorf("output pattern %q: %v", p, err)
@@ -189,6 +189,9 @@ func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
 				continue
 			}
 			rel = filepath.ToSlash(rel)
+			if err := protocol.CheckArtifactName(rel); err != nil {
+				return nil, fmt.Errorf("output %q, which %q matches, %v: rename it", rel, p, err)
+			}
 			found++
 			if seen[rel] {
 				continue

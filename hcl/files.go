@@ -13,6 +13,7 @@ import (
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/internal/regularfile"
+	"github.com/wdc-dev/wdc/protocol"
 )
 
 // files evaluates a task instance's inputs, outputs and the output
@@ -83,21 +84,15 @@ func (l *loader) files(t *Task, body *taskBody, sc scope) {
 var mountName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
 
 // checkPattern validates a file pattern that is relative to some folder:
-// path.Match syntax, "/"-separated, no absolute path and no "." or ".."
-// element. It returns what is wrong, or "".
+// path.Match syntax, and a name as every artifact's
+// (protocol.CheckArtifactName: "/"-separated, not absolute, no NUL,
+// backslash, empty, "." or ".." part). It returns what is wrong, or "".
 func checkPattern(p string) string {
-	switch {
-	case p == "":
-		return "a pattern must not be empty."
-	case strings.HasPrefix(p, "/") || filepath.IsAbs(p):
+	if strings.HasPrefix(p, "/") || filepath.IsAbs(p) {
 		return "a pattern is relative (to the configuration directory for inputs, to the attempt's directory for outputs), not absolute."
-	case strings.Contains(p, `\`):
-		return "write paths with \"/\"."
 	}
-	for _, el := range strings.Split(p, "/") {
-		if el == "" || el == "." || el == ".." {
-			return "a pattern may not have empty, \".\" or \"..\" parts: it cannot leave its folder."
-		}
+	if err := protocol.CheckArtifactName(p); err != nil {
+		return "the pattern " + err.Error() + "."
 	}
 	if _, err := path.Match(p, ""); err != nil {
 		return "it is not a valid pattern (" + err.Error() + ")."
@@ -130,6 +125,11 @@ func (l *loader) inputFiles(attr *hcl.Attribute, patterns []string) []string {
 		for _, m := range matches {
 			rel, _ := filepath.Rel(l.cfg.Dir, m)
 			rel = filepath.ToSlash(rel)
+			if err := protocol.CheckArtifactName(rel); err != nil {
+				// A file whose name would read otherwise where the task runs.
+				l.add(attrErr(attr, "Invalid input file name", fmt.Sprintf("Input %q matches %q, whose name %v; rename the file.", p, rel, err)))
+				continue
+			}
 			real, err := filepath.EvalSymlinks(m)
 			if err != nil {
 				l.add(attrErr(attr, "Unreadable input", fmt.Sprintf("Input %q: %s: %v.", p, rel, err)))

@@ -512,3 +512,22 @@ task "t" {
 		}
 	}
 }
+
+// TestInputFileNameMustTravel: an inputs pattern that matches a file whose
+// name would read otherwise where the task runs (a backslash is a
+// separator on Windows) is an error at the attribute, not a refusal when
+// the attempt starts.
+func TestInputFileNameMustTravel(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"main.wdc.hcl": "pool \"p\" {\n  provider = \"local\"\n}\n\ntask \"t\" {\n  command = [\"true\"]\n  inputs  = [\"*.txt\"]\n}\n",
+		`a\b.txt`:      "x",
+	})
+	_, diags := Load(dir, withProviders(Inputs{}))
+	if !diags.HasErrors() {
+		t.Fatal("an input file named a\\b.txt was accepted")
+	}
+	d := diags[0]
+	if d.Summary != "Invalid input file name" || !strings.Contains(d.Detail, "holds a backslash") || d.Subject == nil || d.Subject.Start.Line != 7 {
+		t.Errorf("diagnostic %s: %s at %v; want Invalid input file name saying it holds a backslash, at line 7", d.Summary, d.Detail, d.Subject)
+	}
+}

@@ -252,12 +252,30 @@ type ResultInput struct {
 	DefHash string
 	// Artifacts are the logs and outputs the result binds, by hash.
 	Artifacts []Artifact
-	// Held, when set, is asked — after the fencing checks passed and
-	// before anything is written — which of the artifacts' hashes the
+	// Check, when set, is asked — after the fencing checks passed, so a
+	// result of no current lease gets its rejection whatever else is
+	// wrong with it, and before Held and anything written — whether the
+	// result may settle lease l (the coordinator checks its outputs
+	// against the task's declared ones); if it answers an error,
+	// AcceptResult changes nothing and returns that error (the result is
+	// not a decision).
+	Check func(l Lease) error
+	// Held, when set, is asked — after the fencing checks and Check
+	// passed and before anything is written — which of the artifacts' hashes the
 	// store does not hold; if any, AcceptResult changes nothing and fails
 	// with a *MissingArtifactsError (the result is not a decision yet).
 	Held func(hashes []string) (missing []string, err error)
-	// Body is the request as posted (JSON), kept in the results table.
+	// Keep, when set, is asked — inside the transaction, when the fencing
+	// checks reject the result — whether the state records the
+	// rejection (its row in results and its EventRejected event): false
+	// answers it without writing anything (ResultDecision.Unrecorded), so
+	// a replay of its key is judged afresh, to a rejection again; note,
+	// when not empty, is added to the rejection's Detail and so to its
+	// event. Nil records every rejection. The coordinator bounds with it
+	// what one worker's rejected results make the state keep.
+	Keep func(rej ResultDecision) (keep bool, note string)
+	// Body is the request as posted (JSON), kept in the results table
+	// (at most MaxRejectedBodyBytes of a rejected one).
 	Body []byte
 	// Recommendations are the attempt's recommendations, as the
 	// coordinator read them. They are recorded, in the same transaction,
@@ -326,6 +344,9 @@ type ResultDecision struct {
 	// Duplicate is true when the key was seen before: Decision and Reason
 	// are the first answer and nothing changed.
 	Duplicate bool
+	// Unrecorded is true for a rejection ResultInput.Keep did not let the
+	// state record: nothing was written.
+	Unrecorded bool
 	// Outcome is how the task was settled; set only when the result was
 	// accepted by this call (not for duplicates).
 	Outcome *AttemptOutcome
@@ -361,7 +382,8 @@ type Result struct {
 //     wrong_worker, stale_token (a newer lease exists for
 //     the task), lease_expired (the latest lease, but ended or past its
 //     expiry). The rejection is recorded in results and as an EventRejected
-//     event naming task, worker, token and reason;
+//     event naming task, worker, token and reason, unless in.Keep says
+//     otherwise;
 //   - an accepted result is recorded, the lease completed, the attempt row
 //     ended with the exit code, signal, failure class, error and log paths,
 //     and the task settled by its class with pol (see AttemptOutcome):
@@ -372,7 +394,9 @@ type Result struct {
 //     Recommendations are recorded with it.
 //
 // Errors: ErrInvalid for an empty key, a token < 1 or an unknown class;
-// database errors otherwise (nothing changed).
+// in.Check's, or a *MissingArtifactsError, for a result that passed the
+// fencing checks (nothing changed); database errors otherwise (nothing
+// changed).
 func (s *Store) AcceptResult(ctx context.Context, in ResultInput, pol PolicyFunc, now time.Time) (ResultDecision, error) {
 	var dec ResultDecision
 	err := s.write(ctx, func(tx *Tx) error {
@@ -414,6 +438,16 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 		return ResultDecision{}, err
 	}
 	if rej != nil {
+		if in.Keep != nil {
+			keep, note := in.Keep(*rej)
+			if !keep {
+				rej.Unrecorded = true
+				return *rej, nil
+			}
+			if note != "" {
+				rej.Detail += " (" + note + ")"
+			}
+		}
 		if err := t.recordRejection(in, *rej, now); err != nil {
 			return ResultDecision{}, err
 		}
@@ -473,10 +507,15 @@ func (t *Tx) recordRejection(in ResultInput, rej ResultDecision, now time.Time) 
 		Message: rej.Reason + ": " + rej.Detail}, now)
 }
 
-// accept records the accepted result in for lease l, once every artifact
-// it binds is held: its artifacts, the result, the lease completed, the
+// accept records the accepted result in for lease l, once in.Check lets
+// it and every artifact it binds is held: its artifacts, the result, the lease completed, the
 // attempt ended, the task settled with pol and its recommendations.
 func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (ResultDecision, error) {
+	if in.Check != nil {
+		if err := in.Check(l); err != nil {
+			return ResultDecision{}, err
+		}
+	}
 	if in.Held != nil && len(in.Artifacts) > 0 {
 		hashes := make([]string, len(in.Artifacts))
 		for i, a := range in.Artifacts {

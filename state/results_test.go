@@ -662,3 +662,76 @@ func TestDescribeSaysTheSignalOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptResultChecksAfterFencing: in.Check is asked only once the
+// fencing checks passed, so a late result is rejected whatever Check would
+// say; an error of Check is returned with nothing changed.
+func TestAcceptResultChecksAfterFencing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	l := claim(t, s, "task.a", "w1", t0)
+	refuse := errors.New("outputs do not match")
+	asked := 0
+	check := func(got Lease) error {
+		asked++
+		if got.Token != l.Token {
+			t.Errorf("Check asked about lease %d; want %d", got.Token, l.Token)
+		}
+		return refuse
+	}
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "late", Token: 99, WorkerID: "w1", Check: check}, nil, t0)
+	if err != nil || dec.Reason != ReasonUnknownLease || asked != 0 {
+		t.Errorf("result of no lease: %+v, %v, Check asked %d times; want rejected unknown_lease without asking", dec, err, asked)
+	}
+	before := serial(t, s)
+	if _, err := s.AcceptResult(ctx, ResultInput{Key: "cur", Token: l.Token, WorkerID: "w1", Check: check}, nil, t0); !errors.Is(err, refuse) || asked != 1 {
+		t.Errorf("result of the current lease: %v, Check asked %d times; want Check's error", err, asked)
+	}
+	if serial(t, s) != before || taskOf(t, s, "task.a").Status != TaskRunning {
+		t.Errorf("a result Check refused changed the state")
+	}
+	if dec, err := s.AcceptResult(ctx, ResultInput{Key: "cur", Token: l.Token, WorkerID: "w1"}, nil, t0); err != nil || dec.Decision != DecisionAccepted || dec.Duplicate {
+		t.Errorf("the same key without Check: %+v, %v; want accepted afresh", dec, err)
+	}
+}
+
+// TestAcceptResultKeep: a rejection in.Keep does not keep is answered
+// without writing anything, and its key is judged afresh when it comes
+// again; one it keeps carries its note in its Detail and event.
+func TestAcceptResultKeep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	keep := func(ok bool, note string) func(ResultDecision) (bool, string) {
+		return func(rej ResultDecision) (bool, string) {
+			if rej.Reason != ReasonUnknownLease {
+				t.Errorf("Keep asked about %+v", rej)
+			}
+			return ok, note
+		}
+	}
+	before := serial(t, s)
+	for range 2 {
+		dec, err := s.AcceptResult(ctx, ResultInput{Key: "k", Token: 99, WorkerID: "w1", Body: []byte(`{}`), Keep: keep(false, "")}, nil, t0)
+		if err != nil || dec.Reason != ReasonUnknownLease || !dec.Unrecorded || dec.Duplicate {
+			t.Errorf("a rejection not kept: %+v, %v; want unknown_lease, unrecorded, not a duplicate", dec, err)
+		}
+	}
+	if rs, _ := s.Results(ctx, ""); len(rs) != 0 || serial(t, s) != before {
+		t.Errorf("a rejection not kept wrote: %d results, serial %d → %d", len(rs), before, serial(t, s))
+	}
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "k2", Token: 99, WorkerID: "w1", Keep: keep(true, "3 more")}, nil, t0)
+	if err != nil || dec.Unrecorded || !strings.HasSuffix(dec.Detail, "(3 more)") {
+		t.Errorf("a rejection kept: %+v, %v", dec, err)
+	}
+	evs, _ := s.Events(ctx, "")
+	if last := evs[len(evs)-1]; last.Kind != EventRejected || !strings.HasSuffix(last.Message, "(3 more)") {
+		t.Errorf("its event %+v; want it to carry the note", last)
+	}
+	if dec, _ := s.AcceptResult(ctx, ResultInput{Key: "k2", Token: 99, WorkerID: "w1", Keep: keep(false, "")}, nil, t0); !dec.Duplicate {
+		t.Errorf("replay of the kept rejection: %+v; want a duplicate", dec)
+	}
+}

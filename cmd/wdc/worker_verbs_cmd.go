@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"mime"
 	"os"
 	"path"
@@ -238,8 +237,8 @@ func (c *LeasesCompleteCmd) artifacts() ([]protocol.ArtifactRef, map[string]stri
 		if !ok || name == "" || file == "" {
 			return nil, nil, fmt.Errorf("--output %q: write NAME=FILE (NAME as the task's outputs match it, e.g. out/r.json=./r.json)", o)
 		}
-		if !fs.ValidPath(name) || name == "." {
-			return nil, nil, fmt.Errorf("--output %q: NAME must be a relative /-separated path without . or .. parts", o)
+		if err := protocol.CheckArtifactName(name); err != nil {
+			return nil, nil, fmt.Errorf("--output %q: NAME %v", o, err)
 		}
 		if seen[name] {
 			return nil, nil, fmt.Errorf("--output %q: output %s is given twice", o, name)

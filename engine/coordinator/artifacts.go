@@ -86,6 +86,23 @@ func missingArtifacts(missing []string) *Error {
 		Message: fmt.Sprintf("upload %d artifact(s) with PUT /v1/artifacts/{sha256}, then post the result again", len(missing))}
 }
 
+// CheckArtifactNames checks the name of every artifact a result names
+// (protocol.CheckArtifactName); the error names the first bad one and its
+// kind. Package httpapi runs it when it decodes a result, and Result
+// again, before anything else.
+func CheckArtifactNames(refs []protocol.ArtifactRef) error {
+	for _, r := range refs {
+		if err := protocol.CheckArtifactName(r.Name); err != nil {
+			kind := r.Kind
+			if kind == "" {
+				kind = "artifact"
+			}
+			return fmt.Errorf("%s %q %v", kind, r.Name, err)
+		}
+	}
+	return nil
+}
+
 // artifactsOf converts a result's artifact references for the state.
 func artifactsOf(refs []protocol.ArtifactRef) []state.Artifact {
 	out := make([]state.Artifact, len(refs))

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -252,4 +253,110 @@ func TestResultOutputsMatchTheDeclaredOnes(t *testing.T) {
 	if _, err := post("k-fail", &one, "failure"); err != nil {
 		t.Errorf("a failure without outputs: %v", err)
 	}
+}
+
+// TestResultRefusesBadArtifactNames: an output whose name could leave the
+// attempt's directory ("out/.." matches the declared "out/*") is refused
+// with a typed 400, over HTTP and through the coordinator's own API,
+// before anything is decided or bound; the task's right result is then
+// accepted.
+func TestResultRefusesBadArtifactNames(t *testing.T) {
+	t.Parallel()
+	task := rtTask("a")
+	task.Definition.Outputs = []string{"out/*"}
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{task}, harnessOpts{})
+	ctx := context.Background()
+	w := h.register("p")
+	a := w.claimOne()
+	blob := []byte("x")
+	if _, err := h.blobs.Put(ctx, blobHash(blob), bytes.NewReader(blob)); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	req := func(key, name string) protocol.ResultRequest {
+		return protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt, IdempotencyKey: key, ExitCode: &zero,
+			Artifacts: []protocol.ArtifactRef{{Kind: protocol.ArtifactOutput, Name: name, SHA256: blobHash(blob), Size: 1}}}
+	}
+	for i, name := range []string{"out/..", "out/.", "out//x", "out/", "/out/x", `out/a\b`, "out/a\x00"} {
+		key := fmt.Sprintf("k%d", i)
+		_, err := w.cl.PostResult(ctx, a.FencingToken, req(key, name))
+		if ae := (*protocol.APIError)(nil); !errors.As(err, &ae) || ae.Status != 400 || ae.Code != "bad_request" || !strings.Contains(ae.Message, "output") {
+			t.Errorf("POST with output %q: %v; want a 400 bad_request naming the output", name, err)
+		}
+		_, err = h.c.Result(ctx, w.api(), a.FencingToken, req(key, name), nil)
+		if ce := (*coordinator.Error)(nil); !errors.As(err, &ce) || ce.Code != coordinator.CodeBadRequest {
+			t.Errorf("Result with output %q: %v; want a CodeBadRequest refusal", name, err)
+		}
+	}
+	if got, _ := h.store.ArtifactsOf(ctx, "task.a", 1); len(got) != 0 {
+		t.Errorf("artifacts bound by refused results: %+v", got)
+	}
+	if got := h.task("task.a"); got.Status != state.TaskRunning {
+		t.Errorf("task.a is %s after refused results; want running", got.Status)
+	}
+	if r, err := w.cl.PostResult(ctx, a.FencingToken, req("ok", "out/r.txt")); err != nil || r.Decision != "accepted" {
+		t.Errorf("the right result = %+v, %v; want accepted", r, err)
+	}
+}
+
+// TestFencingComesBeforeOutputs: a late result (another worker's lease, a
+// stale token, an ended lease, a token no lease has) that names outputs,
+// declared ones or not, gets its fenced rejection (docs/design.md §3 rule
+// 3), not a 400 about its outputs, and changes nothing; the holder's
+// result is then accepted.
+func TestFencingComesBeforeOutputs(t *testing.T) {
+	t.Parallel()
+	task := withRetry(rtTask("a"), 1, 3, time.Millisecond)
+	task.Definition.Outputs = []string{"out/*"}
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{task}, harnessOpts{})
+	ctx := context.Background()
+	w1, w2 := h.register("p"), h.register("p")
+	blob := []byte("x")
+	if _, err := h.blobs.Put(ctx, blobHash(blob), bytes.NewReader(blob)); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	post := func(w *worker, token int64, key string, names ...string) (protocol.ResultResponse, error) {
+		var refs []protocol.ArtifactRef
+		for _, n := range names {
+			refs = append(refs, protocol.ArtifactRef{Kind: protocol.ArtifactOutput, Name: n, SHA256: blobHash(blob), Size: 1})
+		}
+		return w.cl.PostResult(ctx, token, protocol.ResultRequest{WorkerID: w.id, IdempotencyKey: key, ExitCode: &zero, Artifacts: refs})
+	}
+	expect := func(what string, resp protocol.ResultResponse, err error, reason string) {
+		t.Helper()
+		if err != nil || resp.Decision != "rejected" || resp.Reason != reason {
+			t.Errorf("%s = %+v, %v; want rejected %s", what, resp, err, reason)
+		}
+	}
+	old := w1.claimOne()
+	h.clock.Advance(time.Minute)
+	h.sweep() // lost: retried at once
+	w1.heartbeat()
+	w2.heartbeat()
+	cur := w2.claimOne()
+	for _, names := range [][]string{{"out/r.txt"}, {"undeclared.bin"}, nil} {
+		r, err := post(w1, old.FencingToken, fmt.Sprintf("stale-%d", len(names)), names...)
+		expect(fmt.Sprintf("stale token with outputs %q", names), r, err, "stale_token")
+		r, err = post(w1, cur.FencingToken, fmt.Sprintf("thief-%d", len(names)), names...)
+		expect(fmt.Sprintf("another worker's lease with outputs %q", names), r, err, "wrong_worker")
+		r, err = post(w1, 999, fmt.Sprintf("none-%d", len(names)), names...)
+		expect(fmt.Sprintf("unknown token with outputs %q", names), r, err, "unknown_lease")
+	}
+	if got := h.task("task.a"); got.Status != state.TaskRunning {
+		t.Errorf("task.a is %s after fenced results; want running", got.Status)
+	}
+	if r, err := post(w2, cur.FencingToken, "real", "out/r.txt"); err != nil || r.Decision != "accepted" {
+		t.Fatalf("the holder's result = %+v, %v; want accepted", r, err)
+	}
+	// The lease has ended: a later post naming outputs is fenced too.
+	r, err := post(w2, cur.FencingToken, "again", "out/r.txt")
+	expect("a post of an ended lease", r, err, "lease_expired")
+	if got, _ := h.store.ArtifactsOf(ctx, "task.a", cur.Attempt); len(got) != 1 || got[0].Name != "out/r.txt" {
+		t.Errorf("artifacts of the accepted attempt: %+v", got)
+	}
+	// Through the Go API as well.
+	r, err = h.c.Result(ctx, w1.api(), old.FencingToken, protocol.ResultRequest{WorkerID: w1.id, IdempotencyKey: "api", ExitCode: &zero,
+		Artifacts: []protocol.ArtifactRef{{Kind: protocol.ArtifactOutput, Name: "undeclared.bin", SHA256: blobHash(blob), Size: 1}}}, nil)
+	expect("Result of a stale token", r, err, "stale_token")
 }

@@ -297,6 +297,11 @@ type workerState struct {
 	// its was answered missing. readable are those it may download: the
 	// inputs of assignments it was granted.
 	expected, readable map[string]bool
+	// lateKept maps the tokens of its leases whose late result's rejection
+	// the state recorded to that result's key; foreign thins out the
+	// records of its results for leases not its own (keepRejection).
+	lateKept map[int64]string
+	foreign  refusalLog
 }
 
 type leaseState struct {

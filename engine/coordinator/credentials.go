@@ -88,6 +88,10 @@ type Credential struct {
 	// session
 	worker  *workerState
 	revoked bool // the worker is gone or the apply is ending
+
+	// refusals thins out the records of its refused registrations
+	// (refusalText).
+	refusals refusalLog
 }
 
 // Kind says what the credential is.
@@ -224,18 +228,27 @@ func (c *Coordinator) CloseLaunch(ctx context.Context, pool string, seq int, fai
 	return true, nil
 }
 
-// refuseRegistration records a refused registration (an event in the state
-// and for OnEvent) and returns its refusal (CodeUnauthorized, reason).
-func (c *Coordinator) refuseRegistration(ctx context.Context, ps *poolState, reason, msg string) error {
+// refuseRegistration counts a registration refused for reason with cred
+// (wdc_registrations_refused_total), records it (an event in the state and
+// for OnEvent) unless one of cred was recorded less than RefusalInterval
+// ago (Credential.refusalText), and returns its refusal
+// (CodeUnauthorized, reason).
+func (c *Coordinator) refuseRegistration(ctx context.Context, cred *Credential, reason, msg string) error {
 	now := c.now()
-	if err := c.store.AppendEvent(ctx, state.Event{Kind: EventRegistrationRefused, Message: reason + ": " + msg}, now); err != nil {
-		c.log.Warn("recording a refused registration", "err", err)
-	}
 	pool := ""
-	if ps != nil {
-		pool = ps.rt.Name
+	if cred.pool != nil {
+		pool = cred.pool.rt.Name
 	}
-	c.emitAndFlush([]Event{{At: now, Kind: EventRegistrationRefused, Pool: pool, Message: reason + ": " + msg}})
+	c.poolMetrics(pool).registrationRefused(reason).Inc()
+	c.mu.Lock()
+	text := cred.refusalText(now, reason, msg)
+	c.mu.Unlock()
+	if text != "" {
+		if err := c.store.AppendEvent(ctx, state.Event{Kind: EventRegistrationRefused, Message: text}, now); err != nil {
+			c.log.Warn("recording a refused registration", "err", err)
+		}
+		c.emitAndFlush([]Event{{At: now, Kind: EventRegistrationRefused, Pool: pool, Message: text}})
+	}
 	return unauthorized(reason, "%s", msg)
 }
 
@@ -244,7 +257,8 @@ func (c *Coordinator) refuseRegistration(ctx context.Context, ps *poolState, rea
 // registration (its request id) gets the same answer. Errors (*Error): a
 // launch credential used before, past its launch_timeout or closed, a
 // revoked or expired join token (CodeUnauthorized, recorded as a
-// registration_refused event); a join token of a pool its provider
+// registration_refused event, at most once per RefusalInterval for one
+// credential); a join token of a pool its provider
 // launches (CodeForbidden, not_joinable); a join past the pool's max
 // (CodeConflict, pool_full); another kind of credential
 // (CodeUnauthorized, wrong_credential); the state's.
@@ -274,10 +288,10 @@ func (c *Coordinator) Register(ctx context.Context, cred *Credential, req protoc
 			// same session.
 			return answer, nil
 		case st == launchUsed:
-			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialUsed,
+			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, cred, protocol.ReasonCredentialUsed,
 				fmt.Sprintf("launch %d of pool %s already registered worker %s: a launch credential registers once", cred.seq, ps.rt.Name, answer.WorkerID))
 		case st == launchExpired || !now.Before(cred.deadline):
-			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialExpired,
+			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, cred, protocol.ReasonCredentialExpired,
 				fmt.Sprintf("launch %d of pool %s did not register within its launch_timeout; its credential is revoked", cred.seq, ps.rt.Name))
 		}
 		w.LaunchSeq = cred.seq
@@ -295,10 +309,10 @@ func (c *Coordinator) Register(ctx context.Context, cred *Credential, req protoc
 			return protocol.RegisterResponse{}, refuse(CodeForbidden, protocol.ReasonNotJoinable,
 				"pool %s is launched by its provider; only workers of provider = \"external\" pools join with a join token", ps.rt.Name)
 		case !j.RevokedAt.IsZero():
-			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialRevoked,
+			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, cred, protocol.ReasonCredentialRevoked,
 				fmt.Sprintf("join token %s of pool %s was revoked", j.ID, ps.rt.Name))
 		case !now.Before(j.ExpiresAt):
-			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialExpired,
+			return protocol.RegisterResponse{}, c.refuseRegistration(ctx, cred, protocol.ReasonCredentialExpired,
 				fmt.Sprintf("join token %s of pool %s expired at %s", j.ID, ps.rt.Name, j.ExpiresAt.Format(time.RFC3339)))
 		case ps.rt.Max > 0 && live >= ps.rt.Max:
 			return protocol.RegisterResponse{}, refuse(CodeConflict, protocol.ReasonPoolFull,
@@ -315,7 +329,7 @@ func (c *Coordinator) Register(ctx context.Context, cred *Credential, req protoc
 	w.Labels = recorded
 	reg, err := c.store.RegisterWorker(ctx, w, now)
 	if errors.Is(err, state.ErrLaunchUsed) {
-		return protocol.RegisterResponse{}, c.refuseRegistration(ctx, ps, protocol.ReasonCredentialUsed,
+		return protocol.RegisterResponse{}, c.refuseRegistration(ctx, cred, protocol.ReasonCredentialUsed,
 			fmt.Sprintf("launch %d of pool %s is no longer open for registration", cred.seq, ps.rt.Name))
 	}
 	if err != nil {

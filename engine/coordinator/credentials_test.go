@@ -25,7 +25,8 @@ func reasonOf(err error) (int, string) {
 // TestLaunchCredentialRegistersOnce: a launch credential is exchanged for a
 // session once; a retry of that very registration (same request id, its
 // answer lost) gets the same worker and session back; any other second use
-// is refused with credential_used and recorded as an event; the session
+// is refused with credential_used and recorded as an event (once per
+// RefusalInterval); the session
 // works only for its own worker.
 func TestLaunchCredentialRegistersOnce(t *testing.T) {
 	t.Parallel()
@@ -53,8 +54,13 @@ func TestLaunchCredentialRegistersOnce(t *testing.T) {
 			t.Errorf("second use %+v: %v; want 401 credential_used", req, err)
 		}
 	}
-	if n := len(h.stateEvents("", coordinator.EventRegistrationRefused)); n != 2 {
-		t.Errorf("%d registration_refused events in the state; want 2", n)
+	// Recorded once per RefusalInterval of the credential
+	// (TestRefusedRegistrationsStayBounded), counted every time.
+	if n := len(h.stateEvents("", coordinator.EventRegistrationRefused)); n != 1 {
+		t.Errorf("%d registration_refused events in the state; want 1", n)
+	}
+	if got := h.metrics()[`wdc_registrations_refused_total{pool="p",reason="credential_used"}`]; got != 2 {
+		t.Errorf("wdc_registrations_refused_total = %v; want 2", got)
 	}
 	snap, _ := h.store.Snapshot(ctx)
 	if len(snap.Workers) != 1 {

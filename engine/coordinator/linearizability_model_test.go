@@ -142,6 +142,11 @@ type linDecision struct {
 	Token            int64
 	Worker           string
 	Decision, Reason string
+	// Unsure: a rejection for a lease not the poster's own (unknown_lease,
+	// wrong_worker), which the coordinator records once per
+	// RefusalInterval of the poster's: the model cannot tell whether it
+	// was, so a post of its key again may replay it or be judged afresh.
+	Unsure bool
 }
 
 // linState is the model's state of one task (or, in linTokens, the last
@@ -191,6 +196,15 @@ func (s linState) decision(key string, token int64, worker string) (linDecision,
 		}
 	}
 	return linDecision{}, false
+}
+
+// lateRecorded reports whether a late result of worker's lease token
+// (stale_token, lease_expired) was recorded: the coordinator records only
+// the first.
+func (s linState) lateRecorded(token int64, worker string) bool {
+	return slices.ContainsFunc(s.Decisions, func(d linDecision) bool {
+		return d.Token == token && d.Worker == worker && (d.Reason == protocol.ReasonStaleToken || d.Reason == protocol.ReasonLeaseExpired)
+	})
 }
 
 func (s *linState) record(d linDecision) {
@@ -582,19 +596,25 @@ func (s *linState) release(c linTaskConf, worker string, reported []int64, t int
 	}
 }
 
-// stepResult: a replay (same key, token and worker) gets the first decision
-// with duplicate set and changes nothing; otherwise the result is judged
-// at a time t in the call: unknown_lease (no lease of the task has the
-// token, or another attempt is named), wrong_worker, stale_token (a newer
-// lease exists), lease_expired (the latest lease, but ended or t at or
-// past its expiry), else accepted, which completes the lease and settles
-// the task by the result's class.
+// stepResult: a replay (same key, token and worker) of a recorded
+// decision gets it with duplicate set and changes nothing; otherwise the
+// result is judged at a time t in the call: unknown_lease (no lease of the
+// task has the token, or another attempt is named), wrong_worker,
+// stale_token (a newer lease exists), lease_expired (the latest lease,
+// but ended or t at or past its expiry), else accepted, which completes
+// the lease and settles the task by the result's class. Of a worker's late
+// results of one lease (stale_token, lease_expired) only the first is
+// recorded; whether a rejection for a lease not its own was is unsure
+// (see linDecision.Unsure).
 func stepResult(s linState, c linTaskConf, in linInput, out linOutput) []linState {
-	if d, ok := s.decision(in.Key, in.Token, in.Worker); ok {
+	d, seen := s.decision(in.Key, in.Token, in.Worker)
+	if seen {
 		if out.Duplicate && out.Decision == d.Decision && out.Reason == d.Reason {
 			return []linState{s}
 		}
-		return nil
+		if !d.Unsure {
+			return nil
+		}
 	}
 	if out.Duplicate {
 		return nil
@@ -621,7 +641,19 @@ func stepResult(s linState, c linTaskConf, in linInput, out linOutput) []linStat
 			}
 			s3 := s2.clone()
 			s3.Now = t
-			s3.record(linDecision{Key: in.Key, Token: in.Token, Worker: in.Worker, Decision: decision, Reason: reason})
+			switch {
+			case seen && decision == protocol.DecisionRejected: // an unsure rejection judged afresh
+			case seen: // a token granted since: the acceptance replaces it
+				s3.Decisions = slices.DeleteFunc(s3.Decisions, func(x linDecision) bool { return x == d })
+				s3.record(linDecision{Key: in.Key, Token: in.Token, Worker: in.Worker, Decision: decision, Reason: reason})
+			case reason == protocol.ReasonStaleToken || reason == protocol.ReasonLeaseExpired:
+				if !s3.lateRecorded(in.Token, in.Worker) {
+					s3.record(linDecision{Key: in.Key, Token: in.Token, Worker: in.Worker, Decision: decision, Reason: reason})
+				}
+			default:
+				s3.record(linDecision{Key: in.Key, Token: in.Token, Worker: in.Worker, Decision: decision, Reason: reason,
+					Unsure: decision == protocol.DecisionRejected})
+			}
 			if decision == protocol.DecisionAccepted {
 				s3.Leases[idx].Status = state.LeaseCompleted
 				switch state.FailureClass(in.Class) {
@@ -801,6 +833,20 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(result("w1", 1, 1, "k1", "failure"), 20, 20, linOutput{Decision: protocol.DecisionAccepted, Duplicate: true}),
 			op(grant("w1", 0, 2, 2, 30), 30, 30, linOutput{}),
 		}, true},
+		{"a late result of one lease recorded once: a later key is judged afresh", []porcupine.Operation{
+			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(result("w1", 1, 1, "late-1", ""), 150, 150, rejected(protocol.ReasonLeaseExpired)),
+			op(result("w1", 1, 1, "late-2", ""), 160, 160, rejected(protocol.ReasonLeaseExpired)),
+			op(result("w1", 1, 1, "late-1", ""), 170, 170, linOutput{Decision: protocol.DecisionRejected, Reason: protocol.ReasonLeaseExpired, Duplicate: true}),
+			op(result("w1", 1, 1, "late-2", ""), 180, 180, rejected(protocol.ReasonLeaseExpired)),
+		}, true},
+		{"a rejection for a lease not its own, recorded or not", []porcupine.Operation{
+			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(result("w2", 1, 1, "k1", ""), 10, 10, rejected(protocol.ReasonWrongWorker)),
+			op(result("w2", 1, 1, "k2", ""), 20, 20, rejected(protocol.ReasonWrongWorker)),
+			op(result("w2", 1, 1, "k1", ""), 30, 30, linOutput{Decision: protocol.DecisionRejected, Reason: protocol.ReasonWrongWorker, Duplicate: true}),
+			op(result("w2", 1, 1, "k2", ""), 40, 40, rejected(protocol.ReasonWrongWorker)),
+		}, true},
 		{"unreported lease released", slices.Concat(
 			[]porcupine.Operation{op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{})},
 			hbRel(60, 60, linOutput{}, "w1"),
@@ -895,6 +941,17 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
 			op(linInput{Kind: linRevoke}, 10, 10, linOutput{}),
 			op(grant("w1", 0, 2, 2, 20), 20, 20, linOutput{}),
+		}, false},
+		{"a second late result of one lease replayed as recorded", []porcupine.Operation{
+			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(result("w1", 1, 1, "late-1", ""), 150, 150, rejected(protocol.ReasonLeaseExpired)),
+			op(result("w1", 1, 1, "late-2", ""), 160, 160, rejected(protocol.ReasonLeaseExpired)),
+			op(result("w1", 1, 1, "late-2", ""), 170, 170, linOutput{Decision: protocol.DecisionRejected, Reason: protocol.ReasonLeaseExpired, Duplicate: true}),
+		}, false},
+		{"a rejection for a lease not its own replayed as another", []porcupine.Operation{
+			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(result("w2", 1, 1, "k1", ""), 10, 10, rejected(protocol.ReasonWrongWorker)),
+			op(result("w2", 1, 1, "k1", ""), 20, 20, linOutput{Decision: protocol.DecisionRejected, Reason: protocol.ReasonStaleToken, Duplicate: true}),
 		}, false},
 		{"replay answered differently", []porcupine.Operation{
 			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),

@@ -30,6 +30,10 @@ var LatencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 // are resolved at start. Any other reason gets its series when it occurs.
 var rejectReasons = [...]string{protocol.ReasonStaleToken, protocol.ReasonLeaseExpired, protocol.ReasonWrongWorker, protocol.ReasonUnknownLease}
 
+// refusalReasons are the reasons a registration is refused for
+// (refuseRegistration); their series exist from the start.
+var refusalReasons = [...]string{protocol.ReasonCredentialUsed, protocol.ReasonCredentialExpired, protocol.ReasonCredentialRevoked}
+
 // supervisorActions are the actions of a supervisor decision, in the order
 // of poolMetrics.decisions.
 var supervisorActions = [...]supervise.Action{supervise.Launch, supervise.Drain, supervise.Hold}
@@ -50,6 +54,7 @@ type metrics struct {
 
 	leasesGranted, leasesExpired, leasesReleased, leasesRevoked *prometheus.CounterVec
 	resultsAccepted, resultsRejected, resultsDuplicate          *prometheus.CounterVec
+	registrationsRefused                                        *prometheus.CounterVec
 	decisions                                                   *prometheus.CounterVec
 	claimSeconds, resultSeconds                                 *prometheus.HistogramVec
 
@@ -69,6 +74,8 @@ type poolMetrics struct {
 	decisions                                                   [len(supervisorActions)]prometheus.Counter
 	// rejectedBy counts a rejection for a reason not in rejectReasons.
 	rejectedBy func(reason string) prometheus.Counter
+	// registrationRefused counts a refused registration by its reason.
+	registrationRefused func(reason string) prometheus.Counter
 }
 
 // newMetrics makes the registry of a coordinator: its own metrics, its
@@ -90,10 +97,12 @@ func newMetrics(c *Coordinator) (*metrics, error) {
 		resultsAccepted:  counter("wdc_results_accepted_total", "Results of the pool's workers accepted (the lease holder's first post).", "pool"),
 		resultsRejected:  counter("wdc_results_rejected_total", "Results of the pool's workers rejected, by reason.", "pool", "reason"),
 		resultsDuplicate: counter("wdc_results_duplicate_total", "Result posts of the pool's workers answered with an earlier decision (idempotency replay).", "pool"),
-		decisions:        counter("wdc_supervisor_decisions_total", "Supervisor steps taken for the pool, by action.", "pool", "action"),
-		claimSeconds:     histogram("wdc_claim_duration_seconds", "Time the coordinator spent serving a claim, without the long-poll wait for work, by outcome."),
-		resultSeconds:    histogram("wdc_result_duration_seconds", "Time the coordinator spent deciding a posted result, by outcome."),
-		unlisted:         map[string]*poolMetrics{},
+		registrationsRefused: counter("wdc_registrations_refused_total",
+			"Registrations with a credential of the pool refused (used or expired launch credential, revoked or expired join token), by reason; the state records at most one per credential per minute.", "pool", "reason"),
+		decisions:     counter("wdc_supervisor_decisions_total", "Supervisor steps taken for the pool, by action.", "pool", "action"),
+		claimSeconds:  histogram("wdc_claim_duration_seconds", "Time the coordinator spent serving a claim, without the long-poll wait for work, by outcome."),
+		resultSeconds: histogram("wdc_result_duration_seconds", "Time the coordinator spent deciding a posted result, by outcome."),
+		unlisted:      map[string]*poolMetrics{},
 	}
 	m.claimGranted = m.claimSeconds.WithLabelValues(claimGranted)
 	m.claimEmpty = m.claimSeconds.WithLabelValues(claimEmpty)
@@ -103,7 +112,7 @@ func newMetrics(c *Coordinator) (*metrics, error) {
 	m.resultMissingArtifacts = m.resultSeconds.WithLabelValues(resultMissingArtifacts)
 	for _, col := range []prometheus.Collector{
 		m.leasesGranted, m.leasesExpired, m.leasesReleased, m.leasesRevoked,
-		m.resultsAccepted, m.resultsRejected, m.resultsDuplicate, m.decisions,
+		m.resultsAccepted, m.resultsRejected, m.resultsDuplicate, m.registrationsRefused, m.decisions,
 		m.claimSeconds, m.resultSeconds,
 		memoryCollector{c},
 		collectors.NewGoCollector(),
@@ -126,9 +135,15 @@ func (m *metrics) forPool(pool string) *poolMetrics {
 		resultsAccepted:  m.resultsAccepted.WithLabelValues(pool),
 		resultsDuplicate: m.resultsDuplicate.WithLabelValues(pool),
 		rejectedBy:       func(reason string) prometheus.Counter { return m.resultsRejected.WithLabelValues(pool, reason) },
+		registrationRefused: func(reason string) prometheus.Counter {
+			return m.registrationsRefused.WithLabelValues(pool, reason)
+		},
 	}
 	for i, r := range rejectReasons {
 		pm.resultsRejected[i] = m.resultsRejected.WithLabelValues(pool, r)
+	}
+	for _, r := range refusalReasons {
+		pm.registrationRefused(r) // every series from the first scrape
 	}
 	for i, a := range supervisorActions {
 		pm.decisions[i] = m.decisions.WithLabelValues(pool, string(a))

@@ -423,12 +423,16 @@ func (c *Coordinator) assignment(ctx context.Context, w *workerState, ts *taskSt
 // (state.AcceptResult), in one write, and updates memory: the idempotency
 // key first (a replay gets the first decision back), then the fencing
 // checks (a rejection is an answer, decision "rejected" with its reason,
-// not an error), then the settlement of the attempt and its task. An
+// not an error; recorded within the bounds keepRejection keeps), then
+// its outputs against the task's declared ones (checkResultOutputs) and
+// the blobs it names, then the settlement of the attempt and its task. An
 // accepted result that asks for next leases gets them granted in the same
 // write (eager dispatch). While the apply is interrupted, a lost attempt
 // is handed back without spending retry.max_lost (answered rejected,
 // lease_expired). Its answer is counted for the poster's pool
-// (countResult). Errors (*Error): outputs the task does not declare, or a
+// (countResult). Errors (*Error): an artifact name that could leave the
+// attempt's directory (CheckArtifactNames, CodeBadRequest, before
+// anything else); outputs the task does not declare, or a
 // success without a declared output (CodeBadRequest); blobs the
 // coordinator lacks (CodeMissingArtifacts: the worker uploads them, then
 // posts again; nothing was decided); the state's.
@@ -436,9 +440,13 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 	poster := s.w
 	start := time.Now()
 	defer func() { c.countResult(poster.pool.metrics, start, resp, err) }()
-	in, req := c.resultInput(poster, token, req, body)
-	if err := checkOutputs(c.declaredOutputs(poster, token), req); err != nil {
+	if err := CheckArtifactNames(req.Artifacts); err != nil {
 		return protocol.ResultResponse{}, invalid("%v", err)
+	}
+	in, req := c.resultInput(poster, token, req, body)
+	in.Check = func(l state.Lease) error { return c.checkResultOutputs(l.Task, req) }
+	in.Keep = func(rej state.ResultDecision) (bool, string) {
+		return c.keepRejection(poster, token, req.IdempotencyKey, rej)
 	}
 	c.wmu.RLock()
 	defer c.wmu.RUnlock()
@@ -454,7 +462,7 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 		return protocol.ResultResponse{}, missingArtifacts(miss.Missing)
 	}
 	if err != nil {
-		return protocol.ResultResponse{}, err
+		return protocol.ResultResponse{}, err // a refusal of checkResultOutputs among them
 	}
 	if len(rw.released) > 0 {
 		return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
@@ -495,16 +503,20 @@ func (c *Coordinator) missingBlobs(hashes []string) ([]string, error) {
 	return c.artifacts.Missing(hashes)
 }
 
-// declaredOutputs returns the output patterns of the task of lease token
-// when poster holds that lease, else nil (the fencing checks reject the
-// result anyway).
-func (c *Coordinator) declaredOutputs(poster *workerState, token int64) []string {
+// checkResultOutputs checks the outputs of a result that passed the
+// fencing checks for a lease of task against the task's declared output
+// patterns (checkOutputs): state.AcceptResult asks it inside the
+// transaction, after those checks, so a late result gets its fenced
+// rejection whatever outputs it names. Errors: CodeBadRequest.
+func (c *Coordinator) checkResultOutputs(task string, req protocol.ResultRequest) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if l := c.leases[token]; l != nil && l.worker == poster.id {
-		if ts := c.tasks[l.task]; ts != nil {
-			return ts.rt.Definition.Outputs
-		}
+	var patterns []string
+	if ts := c.tasks[task]; ts != nil {
+		patterns = ts.rt.Definition.Outputs
+	}
+	c.mu.Unlock()
+	if err := checkOutputs(patterns, req); err != nil {
+		return invalid("%v", err)
 	}
 	return nil
 }
@@ -591,7 +603,7 @@ func (rw *resultWrite) after(err error) {
 		}
 		evs = c.applyOutcomeLocked(*dec.Outcome, rw.now, evs)
 		evs = append(evs, intakeRejections(rw.in, dec.Task, rw.now)...)
-	case dec.Decision == state.DecisionRejected && !dec.Duplicate:
+	case dec.Decision == state.DecisionRejected && !dec.Duplicate && !dec.Unrecorded:
 		evs = append(evs, Event{At: rw.now, Kind: EventRejected, Task: dec.Task, WorkerID: rw.poster.id, Pool: rw.poster.pool.rt.Name,
 			Attempt: rw.req.Attempt, Token: rw.token, Message: dec.Reason + ": " + dec.Detail})
 	}
@@ -721,7 +733,7 @@ func (c *Coordinator) Lease(ctx context.Context, task string) (protocol.LeaseLoo
 // against the task's declared output patterns: each must match a pattern,
 // and a result that succeeds must name at least one output for each
 // pattern (as the agent checks before it reports success). A result of no
-// current lease is not checked: the fencing checks reject it anyway.
+// current lease never gets here: the fencing checks reject it first.
 func checkOutputs(patterns []string, req protocol.ResultRequest) error {
 	var names []string
 	for _, a := range req.Artifacts {

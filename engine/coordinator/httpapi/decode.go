@@ -176,7 +176,8 @@ const MaxNext = 1024
 // POST /v1/leases/{token}/result: idempotency_key (at most 256 bytes),
 // worker_id set, attempt >= 1 or omitted (0, like an omitted task: the
 // lease decides), failure_class "" or one of failure, lost, refused, next
-// between 0 and MaxNext.
+// between 0 and MaxNext, artifacts whose names cannot leave the attempt's
+// directory (coordinator.CheckArtifactNames).
 func DecodeResultRequest(body []byte) (protocol.ResultRequest, error) {
 	var req protocol.ResultRequest
 	if err := decodeObject(body, &req); err != nil {
@@ -204,7 +205,7 @@ func checkResult(req protocol.ResultRequest) error {
 	case req.Next < 0 || req.Next > MaxNext:
 		return fmt.Errorf("next must be between 0 and %d, have %d", MaxNext, req.Next)
 	}
-	return nil
+	return coordinator.CheckArtifactNames(req.Artifacts)
 }
 
 func checkStream(s string) error {
