@@ -326,16 +326,18 @@ func runnable(asg protocol.Assignment, scratch string) (workDir, refusal string)
 // of what went wrong, or "" and "". Local I/O problems are the worker's,
 // not the task's: "lost" lets the coordinator retry the attempt elsewhere.
 func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (class, msg string) {
-	if err := os.MkdirAll(paths.logDir, 0o755); err != nil {
+	// Logs and scratch folders are the user's alone, as everything in the
+	// work folder (docs/configuration.md, "File modes").
+	if err := os.MkdirAll(paths.logDir, 0o700); err != nil {
 		return ClassLost, fmt.Sprintf("creating the log folder: %v", err)
 	}
-	if err := os.WriteFile(paths.address, []byte(asg.Task+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(paths.address, []byte(asg.Task+"\n"), 0o600); err != nil {
 		return ClassLost, fmt.Sprintf("writing the task address file: %v", err)
 	}
 	if err := os.RemoveAll(paths.scratch); err != nil {
 		return ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err)
 	}
-	if err := os.MkdirAll(paths.scratch, 0o755); err != nil {
+	if err := os.MkdirAll(paths.scratch, 0o700); err != nil {
 		return ClassLost, fmt.Sprintf("creating the scratch folder: %v", err)
 	}
 	for _, m := range asg.Definition.Mounts {
@@ -351,11 +353,11 @@ func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (clas
 
 // openLogs creates (or truncates) an attempt's stdout and stderr logs.
 func openLogs(paths attemptPaths) (stdout, stderr *os.File, err error) {
-	stdout, err = os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	stdout, err = os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the stdout log: %v", err)
 	}
-	stderr, err = os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	stderr, err = os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		stdout.Close()
 		return nil, nil, fmt.Errorf("creating the stderr log: %v", err)

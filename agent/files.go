@@ -69,7 +69,7 @@ func (a *Agent) fetchInputs(ctx context.Context, dir string, inputs []protocol.I
 		if err != nil {
 			return ClassRefused, "refused: input: " + err.Error()
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return ClassLost, fmt.Sprintf("creating the folder of input %s: %v", in.Path, err)
 		}
 		var last error
@@ -108,7 +108,7 @@ func (a *Agent) fetchOne(ctx context.Context, dst string, in protocol.InputFile)
 // FetchInput downloads one input of an assignment (GET
 // /v1/artifacts/{sha256} with client's session) to dst through a temporary
 // file beside it, checks its SHA-256 and size, gives it mode 0755 when
-// in.Executable (else 0644) and renames it into place; dst's folder must
+// in.Executable (else 0600: the user's alone, as the work folder) and renames it into place; dst's folder must
 // exist. Errors: the coordinator's (404 for a blob that is not an input of
 // the worker's assignments), a mismatch (wrapping errHashMismatch), the
 // file system's; nothing is left at dst after one.
@@ -129,9 +129,9 @@ func FetchInput(ctx context.Context, client *protocol.Client, dst string, in pro
 	if got := hex.EncodeToString(h.Sum(nil)); got != in.SHA256 || n != in.Size {
 		return fmt.Errorf("%w: received %d bytes hashing to %s, want %d bytes %s", errHashMismatch, n, protocol.ShortHash(got), in.Size, protocol.ShortHash(in.SHA256))
 	}
-	mode := os.FileMode(0o644)
+	mode := os.FileMode(0o600)
 	if in.Executable {
-		mode = 0o755
+		mode = 0o700
 	}
 	if err := os.Chmod(tmp.Name(), mode); err != nil {
 		return err

@@ -33,7 +33,7 @@ type PutResult struct {
 // It reads r into a temporary file in tmp/, hashing as it writes and never
 // holding more than 32 KiB of it in memory, until r reports io.EOF. Then,
 // if the bytes hash to want, it syncs the file and renames it into place as
-// a read-only file (mode 0444): a reader sees the whole blob or nothing.
+// a read-only file of the user's alone (mode 0400): a reader sees the whole blob or nothing.
 // If the store already holds the blob, the new copy is dropped and Created
 // is false; a file of another size at the blob's path is taken as damaged
 // and replaced. Concurrent Puts of one blob all succeed and leave one whole
@@ -164,7 +164,7 @@ func (s *Store) place(tmp, hash string, size int64) (bool, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("artifact: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), folderMode); err != nil {
 		return false, fmt.Errorf("artifact: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

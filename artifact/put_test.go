@@ -78,8 +78,8 @@ func TestPut(t *testing.T) {
 			if err != nil || !bytes.Equal(got, c.data) {
 				t.Errorf("the blob holds %q, %v; want %q", got, err, c.data)
 			}
-			if fi, err := os.Stat(s.Path(c.claim)); err != nil || fi.Mode().Perm() != 0o444 {
-				t.Errorf("blob mode %v, %v; want 0444", fi.Mode(), err)
+			if fi, err := os.Stat(s.Path(c.claim)); err != nil || fi.Mode().Perm() != 0o400 {
+				t.Errorf("blob mode %v, %v; want 0400", fi.Mode(), err)
 			}
 		})
 	}

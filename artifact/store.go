@@ -20,8 +20,12 @@ const (
 )
 
 // blobMode is the mode of a stored blob: read-only, since a blob never
-// changes once in place.
-const blobMode = 0o444
+// changes once in place, and the user's alone (a log may hold what only
+// its user should read); folderMode that of the store's folders.
+const (
+	blobMode   = 0o400
+	folderMode = 0o700
+)
 
 // Store is a content-addressed blob store in one folder. Its methods are
 // safe for concurrent use. Several Stores, in one process or several, may
@@ -42,7 +46,7 @@ type Store struct {
 }
 
 // Open returns the store kept in dir, creating dir, dir/sha256 and dir/tmp
-// (mode 0755, less the umask) when missing. maxSize is the largest blob
+// (mode 0700) when missing. maxSize is the largest blob
 // Put accepts, in bytes; it must be positive (ParseSize reads it from a
 // setting). Errors: dir is "", maxSize is not positive, or a folder cannot
 // be created (for example because a file has its name).
@@ -61,7 +65,7 @@ func Open(dir string, maxSize int64) (*Store, error) {
 		active:  map[string]struct{}{},
 	}
 	for _, d := range []string{s.blobs, s.tmp} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, folderMode); err != nil {
 			return nil, fmt.Errorf("artifact: %w", err)
 		}
 	}

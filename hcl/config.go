@@ -206,6 +206,12 @@ type Mount struct {
 type SensitiveFields struct {
 	Command, Env, Dir, Placement bool
 	EnvKeys, PlacementKeys       map[string]bool
+	// From names, for each sensitive part of the task's definition —
+	// "command", "dir", "env" (the whole map) and "env.NAME" (one entry),
+	// the part names of package protocol — the sensitive references its
+	// expression uses ("var.token", "local.auth"), sorted; nil when no
+	// part is sensitive.
+	From map[string][]string
 }
 
 // Any reports whether any part of the task is computed from a sensitive

@@ -632,6 +632,7 @@ func (l *loader) instance(tb *taskBlock, body *taskBody, sc scope, index int) (*
 	t.Sensitive = SensitiveFields{Command: l.attrSensitive(body.Command), Dir: l.attrSensitive(body.Dir)}
 	t.Sensitive.Env, t.Sensitive.EnvKeys = l.mapSensitivity(body.Env)
 	t.Sensitive.Placement, t.Sensitive.PlacementKeys = l.mapSensitivity(body.Placement)
+	l.sensitiveFrom(t, body)
 
 	t.Env, d = l.ev.stringMap(body.Env, sc)
 	l.add(d...)

@@ -231,6 +231,7 @@ func TestRenderProposal(t *testing.T) {
 	want.Timeout = 10 * time.Minute
 	want.Retry.MaxAttempts = 2
 	want.Sensitive.EnvKeys = map[string]bool{"TOKEN": true}
+	want.Sensitive.From = map[string][]string{"env.TOKEN": {"var.token"}}
 	if diff := cmp.Diff(want, got, cmpOpts); diff != "" {
 		t.Errorf("task (-want +got):\n%s", diff)
 	}

@@ -431,8 +431,9 @@ task "open" {
 		t.Fatal(diags.Error())
 	}
 	want := map[string]SensitiveFields{
-		"task.secret": {Command: true, EnvKeys: map[string]bool{"T": true}, PlacementKeys: map[string]bool{"k": true}},
-		"task.open":   {},
+		"task.secret": {Command: true, EnvKeys: map[string]bool{"T": true}, PlacementKeys: map[string]bool{"k": true},
+			From: map[string][]string{"command": {"var.token"}, "env.T": {"local.twice"}}},
+		"task.open": {},
 	}
 	for _, tk := range cfg.Tasks {
 		if diff := cmp.Diff(want[tk.Address()], tk.Sensitive, cmpopts.EquateEmpty()); diff != "" {

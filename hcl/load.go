@@ -108,6 +108,79 @@ func (l *loader) usesSensitive(expr hcl.Expression) bool {
 	return false
 }
 
+// sensitiveRefs returns, sorted and without duplicates, the references of
+// expr to sensitive variables and to local values computed from one:
+// "var.NAME", "local.NAME".
+func (l *loader) sensitiveRefs(expr hcl.Expression) []string {
+	if expr == nil || l.sensitiveVars == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, tr := range expr.Variables() {
+		name, ok := traversalStep(tr)
+		if !ok {
+			continue
+		}
+		ref := tr.RootName() + "." + name
+		switch tr.RootName() {
+		case "var":
+			if v := l.cfg.Variables[name]; v == nil || !v.Sensitive {
+				continue
+			}
+		case "local":
+			if !l.sensitiveLocals[name] {
+				continue
+			}
+		default:
+			continue
+		}
+		if !seen[ref] {
+			seen[ref] = true
+			out = append(out, ref)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sensitiveFrom fills t.Sensitive.From from the task body's command, dir
+// and env expressions (the parts of its definition).
+func (l *loader) sensitiveFrom(t *Task, body *taskBody) {
+	from := map[string][]string{}
+	if t.Sensitive.Command {
+		from["command"] = l.sensitiveRefs(body.Command.Expr)
+	}
+	if t.Sensitive.Dir {
+		from["dir"] = l.sensitiveRefs(body.Dir.Expr)
+	}
+	switch {
+	case t.Sensitive.Env:
+		from["env"] = l.sensitiveRefs(body.Env.Expr)
+	case len(t.Sensitive.EnvKeys) > 0:
+		obj, _ := body.Env.Expr.(*hclsyntax.ObjectConsExpr)
+		for name := range t.Sensitive.EnvKeys {
+			from["env."+name] = nil
+		}
+		if obj != nil {
+			for _, item := range obj.Items {
+				name := hcl.ExprAsKeyword(item.KeyExpr)
+				if name == "" {
+					if v, diags := item.KeyExpr.Value(nil); !diags.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
+						name = v.AsString()
+					}
+				}
+				if t.Sensitive.EnvKeys[name] {
+					from["env."+name] = l.sensitiveRefs(item.ValueExpr)
+				}
+			}
+		}
+	}
+	if len(from) > 0 {
+		t.Sensitive.From = from
+	}
+}
+
 // mapSensitivity tells which parts of a map attribute come from a sensitive
 // variable. For an object constructor whose keys are plain names or
 // literal strings, each entry is judged alone: keys lists the entries whose

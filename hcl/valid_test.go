@@ -225,6 +225,7 @@ func TestValid(t *testing.T) {
 				tk := task(dir, "run", 0, "run", "default-name")
 				tk.Env = map[string]string{"CPU": "1", "VERBOSE": "false", "LEVEL": "3", "U": "u", "SECRET": "hunter2"}
 				tk.Sensitive.EnvKeys = map[string]bool{"SECRET": true} // from a sensitive variable
+				tk.Sensitive.From = map[string][]string{"env.SECRET": {"var.secret"}}
 				return want{
 					tasks: []*Task{tk},
 					vars: map[string]cty.Value{
@@ -262,6 +263,7 @@ func TestValid(t *testing.T) {
 					tk := task(dir, "run", i, "run", "from-second-file", "x", "y,z")
 					tk.Env = map[string]string{"CPU": "4", "VERBOSE": "true", "LEVEL": "3", "U": "from-env", "SECRET": "last"}
 					tk.Sensitive.EnvKeys = map[string]bool{"SECRET": true}
+					tk.Sensitive.From = map[string][]string{"env.SECRET": {"var.secret"}}
 					tasks = append(tasks, tk)
 				}
 				return want{

@@ -10,9 +10,10 @@ import (
 )
 
 // Definition is the canonical form of a task instance: everything that
-// decides what the task's command computes. Its JSON encoding (encoding/json,
-// which sorts map keys) is what the definition hash covers and what the state
-// stores as the task's spec.
+// decides what the task's command computes. Its canonical encoding
+// (Canonical: encoding/json, which sorts map keys, with sensitive values
+// replaced by a placeholder) is what the definition hash covers and what
+// the state stores as the task's spec.
 //
 // Scheduling knobs — placement, timeout, lease grace and retry policy — are
 // deliberately not part of it: changing them does not change what a
@@ -42,6 +43,12 @@ type Definition struct {
 	// Mounts map an upstream task's accepted outputs into a folder of the
 	// attempt's directory.
 	Mounts []Mount `json:"mounts,omitempty"`
+	// Sensitive names the parts computed from a sensitive variable
+	// (PartCommand, PartDir, PartEnv, EnvPart(NAME)), each with the
+	// references it comes from and the keyed hash of its value
+	// (sensitive.go). The canonical form holds SensitivePlaceholder
+	// instead of their values; only an assignment carries the values.
+	Sensitive map[string]SensitivePart `json:"sensitive,omitempty"`
 }
 
 // InputFile is one file put into an attempt's directory before its command
@@ -52,7 +59,7 @@ type InputFile struct {
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
 	// Executable is true for a file of the configuration directory that
-	// has an execute bit: the agent writes it with mode 0755 (else 0644).
+	// has an execute bit: the agent writes it with mode 0700 (else 0600).
 	// It is part of the definition (a script made executable changes
 	// what the task runs); omitted when false.
 	Executable bool `json:"executable,omitempty"`
@@ -89,9 +96,11 @@ func (d Definition) RunsInAttemptDir() bool {
 }
 
 // Canonical returns the definition's canonical JSON encoding: keys in a
-// fixed order, map keys sorted, nil slices and maps written as empty ones.
+// fixed order, map keys sorted, nil slices and maps written as empty ones,
+// and the value of every sensitive part replaced by SensitivePlaceholder
+// (Redacted): what the state stores and the definition hash covers.
 func (d Definition) Canonical() []byte {
-	c := d
+	c := d.Redacted()
 	if c.Command == nil {
 		c.Command = []string{}
 	}

@@ -188,8 +188,8 @@ func TestOpenCreatesNoPartialFile(t *testing.T) {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm()&0o644 != 0o644 {
-		t.Errorf("state file mode %v, %v; want at least rw-r--r-- less the umask", fi.Mode(), err)
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("state file mode %v, %v; want rw------- (the user's alone)", fi.Mode(), err)
 	}
 }
 

@@ -76,6 +76,7 @@ var currentSchema = []schemaObject{
 	{"trigger", "recommendations_from_accepted_result"},
 	{"trigger", "recommendations_identity_immutable"},
 	{"trigger", "recommendations_no_delete"},
+	{"trigger", "state_info_hash_key_immutable"},
 	{"trigger", "state_info_lineage_immutable"},
 	{"trigger", "state_info_no_delete"},
 	{"trigger", "state_info_serial_increases"},

@@ -105,6 +105,7 @@ func TestSchemaInvariants(t *testing.T) {
 		{"second apply lock", `INSERT INTO apply_lock (id, lock_id, started_at, expires_at) VALUES (1, 'a', 0, 1)`,
 			`INSERT INTO apply_lock (id, lock_id, started_at, expires_at) VALUES (2, 'b', 0, 1)`, "CHECK constraint failed"},
 		{"lineage changed", "", `UPDATE state_info SET lineage = 'other'`, "never changes"},
+		{"hash key changed", "", `UPDATE state_info SET hash_key = 'other'`, "never changes"},
 		{"serial goes back", `UPDATE state_info SET serial = 10`, `UPDATE state_info SET serial = 9`, "backwards"},
 		{"state_info deleted", "", `DELETE FROM state_info`, "cannot be deleted"},
 		{"launch registers twice", rawLaunch + `; UPDATE launches SET status = 'registered', worker_id = 'w1', registered_at = 1`,

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 )
@@ -14,11 +15,10 @@ import (
 func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 	snap := &Snapshot{}
 	err := s.read(ctx, func(tx *Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT lineage, serial FROM state_info WHERE id = 1`).
-			Scan(&snap.Lineage, &snap.Serial); err != nil {
-			return fmt.Errorf("read state_info: %w", err)
-		}
 		var err error
+		if snap.Lineage, snap.Serial, snap.HashKey, err = queryInfo(ctx, tx); err != nil {
+			return err
+		}
 		if snap.Pools, err = queryPools(ctx, tx); err != nil {
 			return err
 		}
@@ -47,6 +47,31 @@ func (s *Store) Snapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot of %s: %w", s.path, err)
 	}
 	return snap, nil
+}
+
+// HashKey returns the state's hash key (Snapshot.HashKey).
+func (s *Store) HashKey(ctx context.Context) ([]byte, error) {
+	var key []byte
+	err := s.read(ctx, func(tx *Tx) error {
+		var err error
+		_, _, key, err = queryInfo(ctx, tx)
+		return err
+	})
+	return key, err
+}
+
+// queryInfo reads the state_info row: lineage, serial and hash key.
+func queryInfo(ctx context.Context, tx *Tx) (lineage string, serial int64, key []byte, err error) {
+	var hexKey string
+	if err := tx.QueryRowContext(ctx, `SELECT lineage, serial, hash_key FROM state_info WHERE id = 1`).
+		Scan(&lineage, &serial, &hexKey); err != nil {
+		return "", 0, nil, fmt.Errorf("read state_info: %w", err)
+	}
+	key, err = hex.DecodeString(hexKey)
+	if err != nil || len(key) < 16 {
+		return "", 0, nil, fmt.Errorf("read state_info: its hash key is not 32 random bytes in hex")
+	}
+	return lineage, serial, key, nil
 }
 
 // Info returns the lineage and serial of the state.

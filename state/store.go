@@ -99,6 +99,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		if fi.Size() == 0 && !hasWAL(abs) {
 			return nil, &EmptyFileError{Path: path}
 		}
+		tightenModes(abs)
 	case errors.Is(err, fs.ErrNotExist):
 		if err := create(ctx, abs, path); err != nil {
 			return nil, err
@@ -190,11 +191,11 @@ func create(ctx context.Context, abs, p string) error {
 			"move it away (mv %s-wal %s-wal.orphan, and %s-shm if there is one) and run the command again", p, p, p, p, p)
 	}
 	dir := filepath.Dir(abs)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, folderMode); err != nil {
 		return explainOpen("create", abs, p, fmt.Errorf("state file %s: %w", p, err))
 	}
 	tmp := filepath.Join(dir, "."+filepath.Base(abs)+".new-"+randomHex(6))
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileMode)
 	if err != nil {
 		return explainOpen("create", abs, p, fmt.Errorf("state file %s: %w", p, err))
 	}

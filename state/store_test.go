@@ -127,8 +127,11 @@ func TestOpenFreshFile(t *testing.T) {
 	if len(snap.Lineage) != 32 || snap.Serial != 0 {
 		t.Errorf("lineage %q serial %d, want 32 hex digits and 0", snap.Lineage, snap.Serial)
 	}
+	if len(snap.HashKey) != 32 {
+		t.Errorf("hash key %x, want 32 random bytes", snap.HashKey)
+	}
 	want := EmptySnapshot()
-	want.Lineage = snap.Lineage
+	want.Lineage, want.HashKey = snap.Lineage, snap.HashKey
 	if d := cmp.Diff(want, snap); d != "" {
 		t.Errorf("fresh snapshot (-want +got):\n%s", d)
 	}
@@ -466,7 +469,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	w.LeasesHeld = 1
 	want := &Snapshot{
-		Lineage: snap.Lineage, Serial: 4,
+		Lineage: snap.Lineage, Serial: 4, HashKey: snap.HashKey,
 		Pools:   []Pool{pool},
 		Workers: []Worker{w},
 		Tasks: []Task{{Address: def.Address, Name: "test", Index: 1, DefHash: "abc", Spec: def.Spec, Status: TaskRunning,

@@ -33,7 +33,7 @@ const maxStepAside = 200 * time.Millisecond
 // error it returns turns that do nothing: SQLite's locking still keeps
 // writes correct, only fairness is lost.
 func openTurns(abs string) *writerTurns {
-	f, err := os.OpenFile(abs+"-writers", os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(abs+"-writers", os.O_RDWR|os.O_CREATE, fileMode)
 	if err != nil {
 		return &writerTurns{}
 	}

@@ -161,8 +161,12 @@ type Lock struct {
 
 // Snapshot is a consistent view of the state, read in one transaction.
 type Snapshot struct {
-	Lineage string   // random hex set when the file was created; "" for EmptySnapshot
-	Serial  int64    // bumped by every write transaction; 0 for a new file
+	Lineage string // random hex set when the file was created; "" for EmptySnapshot
+	Serial  int64  // bumped by every write transaction; 0 for a new file
+	// HashKey is the key of the keyed hashes that stand for sensitive
+	// values in task specs (migration 006): random, made with the state,
+	// never changed; nil for EmptySnapshot.
+	HashKey []byte
 	Pools   []Pool   // sorted by name
 	Workers []Worker // sorted by ID
 	Tasks   []Task   // sorted by address

@@ -24,10 +24,10 @@ func Record(dir string, pgid int) (remove func()) {
 		return func() {}
 	}
 	name := filepath.Join(dir, fmt.Sprintf("%d.%d", os.Getpid(), pgid))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return func() {}
 	}
-	f, err := os.Create(name)
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return func() {}
 	}

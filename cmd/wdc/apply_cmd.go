@@ -144,14 +144,50 @@ func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*jsonplan.Plan, *plan.
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := planfile.CheckFresh(saved, cfg, Version); err != nil {
+	key, err := savedPlanKey(context.Background(), e, cfg, saved)
+	if err != nil {
 		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
 	}
-	p, err := planfile.Rebuild(saved, cfg)
+	if err := planfile.CheckFresh(saved, cfg, Version, key); err != nil {
+		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
+	}
+	p, err := planfile.Rebuild(saved, cfg, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
 	}
 	return saved, p, nil
+}
+
+// savedPlanKey returns the hash key of the state a saved plan was made
+// against, read read-only (nil for a plan made with no state): the keyed
+// hashes of its sensitive values are checked with it. A state file that
+// is missing, or is another state than the plan's, is refused here, as
+// the apply would refuse it, since nothing sensitive can be checked
+// without its key.
+func savedPlanKey(ctx context.Context, e *env, cfg *wdchcl.Config, doc *jsonplan.Plan) ([]byte, error) {
+	if doc.State.Lineage == "" {
+		return nil, nil
+	}
+	path, err := e.statePath(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openForReading(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, fmt.Errorf("it was made for the state with lineage %s, and there is no state file at %s (check --state)", doc.State.Lineage, path)
+	}
+	defer st.Close()
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Lineage != doc.State.Lineage {
+		return nil, fmt.Errorf("the plan was made for another state (lineage %s; this state is %s): check --state, or save a new plan", doc.State.Lineage, snap.Lineage)
+	}
+	return snap.HashKey, nil
 }
 
 // applyCmdView renders what an apply operation tells: lock and recovery

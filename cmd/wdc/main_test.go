@@ -119,7 +119,9 @@ func cmdSeedState(ts *testscript.TestScript, neg bool, args []string) {
 	st, err := state.Open(ctx, filepath.Join(dir, defaultStatePath))
 	ts.Check(err)
 	defer st.Close()
-	defs := plan.Definitions(cfg)
+	key, err := st.HashKey(ctx)
+	ts.Check(err)
+	defs := plan.Definitions(cfg, key)
 	now := time.Now()
 	seeded := 0
 	for _, t := range cfg.Tasks {

@@ -183,7 +183,9 @@ func seedSchemaState(t *testing.T, dir string) {
 		}
 	}
 	now := time.Now()
-	defs := plan.Definitions(cfg)
+	key, err := st.HashKey(ctx)
+	must(err)
+	defs := plan.Definitions(cfg, key)
 	for _, task := range cfg.Tasks {
 		d := defs[task.Address()]
 		switch task.Address() {
@@ -783,7 +785,9 @@ func TestSchemaPlanWithProposals(t *testing.T) {
 		}
 	}
 	now := time.Now()
-	d := plan.Definitions(cfg)["task.doctor"]
+	key, err := st.HashKey(ctx)
+	must(err)
+	d := plan.Definitions(cfg, key)["task.doctor"]
 	must(st.UpsertPool(ctx, state.Pool{Name: "p", Provider: "local", Max: 1, Capacity: 1}, now))
 	must(st.UpsertTask(ctx, state.TaskDef{Address: "task.doctor", Name: "doctor", Index: -1, DefHash: d.Hash,
 		Spec: d.Definition.Canonical(), Status: state.TaskQueued, MaxAttempts: 1, MaxLost: 3}, now))

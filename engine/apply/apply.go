@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -248,7 +249,7 @@ func Inputs(cfg *wdchcl.Config, p *plan.Plan) ([]Pool, map[string]coordinator.Ta
 		}
 		// A runtime that does not decode is left out: record refuses the
 		// plan, naming the task.
-		if rt, err := coordinator.ProposalRuntime(*tc.Proposal, cfg.Dir); err == nil {
+		if rt, err := coordinator.ProposalRuntime(*tc.Proposal, cfg, p.Key); err == nil {
 			tasks[tc.Address] = rt
 		}
 	}
@@ -298,6 +299,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		logDir: filepath.Join(opts.WorkDir, "workers", started.UTC().Format("20060102T150405.000Z"))}
 	a.emitMu = &sync.Mutex{}
 	defer func() { a.res.Wall = time.Since(started) }()
+	tightenWorkFolder(opts.WorkDir)
 
 	maxSize := opts.MaxArtifactSize
 	if maxSize <= 0 {
@@ -494,10 +496,33 @@ func (o Options) logger() *slog.Logger {
 	return o.Logger
 }
 
+// workSubfolders are the folders wdc keeps in the work folder: attempt
+// logs and scratch folders, the blob store, worker logs, attempt process
+// groups, the agents' spool and the coordinator's CA.
+var workSubfolders = []string{"logs", "scratch", "artifacts", "workers", "groups", "spool", "ca"}
+
+// tightenWorkFolder takes the group and other bits off the folders wdc
+// keeps in the work folder that exist and are owned by this user: earlier
+// versions made them 0755, and what is in them (logs, blobs, scratch
+// folders) is the user's alone. New ones are made 0700. The work folder
+// itself keeps its mode: it may be a folder the user chose.
+func tightenWorkFolder(workDir string) {
+	for _, name := range workSubfolders {
+		p := filepath.Join(workDir, name)
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Getuid() {
+			_ = os.Chmod(p, fi.Mode().Perm()&^0o077)
+		}
+	}
+}
+
 // writePrivateFile writes data to path atomically (renameio) with mode
 // 0600, creating its folder when missing.
 func writePrivateFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	return renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600))

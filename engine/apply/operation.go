@@ -208,6 +208,11 @@ func (op *Operation) checkSaved(ctx context.Context, store *state.Store) error {
 	if err != nil {
 		return err
 	}
+	if op.Saved.Lineage == "" {
+		// Made with no state, so with no hash key: this state is new,
+		// and its own key is the one its records are keyed with.
+		plan.Rekey(op.Saved, op.Config, snap.HashKey)
+	}
 	if err := plan.AttachProposals(op.Saved, snap); err != nil {
 		return op.refuse(err)
 	}

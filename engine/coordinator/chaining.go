@@ -126,7 +126,7 @@ func (c *Coordinator) runProposal(ctx context.Context, p state.Proposal) string 
 	if c.cfg == nil {
 		return "it runs in the next apply"
 	}
-	rt, err := ProposalRuntime(p, c.cfg.Dir)
+	rt, err := ProposalRuntime(p, c.cfg, c.hashKey)
 	if err != nil {
 		c.log.Warn("running an approved proposal", "proposal", p.Address(), "err", err)
 		return "it could not join this apply (" + err.Error() + "); it runs in the next apply"
@@ -149,6 +149,9 @@ func (c *Coordinator) runProposal(ctx context.Context, p state.Proposal) string 
 // already runs rt.Address, or has no pool that can run it. Errors: the
 // state's (nothing is added then).
 func (c *Coordinator) AddTask(ctx context.Context, rt TaskRuntime, name string) (added bool, why string, err error) {
+	if err := c.checkSensitive(rt); err != nil {
+		return false, "", err
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	rt = normalizeRuntime(rt)

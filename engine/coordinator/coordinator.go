@@ -205,6 +205,7 @@ type Coordinator struct {
 	metricsOpen   bool
 
 	applyID      string
+	hashKey      []byte // the state's: sensitive values must give their keyed hashes under it
 	pools        []*poolState
 	poolByNam    map[string]*poolState
 	operator     string   // the operator credential
@@ -403,7 +404,13 @@ func New(opts Options) (*Coordinator, error) {
 		c.pools = append(c.pools, ps)
 		c.poolByNam[p.Name] = ps
 	}
+	if c.hashKey, err = c.store.HashKey(context.Background()); err != nil {
+		return nil, err
+	}
 	for i, rt := range opts.Tasks {
+		if err := c.checkSensitive(rt); err != nil {
+			return nil, err
+		}
 		switch {
 		case rt.Address == "":
 			return nil, fmt.Errorf("coordinator: task %d has no address", i)
@@ -438,6 +445,19 @@ func New(opts Options) (*Coordinator, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkSensitive refuses a task whose definition does not carry the
+// values of its sensitive parts — the state keeps only their keyed
+// hashes, and the coordinator hands the values to workers from memory —
+// or carries others than its definition hash covers.
+func (c *Coordinator) checkSensitive(rt TaskRuntime) error {
+	missing := rt.Definition.MissingSensitive(c.hashKey)
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("coordinator: task %s: this apply does not have the values of its sensitive %s, which the state keeps only as keyed hashes: "+
+		"plan again, with the variables that give them", rt.Address, rt.Definition.DescribeParts(missing))
 }
 
 // normalizeRuntime gives a task's zero settings their defaults.

@@ -126,7 +126,11 @@ func proposalFor(ctx context.Context, store *state.Store, cfg *wdchcl.Config, r 
 	if err != nil {
 		return in, fmt.Sprintf("its input cannot be recorded: %v", err), false, nil
 	}
-	def := proposedDefinition(cfg.Dir, t)
+	key, err := store.HashKey(ctx)
+	if err != nil {
+		return in, "", false, err
+	}
+	def := proposedDefinition(cfg.Dir, t, key)
 	settings, err := json.Marshal(ProposalSettings{
 		Placement: t.Placement, TimeoutMS: t.Timeout.Milliseconds(), LeaseGraceMS: t.LeaseGrace.Milliseconds(),
 		MaxAttempts: t.Retry.MaxAttempts, MaxLost: t.Retry.MaxLost,
@@ -267,13 +271,14 @@ func diagText(diags hcl.Diagnostics) string {
 }
 
 // proposedDefinition is the canonical definition of a rendered
-// proposed_only task (which has no dependencies, inputs or mounts).
-func proposedDefinition(cfgDir string, t *wdchcl.Task) protocol.Definition {
+// proposed_only task (which has no dependencies, inputs or mounts), its
+// sensitive parts keyed with key, the state's hash key.
+func proposedDefinition(cfgDir string, t *wdchcl.Task, key []byte) protocol.Definition {
 	d := protocol.Definition{Command: t.Command, Env: t.Env, Dir: protocol.DefinitionDir(cfgDir, t.Dir), Outputs: t.Outputs}
 	if !t.DirSet && len(d.Outputs) > 0 {
 		d.Dir = "" // it runs in its attempt's directory
 	}
-	return d
+	return d.Protect(key, t.Sensitive.From)
 }
 
 // judgementEvents are the progress events of judgements.

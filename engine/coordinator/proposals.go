@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -58,13 +60,23 @@ func ProposalDefinition(p state.Proposal) (protocol.Definition, error) {
 }
 
 // ProposalRuntime is how an apply runs an approved proposal: its recorded
-// definition and settings, with a relative dir taken from cfgDir, the
-// configuration directory of the apply.
-func ProposalRuntime(p state.Proposal, cfgDir string) (TaskRuntime, error) {
+// definition and settings, with a relative dir taken from cfg.Dir, the
+// configuration directory of the apply. The values of the definition's
+// sensitive parts, which the state does not keep, come from rendering the
+// proposed task again with cfg (RevealProposal, key the state's hash
+// key); a configuration that no longer renders them is an error that
+// says so.
+func ProposalRuntime(p state.Proposal, cfg *wdchcl.Config, key []byte) (TaskRuntime, error) {
 	d, err := ProposalDefinition(p)
 	if err != nil {
 		return TaskRuntime{}, err
 	}
+	if len(d.Sensitive) > 0 {
+		if d, err = RevealProposal(p, cfg, key); err != nil {
+			return TaskRuntime{}, err
+		}
+	}
+	cfgDir := cfg.Dir
 	var s ProposalSettings
 	if err := json.Unmarshal(p.Settings, &s); err != nil {
 		return TaskRuntime{}, fmt.Errorf("%s: its recorded settings do not decode: %w", p.Address(), err)
@@ -83,6 +95,49 @@ func ProposalRuntime(p state.Proposal, cfgDir string) (TaskRuntime, error) {
 		Retry: RetryPolicy{MaxAttempts: max(s.MaxAttempts, 1), MaxLost: s.MaxLost, Backoff: ms(s.BackoffMS), MaxBackoff: ms(s.MaxBackoffMS),
 			Immediate: s.BackoffMS == 0},
 	}, nil
+}
+
+// RevealProposal returns the definition of p's task with the values of its
+// sensitive parts, which the state keeps only as keyed hashes: its proposed
+// task rendered again from cfg with the input and source p recorded. The
+// rendering must give p's definition hash under key, the state's hash key;
+// an error says what to do when it does not (the edge or the task left the
+// configuration, or a value it is computed from changed).
+func RevealProposal(p state.Proposal, cfg *wdchcl.Config, key []byte) (protocol.Definition, error) {
+	stored, err := ProposalDefinition(p)
+	if err != nil {
+		return protocol.Definition{}, err
+	}
+	parts := make([]string, 0, len(stored.Sensitive))
+	for part := range stored.Sensitive {
+		parts = append(parts, part)
+	}
+	sort.Strings(parts)
+	why := fmt.Sprintf("%s: the sensitive values of its task (%s) are not kept in the state, and this configuration does not render them as they were when it was proposed",
+		p.Address(), stored.DescribeParts(parts))
+	fix := fmt.Sprintf("give those variables their values again, or reject it (wdc reject %d --reason TEXT)", p.ID)
+	var edge *wdchcl.Edge
+	for _, e := range cfg.Edges {
+		if e.Name == p.Edge {
+			edge = e
+		}
+	}
+	if edge == nil {
+		return protocol.Definition{}, fmt.Errorf("%s (edge.%s is not in it): %s", why, p.Edge, fix)
+	}
+	input, err := edge.ConvertInput(p.Input)
+	if err != nil {
+		return protocol.Definition{}, fmt.Errorf("%s (its input does not fit edge.%s: %v): %s", why, p.Edge, err, fix)
+	}
+	t, diags := cfg.RenderProposal(edge, input, wdchcl.ProposalSource{Task: p.SourceTask, Attempt: p.SourceAttempt})
+	if diags.HasErrors() {
+		return protocol.Definition{}, fmt.Errorf("%s (%s does not render: %s): %s", why, p.Propose, diagText(diags), fix)
+	}
+	d := proposedDefinition(cfg.Dir, t, key)
+	if protocol.DefinitionHash(d, nil) != p.DefHash {
+		return protocol.Definition{}, fmt.Errorf("%s: %s", why, fix)
+	}
+	return d, nil
 }
 
 // ProposalOrigin says where a proposal came from and who decided it, as

@@ -30,7 +30,7 @@ func proposalOf(id int64, status state.ProposalStatus, placement map[string]stri
 // recorded; its relative dir resolves against the configuration directory.
 func TestProposalRuntime(t *testing.T) {
 	p := proposalOf(4, state.ProposalApproved, map[string]string{"can": "build"})
-	rt, err := ProposalRuntime(p, "/cfg")
+	rt, err := ProposalRuntime(p, &wdchcl.Config{Dir: "/cfg"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestProposalRuntime(t *testing.T) {
 		t.Errorf("runtime %+v", rt)
 	}
 	p.Settings = []byte("not json")
-	if _, err := ProposalRuntime(p, "/cfg"); err == nil {
+	if _, err := ProposalRuntime(p, &wdchcl.Config{Dir: "/cfg"}, nil); err == nil {
 		t.Error("settings that do not decode: no error")
 	}
 }

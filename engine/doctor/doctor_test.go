@@ -117,7 +117,7 @@ func (f *doctorFixture) queue() {
 	for _, p := range f.cfg.Pools {
 		f.must(st.UpsertPool(ctx, state.Pool{Name: p.Name, Provider: p.Provider, Min: p.Min, Max: p.Max, Capacity: p.Capacity, Labels: p.Labels}, doctorT0))
 	}
-	defs := plan.Definitions(f.cfg)
+	defs := plan.Definitions(f.cfg, nil)
 	for _, task := range f.cfg.Tasks {
 		d := defs[task.Address()]
 		f.must(st.UpsertTask(ctx, state.TaskDef{Address: task.Address(), Name: task.Name, Index: task.Index, DefHash: d.Hash,

@@ -121,6 +121,11 @@ type Plan struct {
 	// Waiting lists the proposals waiting for approval, by id: they run in
 	// an apply after they are approved (wdc approve).
 	Waiting []state.Proposal
+	// Key is the state's hash key the definitions' sensitive parts are
+	// keyed with (nil for a plan made with no state). It is no secret
+	// that unlocks anything, but it is never shown: without it a keyed
+	// hash a plan document shows cannot be tested against guesses.
+	Key []byte
 }
 
 // TaskDefinition is a task instance's canonical definition and its hash.
@@ -220,7 +225,8 @@ func New(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts Options) 
 		Lineage:     snap.Lineage,
 		Serial:      snap.Serial,
 		CreatedAt:   now,
-		Definitions: Definitions(cfg),
+		Key:         snap.HashKey,
+		Definitions: Definitions(cfg, snap.HashKey),
 	}
 	for _, t := range cfg.Tasks {
 		if err := p.Definitions[t.Address()].Err; err != nil {
@@ -422,11 +428,20 @@ func (p *Plan) proposalChanges(cfg *wdchcl.Config, snap *state.Snapshot, prior m
 					addr, prop.Propose)})
 			continue
 		}
-		configured[addr] = true
 		def, err := proposalDefinition(prop)
 		if err != nil {
 			def.Err = err
 		}
+		if len(def.Definition.Sensitive) > 0 {
+			// The state keeps no sensitive value: the run needs the
+			// configuration to render them again, as they were.
+			if _, err := coordinator.RevealProposal(prop, cfg, snap.HashKey); err != nil {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Approved proposal will not run", Detail: err.Error() + "."})
+				configured[addr] = true // not cancelled: it runs once the configuration gives its values again
+				continue
+			}
+		}
+		configured[addr] = true
 		tc := TaskChange{Address: addr, NewHash: prop.DefHash, Proposal: &snap.Proposals[i]}
 		var settings coordinator.ProposalSettings
 		if err := json.Unmarshal(prop.Settings, &settings); err == nil {
@@ -494,8 +509,10 @@ func WorkersFor(tasks, capacity, min, max int) int {
 
 // Definitions computes the canonical definition and def_hash of every task
 // instance of cfg. Dependencies are hashed first, so each hash covers the
-// hashes of everything upstream of it.
-func Definitions(cfg *wdchcl.Config) map[string]TaskDefinition {
+// hashes of everything upstream of it. The parts computed from a sensitive
+// variable are covered by their keyed hash under key, the state's hash
+// key (protocol.Definition.Protect): nil for a plan made with no state.
+func Definitions(cfg *wdchcl.Config, key []byte) map[string]TaskDefinition {
 	out := make(map[string]TaskDefinition, len(cfg.Tasks))
 	hashes := make(map[string]string, len(cfg.Tasks))
 	files := map[string]protocol.InputFile{} // by path: a file is hashed once
@@ -530,11 +547,38 @@ func Definitions(cfg *wdchcl.Config) map[string]TaskDefinition {
 		if !t.DirSet && (len(d.Inputs) > 0 || len(d.Outputs) > 0 || len(d.Mounts) > 0) {
 			d.Dir = "" // it runs in its attempt's directory
 		}
+		d = d.Protect(key, t.Sensitive.From)
 		h := protocol.DefinitionHash(d, hashes)
 		hashes[t.Address()] = h
 		out[t.Address()] = TaskDefinition{Definition: d, Hash: h, Err: ferr}
 	}
 	return out
+}
+
+// Rekey computes the plan's definitions and definition hashes again with
+// the state's hash key key, and makes the hashes its task changes carry
+// them: for a plan made with no state (which had no key) that the apply
+// about to record it carries out against the state it just created. The
+// input files are not read again; the plan's Key becomes key.
+func Rekey(p *Plan, cfg *wdchcl.Config, key []byte) {
+	hashes := make(map[string]string, len(p.Definitions))
+	for _, t := range topoOrder(cfg.Tasks) {
+		td, ok := p.Definitions[t.Address()]
+		if !ok {
+			continue
+		}
+		td.Definition = td.Definition.Rekey(key)
+		td.Hash = protocol.DefinitionHash(td.Definition, hashes)
+		hashes[t.Address()] = td.Hash
+		p.Definitions[t.Address()] = td
+	}
+	for i := range p.Tasks {
+		tc := &p.Tasks[i]
+		if td, ok := p.Definitions[tc.Address]; ok && tc.Action != ActionCancel && tc.Proposal == nil {
+			tc.NewHash = td.Hash
+		}
+	}
+	p.Key = key
 }
 
 // DependencyHashes returns the definition hashes of the dependencies of a

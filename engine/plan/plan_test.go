@@ -49,7 +49,7 @@ func baseConfig() *wdchcl.Config {
 // would have, except the overrides (address → status).
 func stateOf(cfg *wdchcl.Config, status state.TaskStatus, overrides map[string]state.TaskStatus) *state.Snapshot {
 	snap := &state.Snapshot{Lineage: "lin", Serial: 7}
-	defs := Definitions(cfg)
+	defs := Definitions(cfg, nil)
 	for _, t := range cfg.Tasks {
 		st := status
 		if o, ok := overrides[t.Address()]; ok {

@@ -249,9 +249,9 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 		}
 	}
 	if req.LogPath != "" {
-		if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err == nil {
+		if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o700); err == nil {
 			line := fmt.Sprintf("wdc: launched Job %s/%s on %s (pool %s, launch %d); the agent's output follows\n", ns, objs.Job.Name, cl.Server, req.Pool, req.Seq)
-			os.WriteFile(req.LogPath, []byte(line), 0o644) //nolint:errcheck // the log is for people
+			os.WriteFile(req.LogPath, []byte(line), 0o600) //nolint:errcheck // the log is for people
 		}
 	}
 	argv := providers.Render(podRequest(req, s))
@@ -594,7 +594,7 @@ func ownerJob(pod *corev1.Pod) string {
 // streamLog copies the agent container's log into the launch's log file
 // until the container's log ends.
 func (p *Provider) streamLog(w *worker, pod string) {
-	f, err := os.OpenFile(w.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(w.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return
 	}

@@ -89,10 +89,10 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	if err := checkRequest(req); err != nil {
 		return providers.LaunchResponse{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o700); err != nil {
 		return providers.LaunchResponse{}, fmt.Errorf("local: creating the log folder: %w", err)
 	}
-	logf, err := os.OpenFile(req.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(req.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return providers.LaunchResponse{}, fmt.Errorf("local: opening the worker log: %w", err)
 	}

@@ -210,13 +210,13 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	p.workers[id] = w
 	p.mu.Unlock()
 	if req.LogPath != "" {
-		if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o755); err == nil {
+		if err := os.MkdirAll(filepath.Dir(req.LogPath), 0o700); err == nil {
 			how := "submitted"
 			if attached {
 				how = "attached to"
 			}
 			line := fmt.Sprintf("wdc: %s Ray job %s on %s (pool %s, launch %d); the agent's output follows\n", how, sub.SubmissionID, s.Address, req.Pool, req.Seq)
-			os.WriteFile(req.LogPath, []byte(line), 0o644) //nolint:errcheck // the log is for people
+			os.WriteFile(req.LogPath, []byte(line), 0o600) //nolint:errcheck // the log is for people
 		}
 	}
 	go p.poll(w)
@@ -337,7 +337,7 @@ func (p *Provider) syncLog(w *worker) {
 	if err != nil || len(logs) <= w.logOff {
 		return
 	}
-	f, err := os.OpenFile(w.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(w.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return
 	}

@@ -55,7 +55,7 @@ func (c *AgentCmd) run(e *Env) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(c.WorkDir, 0o755); err != nil {
+	if err := os.MkdirAll(c.WorkDir, 0o700); err != nil {
 		return fmt.Errorf("--work-dir %s cannot be used for the attempts' logs and scratch: %w", c.WorkDir, err)
 	}
 	if c.Spool != "" {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/protocol"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -43,16 +44,37 @@ func ConfigHash(cfg *wdchcl.Config) (files []string, hash string) {
 }
 
 // VariablesHash returns the SHA-256, as lowercase hex, of salt followed by
-// every variable's name and JSON value, by name; an error names a variable
-// whose value has no JSON form.
-func VariablesHash(cfg *wdchcl.Config, salt string) (string, error) {
-	_, hash, err := variables(cfg, salt)
+// every variable's name and JSON value, by name, with a sensitive
+// variable's keyed hash under key (SensitiveVariables) instead of its
+// value; an error names a variable whose value has no JSON form.
+func VariablesHash(cfg *wdchcl.Config, salt string, key []byte) (string, error) {
+	_, hash, err := variables(cfg, salt, key)
 	return hash, err
 }
 
+// SensitiveVariables returns, by name, the keyed hash of every sensitive
+// variable's value under key, the state's hash key (nil for a plan made
+// with no state): protocol.SensitiveHash of "var.NAME" and the value as
+// JSON.
+func SensitiveVariables(cfg *wdchcl.Config, key []byte) (map[string]string, error) {
+	out := map[string]string{}
+	for name, v := range cfg.Variables {
+		if !v.Sensitive {
+			continue
+		}
+		raw, err := ctyjson.Marshal(v.Value, v.Value.Type())
+		if err != nil {
+			return nil, fmt.Errorf("variable %s: %w", name, err)
+		}
+		out[name] = protocol.SensitiveHash(key, "var."+name, raw)
+	}
+	return out, nil
+}
+
 // variables returns every variable's value for the document (sensitive
-// ones as "(sensitive)") and the salted hash over all of their values.
-func variables(cfg *wdchcl.Config, salt string) (map[string]Variable, string, error) {
+// ones as "(sensitive)") and the salted hash over all of their values
+// (sensitive ones by their keyed hash under key).
+func variables(cfg *wdchcl.Config, salt string, key []byte) (map[string]Variable, string, error) {
 	names := make([]string, 0, len(cfg.Variables))
 	for name := range cfg.Variables {
 		names = append(names, name)
@@ -66,6 +88,11 @@ func variables(cfg *wdchcl.Config, salt string) (map[string]Variable, string, er
 		raw, err := ctyjson.Marshal(v.Value, v.Value.Type())
 		if err != nil {
 			return nil, "", fmt.Errorf("variable %s: %w", name, err)
+		}
+		if v.Sensitive {
+			// Not the value: a salt in the same document would not keep
+			// a guess from being tested against its hash.
+			raw = []byte(protocol.SensitiveHash(key, "var."+name, raw))
 		}
 		fmt.Fprintf(h, "\x00%s\x00%s", name, raw)
 		if v.Sensitive {

@@ -75,10 +75,15 @@ type ConfigRef struct {
 	Hash  string   `json:"hash"`
 	Files []string `json:"files"`
 	// VariablesSalt and VariablesHash: SHA-256 of the salt followed by every
-	// variable's name and JSON value, so sensitive values are not
-	// recoverable from the file: VariablesHash.
+	// variable's name and JSON value, a sensitive one's keyed hash instead
+	// of its value (1.6): VariablesHash.
 	VariablesSalt string `json:"variables_salt"`
 	VariablesHash string `json:"variables_hash"`
+	// SensitiveVariables holds the keyed hash of each sensitive variable's
+	// value, by name, under the state's hash key (1.6): apply of a saved
+	// plan reads the values again and refuses one that changed, and
+	// nobody without the state can test a guess against it.
+	SensitiveVariables map[string]string `json:"sensitive_variables"`
 }
 
 // Variable is one variable's value as the plan records it.
@@ -220,7 +225,11 @@ func New(cfg *wdchcl.Config, p *plan.Plan, replace []string, wdcVersion string) 
 	if _, err := rand.Read(salt); err != nil {
 		return nil, err
 	}
-	vars, varsHash, err := variables(cfg, hex.EncodeToString(salt))
+	vars, varsHash, err := variables(cfg, hex.EncodeToString(salt), p.Key)
+	if err != nil {
+		return nil, err
+	}
+	sensitive, err := SensitiveVariables(cfg, p.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -231,11 +240,12 @@ func New(cfg *wdchcl.Config, p *plan.Plan, replace []string, wdcVersion string) 
 		WDCVersion:    wdcVersion,
 		CreatedAt:     p.CreatedAt.UTC(),
 		State:         StateRef{Lineage: p.Lineage, Serial: p.Serial},
-		Configuration: ConfigRef{Hash: cfgHash, Files: files, VariablesSalt: hex.EncodeToString(salt), VariablesHash: varsHash},
-		Variables:     vars,
-		Replace:       append([]string{}, replace...),
-		Pools:         make([]Pool, 0, len(p.Pools)),
-		Changes:       make([]Change, 0, len(p.Tasks)),
+		Configuration: ConfigRef{Hash: cfgHash, Files: files, VariablesSalt: hex.EncodeToString(salt), VariablesHash: varsHash,
+			SensitiveVariables: sensitive},
+		Variables: vars,
+		Replace:   append([]string{}, replace...),
+		Pools:     make([]Pool, 0, len(p.Pools)),
+		Changes:   make([]Change, 0, len(p.Tasks)),
 
 		WaitingProposals: make([]ProposalRef, 0, len(p.Waiting)),
 	}
@@ -295,6 +305,9 @@ func newChange(tc plan.TaskChange, defs map[string]plan.TaskDefinition, t *wdchc
 		}
 	}
 	if def, ok := defs[tc.Address]; ok && tc.Action != plan.ActionCancel {
+		// Every part the definition records as sensitive is hidden, a
+		// proposal's too (which has no task configuration here).
+		def.Definition = def.Definition.Redacted()
 		a := &After{DefHash: def.Hash, Command: red.list(def.Definition.Command), Env: red.env(def.Definition.Env),
 			Dir: red.Text(def.Definition.Dir), DependsOn: append([]string{}, def.Definition.DependsOn...), Placement: map[string]string{},
 			Inputs: newInputs(def.Definition.Inputs), Outputs: def.Definition.Outputs, Mounts: def.Definition.Mounts}

@@ -78,7 +78,7 @@ func TestNewHidesSensitiveValues(t *testing.T) {
 	if doc.FormatVersion != FormatVersion || doc.WDCVersion != "1.0.0" || doc.Configuration.VariablesSalt == "" {
 		t.Errorf("format %q, wdc %q, salt %q", doc.FormatVersion, doc.WDCVersion, doc.Configuration.VariablesSalt)
 	}
-	if hash, err := VariablesHash(cfg, doc.Configuration.VariablesSalt); err != nil || hash != doc.Configuration.VariablesHash {
+	if hash, err := VariablesHash(cfg, doc.Configuration.VariablesSalt, nil); err != nil || hash != doc.Configuration.VariablesHash {
 		t.Errorf("VariablesHash = %s, %v; the document recorded %s", hash, err, doc.Configuration.VariablesHash)
 	}
 	if files, hash := ConfigHash(cfg); hash != doc.Configuration.Hash || strings.Join(files, ",") != "main.wdc.hcl" {

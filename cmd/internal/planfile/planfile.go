@@ -75,8 +75,11 @@ func major(v string) string {
 
 // CheckFresh refuses a saved plan that went stale: written by another wdc
 // than wdcVersion, computed from other configuration files or variable
-// values than cfg's. What moved and what to do are in the error.
-func CheckFresh(doc *jsonplan.Plan, cfg *wdchcl.Config, wdcVersion string) error {
+// values than cfg's (the values of sensitive variables compared by their
+// keyed hashes under key, the hash key of the plan's state; nil when the
+// plan was made with no state). What moved and what to do are in the
+// error.
+func CheckFresh(doc *jsonplan.Plan, cfg *wdchcl.Config, wdcVersion string, key []byte) error {
 	if doc.WDCVersion != wdcVersion {
 		return fmt.Errorf("the plan was made by wdc %s and this is wdc %s: make the plan again with this wdc (wdc plan --out FILE)", doc.WDCVersion, wdcVersion)
 	}
@@ -85,7 +88,18 @@ func CheckFresh(doc *jsonplan.Plan, cfg *wdchcl.Config, wdcVersion string) error
 		return fmt.Errorf("the configuration changed since the plan was made (plan: %s; now: %s): review and save a new plan (wdc plan --out FILE)",
 			strings.Join(doc.Configuration.Files, ", "), strings.Join(files, ", "))
 	}
-	varsHash, err := jsonplan.VariablesHash(cfg, doc.Configuration.VariablesSalt)
+	sensitive, err := jsonplan.SensitiveVariables(cfg, key)
+	if err != nil {
+		return err
+	}
+	if changed := changedSensitive(doc.Configuration.SensitiveVariables, sensitive); len(changed) > 0 {
+		what := "the value of the sensitive variable " + changed[0] + " differs from the one"
+		if len(changed) > 1 {
+			what = "the values of the sensitive variables " + strings.Join(changed, ", ") + " differ from those"
+		}
+		return fmt.Errorf("%s the plan was made with (compared by their keyed hashes): give apply the same --var, --var-file and WDC_VAR_ inputs as the plan, or save a new plan", what)
+	}
+	varsHash, err := jsonplan.VariablesHash(cfg, doc.Configuration.VariablesSalt, key)
 	if err != nil {
 		return err
 	}
@@ -95,14 +109,28 @@ func CheckFresh(doc *jsonplan.Plan, cfg *wdchcl.Config, wdcVersion string) error
 	return nil
 }
 
+// changedSensitive names, sorted, the variables var.NAME whose keyed hash
+// differs between a plan's record and now (one that is sensitive only on
+// one side changed the configuration, which CheckFresh reports first).
+func changedSensitive(planned, now map[string]string) []string {
+	var out []string
+	for name, h := range now {
+		if p, ok := planned[name]; ok && p != h {
+			out = append(out, "var."+name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Rebuild rebuilds the plan apply carries out from a saved plan: its
 // recorded changes and worker counts; the task definitions come from cfg
 // (already checked to hash the same as when the plan was made, CheckFresh)
-// and must give the recorded definition hashes. An error starts "plan
-// file:" and names the task, and the inputs that changed when those are
-// why its definition did.
-func Rebuild(doc *jsonplan.Plan, cfg *wdchcl.Config) (*plan.Plan, error) {
-	p := &plan.Plan{Lineage: doc.State.Lineage, Serial: doc.State.Serial, CreatedAt: doc.CreatedAt, Definitions: plan.Definitions(cfg)}
+// keyed with key (as CheckFresh), and must give the recorded definition
+// hashes. An error starts "plan file:" and names the task, and the inputs
+// that changed when those are why its definition did.
+func Rebuild(doc *jsonplan.Plan, cfg *wdchcl.Config, key []byte) (*plan.Plan, error) {
+	p := &plan.Plan{Lineage: doc.State.Lineage, Serial: doc.State.Serial, CreatedAt: doc.CreatedAt, Key: key, Definitions: plan.Definitions(cfg, key)}
 	for _, pd := range doc.Pools {
 		p.Pools = append(p.Pools, plan.PoolChange{Name: pd.Name, Provider: pd.Provider, Workers: pd.Workers, Tasks: pd.Tasks, Capacity: pd.Capacity, Min: pd.Min, Max: pd.Max})
 	}

@@ -140,7 +140,7 @@ func TestReadRefuses(t *testing.T) {
 func TestCheckFresh(t *testing.T) {
 	dir := t.TempDir()
 	doc := newDoc(t, load(t, dir))
-	if err := CheckFresh(doc, load(t, dir), "1.0.0"); err != nil {
+	if err := CheckFresh(doc, load(t, dir), "1.0.0", nil); err != nil {
 		t.Errorf("the same configuration and values: %v", err)
 	}
 	for _, tt := range []struct {
@@ -152,7 +152,7 @@ func TestCheckFresh(t *testing.T) {
 		{"another wdc", load(t, dir), "1.0.1", "the plan was made by wdc 1.0.0 and this is wdc 1.0.1"},
 		{"other variable values", load(t, dir, "n=2"), "1.0.0", "the variable values differ from those the plan was made with"},
 	} {
-		if err := CheckFresh(doc, tt.cfg, tt.version); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err := CheckFresh(doc, tt.cfg, tt.version, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.want)
 		}
 	}
@@ -160,8 +160,57 @@ func TestCheckFresh(t *testing.T) {
 	for _, f := range edited.Files {
 		f.Bytes = append(append([]byte{}, f.Bytes...), '\n')
 	}
-	if err := CheckFresh(doc, edited, "1.0.0"); err == nil || !strings.Contains(err.Error(), "the configuration changed since the plan was made (plan: main.wdc.hcl; now: main.wdc.hcl)") {
+	if err := CheckFresh(doc, edited, "1.0.0", nil); err == nil || !strings.Contains(err.Error(), "the configuration changed since the plan was made (plan: main.wdc.hcl; now: main.wdc.hcl)") {
 		t.Errorf("an edited file: %v", err)
+	}
+}
+
+// A saved plan holds no sensitive value, only its keyed hash under the
+// state's key; apply reads the value again and refuses one that changed,
+// naming the variable. Without the key the hash does not match.
+func TestCheckFreshSensitive(t *testing.T) {
+	dir := t.TempDir()
+	src := "variable \"token\" {\n  sensitive = true\n}\npool \"p\" {\n  provider = \"local\"\n}\n" +
+		"task \"t\" {\n  command = [\"true\"]\n  env     = { TOKEN = var.token }\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.wdc.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loadWith := func(token string) *wdchcl.Config {
+		cfg, diags := wdchcl.Load(dir, wdchcl.Inputs{Vars: []string{"token=" + token}, Providers: providers.Schemas()})
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		return cfg
+	}
+	snap := state.EmptySnapshot()
+	snap.Lineage, snap.HashKey = "l1", []byte("0123456789abcdef0123456789abcdef")
+	p, diags := plan.New(loadWith("hunter2"), snap, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), plan.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	doc, err := jsonplan.New(loadWith("hunter2"), p, nil, "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(doc)
+	if strings.Contains(string(b), "hunter2") {
+		t.Fatalf("the plan document holds the sensitive value:\n%s", b)
+	}
+	if err := CheckFresh(doc, loadWith("hunter2"), "1.0.0", snap.HashKey); err != nil {
+		t.Errorf("the same value: %v", err)
+	}
+	if _, err := Rebuild(doc, loadWith("hunter2"), snap.HashKey); err != nil {
+		t.Errorf("rebuilding with the same value: %v", err)
+	}
+	want := "the value of the sensitive variable var.token differs from the one the plan was made with"
+	if err := CheckFresh(doc, loadWith("hunter3"), "1.0.0", snap.HashKey); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("another value: %v, want an error containing %q", err, want)
+	}
+	if _, err := Rebuild(doc, loadWith("hunter3"), snap.HashKey); err == nil || !strings.Contains(err.Error(), "no longer has the definition the plan recorded") {
+		t.Errorf("rebuilding with another value: %v", err)
+	}
+	if err := CheckFresh(doc, loadWith("hunter2"), "1.0.0", []byte("another key")); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("another key: %v, want an error containing %q", err, want)
 	}
 }
 
@@ -169,11 +218,11 @@ func TestRebuild(t *testing.T) {
 	dir := t.TempDir()
 	cfg := load(t, dir)
 	doc := newDoc(t, cfg)
-	p, err := Rebuild(doc, cfg)
+	p, err := Rebuild(doc, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := plan.Definitions(cfg)["task.t"]
+	def := plan.Definitions(cfg, nil)["task.t"]
 	if len(p.Tasks) != 1 || p.Tasks[0].Address != "task.t" || p.Tasks[0].Action != plan.ActionRun || p.Tasks[0].NewHash != def.Hash ||
 		len(p.Pools) != 1 || p.Pools[0].Name != "p" || p.Pools[0].Workers != doc.Pools[0].Workers {
 		t.Errorf("rebuilt %+v", p)
@@ -181,16 +230,16 @@ func TestRebuild(t *testing.T) {
 
 	changed := newDoc(t, cfg)
 	changed.Changes[0].After.DefHash = strings.Repeat("0", 64)
-	if _, err := Rebuild(changed, cfg); err == nil || err.Error() != "plan file: task.t no longer has the definition the plan recorded: save a new plan" {
+	if _, err := Rebuild(changed, cfg, nil); err == nil || err.Error() != "plan file: task.t no longer has the definition the plan recorded: save a new plan" {
 		t.Errorf("a recorded hash the configuration does not give: %v", err)
 	}
 	changed.Changes[0].After.Inputs = []jsonplan.Input{{Path: "in.txt", SHA256: strings.Repeat("1", 64)}}
-	if _, err := Rebuild(changed, cfg); err == nil || !strings.Contains(err.Error(), "the inputs of task.t changed since the plan was made (in.txt is gone)") {
+	if _, err := Rebuild(changed, cfg, nil); err == nil || !strings.Contains(err.Error(), "the inputs of task.t changed since the plan was made (in.txt is gone)") {
 		t.Errorf("an input that is gone: %v", err)
 	}
 	unknown := newDoc(t, cfg)
 	unknown.Changes[0].Action = "explode"
-	if _, err := Rebuild(unknown, cfg); err == nil || err.Error() != `plan file: task.t has an unknown action "explode"` {
+	if _, err := Rebuild(unknown, cfg, nil); err == nil || err.Error() != `plan file: task.t has an unknown action "explode"` {
 		t.Errorf("an unknown action: %v", err)
 	}
 }

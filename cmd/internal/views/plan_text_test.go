@@ -61,7 +61,7 @@ func goldenConfig() *wdchcl.Config {
 // tasks get a last error.
 func goldenState(cfg *wdchcl.Config, overrides map[string]state.TaskStatus) *state.Snapshot {
 	snap := &state.Snapshot{Lineage: "0123456789abcdef0123456789abcdef", Serial: 12}
-	defs := plan.Definitions(cfg)
+	defs := plan.Definitions(cfg, nil)
 	for _, t := range cfg.Tasks {
 		status := state.TaskSucceeded
 		if o, ok := overrides[t.Address()]; ok {
