@@ -106,8 +106,10 @@
 //
 // # Schema summary (migrations/001_initial.sql)
 //
-//   - state_info: one row (lineage, serial); the lineage cannot change and the
-//     serial cannot go down (triggers).
+//   - state_info: one row (lineage, serial, and from migration 006 the
+//     hash_key that keys the hashes standing for sensitive values in specs);
+//     the lineage and the key cannot change and the serial cannot go down
+//     (triggers). The file and its side files are made 0600 (modes.go).
 //   - pools, workers: the registry; worker status CHECK in
 //     active/draining/stale/gone; workers reference pools.
 //   - tasks: address, definition (name, idx, def_hash, spec JSON), status

@@ -144,11 +144,10 @@ func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*jsonplan.Plan, *plan.
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := savedPlanKey(context.Background(), e, cfg, saved)
+	key, err := planfile.CheckFresh(saved, cfg, Version, func() ([]byte, error) {
+		return savedPlanKey(context.Background(), e, cfg, saved)
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
-	}
-	if err := planfile.CheckFresh(saved, cfg, Version, key); err != nil {
 		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
 	}
 	p, err := planfile.Rebuild(saved, cfg, key)

@@ -76,37 +76,42 @@ func major(v string) string {
 // CheckFresh refuses a saved plan that went stale: written by another wdc
 // than wdcVersion, computed from other configuration files or variable
 // values than cfg's (the values of sensitive variables compared by their
-// keyed hashes under key, the hash key of the plan's state; nil when the
-// plan was made with no state). What moved and what to do are in the
-// error.
-func CheckFresh(doc *jsonplan.Plan, cfg *wdchcl.Config, wdcVersion string, key []byte) error {
+// keyed hashes under the hash key of the plan's state, which stateKey
+// returns once the version and the configuration are checked: nil for a
+// plan made with no state; its error is returned as it is). What moved and
+// what to do are in the error. It returns the key.
+func CheckFresh(doc *jsonplan.Plan, cfg *wdchcl.Config, wdcVersion string, stateKey func() ([]byte, error)) ([]byte, error) {
 	if doc.WDCVersion != wdcVersion {
-		return fmt.Errorf("the plan was made by wdc %s and this is wdc %s: make the plan again with this wdc (wdc plan --out FILE)", doc.WDCVersion, wdcVersion)
+		return nil, fmt.Errorf("the plan was made by wdc %s and this is wdc %s: make the plan again with this wdc (wdc plan --out FILE)", doc.WDCVersion, wdcVersion)
 	}
 	files, hash := jsonplan.ConfigHash(cfg)
 	if hash != doc.Configuration.Hash {
-		return fmt.Errorf("the configuration changed since the plan was made (plan: %s; now: %s): review and save a new plan (wdc plan --out FILE)",
+		return nil, fmt.Errorf("the configuration changed since the plan was made (plan: %s; now: %s): review and save a new plan (wdc plan --out FILE)",
 			strings.Join(doc.Configuration.Files, ", "), strings.Join(files, ", "))
+	}
+	key, err := stateKey()
+	if err != nil {
+		return nil, err
 	}
 	sensitive, err := jsonplan.SensitiveVariables(cfg, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if changed := changedSensitive(doc.Configuration.SensitiveVariables, sensitive); len(changed) > 0 {
 		what := "the value of the sensitive variable " + changed[0] + " differs from the one"
 		if len(changed) > 1 {
 			what = "the values of the sensitive variables " + strings.Join(changed, ", ") + " differ from those"
 		}
-		return fmt.Errorf("%s the plan was made with (compared by their keyed hashes): give apply the same --var, --var-file and WDC_VAR_ inputs as the plan, or save a new plan", what)
+		return nil, fmt.Errorf("%s the plan was made with (compared by their keyed hashes): give apply the same --var, --var-file and WDC_VAR_ inputs as the plan, or save a new plan", what)
 	}
 	varsHash, err := jsonplan.VariablesHash(cfg, doc.Configuration.VariablesSalt, key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if varsHash != doc.Configuration.VariablesHash {
-		return fmt.Errorf("the variable values differ from those the plan was made with: give apply the same --var, --var-file and WDC_VAR_ inputs as the plan, or save a new plan")
+		return nil, fmt.Errorf("the variable values differ from those the plan was made with: give apply the same --var, --var-file and WDC_VAR_ inputs as the plan, or save a new plan")
 	}
-	return nil
+	return key, nil
 }
 
 // changedSensitive names, sorted, the variables var.NAME whose keyed hash

@@ -137,10 +137,15 @@ func TestReadRefuses(t *testing.T) {
 	}
 }
 
+// noKey is the hash key of a plan made with no state; keyOf a state's.
+func noKey() ([]byte, error) { return nil, nil }
+
+func keyOf(key []byte) func() ([]byte, error) { return func() ([]byte, error) { return key, nil } }
+
 func TestCheckFresh(t *testing.T) {
 	dir := t.TempDir()
 	doc := newDoc(t, load(t, dir))
-	if err := CheckFresh(doc, load(t, dir), "1.0.0", nil); err != nil {
+	if _, err := CheckFresh(doc, load(t, dir), "1.0.0", noKey); err != nil {
 		t.Errorf("the same configuration and values: %v", err)
 	}
 	for _, tt := range []struct {
@@ -152,7 +157,7 @@ func TestCheckFresh(t *testing.T) {
 		{"another wdc", load(t, dir), "1.0.1", "the plan was made by wdc 1.0.0 and this is wdc 1.0.1"},
 		{"other variable values", load(t, dir, "n=2"), "1.0.0", "the variable values differ from those the plan was made with"},
 	} {
-		if err := CheckFresh(doc, tt.cfg, tt.version, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := CheckFresh(doc, tt.cfg, tt.version, noKey); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.want)
 		}
 	}
@@ -160,7 +165,7 @@ func TestCheckFresh(t *testing.T) {
 	for _, f := range edited.Files {
 		f.Bytes = append(append([]byte{}, f.Bytes...), '\n')
 	}
-	if err := CheckFresh(doc, edited, "1.0.0", nil); err == nil || !strings.Contains(err.Error(), "the configuration changed since the plan was made (plan: main.wdc.hcl; now: main.wdc.hcl)") {
+	if _, err := CheckFresh(doc, edited, "1.0.0", noKey); err == nil || !strings.Contains(err.Error(), "the configuration changed since the plan was made (plan: main.wdc.hcl; now: main.wdc.hcl)") {
 		t.Errorf("an edited file: %v", err)
 	}
 }
@@ -196,20 +201,20 @@ func TestCheckFreshSensitive(t *testing.T) {
 	if strings.Contains(string(b), "hunter2") {
 		t.Fatalf("the plan document holds the sensitive value:\n%s", b)
 	}
-	if err := CheckFresh(doc, loadWith("hunter2"), "1.0.0", snap.HashKey); err != nil {
+	if _, err := CheckFresh(doc, loadWith("hunter2"), "1.0.0", keyOf(snap.HashKey)); err != nil {
 		t.Errorf("the same value: %v", err)
 	}
 	if _, err := Rebuild(doc, loadWith("hunter2"), snap.HashKey); err != nil {
 		t.Errorf("rebuilding with the same value: %v", err)
 	}
 	want := "the value of the sensitive variable var.token differs from the one the plan was made with"
-	if err := CheckFresh(doc, loadWith("hunter3"), "1.0.0", snap.HashKey); err == nil || !strings.Contains(err.Error(), want) {
+	if _, err := CheckFresh(doc, loadWith("hunter3"), "1.0.0", keyOf(snap.HashKey)); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("another value: %v, want an error containing %q", err, want)
 	}
 	if _, err := Rebuild(doc, loadWith("hunter3"), snap.HashKey); err == nil || !strings.Contains(err.Error(), "no longer has the definition the plan recorded") {
 		t.Errorf("rebuilding with another value: %v", err)
 	}
-	if err := CheckFresh(doc, loadWith("hunter2"), "1.0.0", []byte("another key")); err == nil || !strings.Contains(err.Error(), want) {
+	if _, err := CheckFresh(doc, loadWith("hunter2"), "1.0.0", keyOf([]byte("another key"))); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("another key: %v, want an error containing %q", err, want)
 	}
 }
