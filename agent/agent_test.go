@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -888,5 +889,59 @@ func TestLogReplacedByAFIFO(t *testing.T) {
 		if a.Name == "stdout" {
 			t.Errorf("the result names a stdout log %+v; its file is a FIFO", a)
 		}
+	}
+}
+
+// TestSensitiveDefinitionRuns: an assignment whose definition names a
+// sensitive part carries its value, which the command gets; its hash is
+// the canonical form's (placeholder and keyed hash), which the agent
+// checks. The agent's log, attempt logs and folders hold no value and are
+// the user's alone.
+func TestSensitiveDefinitionRuns(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	r := startAgent(t, s.URL(), nil)
+
+	a := assignment(t, "task.deploy", "sh", "-c", `printf '%s' "$TOKEN" | tr a-z A-Z > seen`)
+	a.Definition.Env = map[string]string{"TOKEN": "ptarmigan"}
+	a.Definition = a.Definition.Protect([]byte("the state's key"), map[string][]string{protocol.EnvPart("TOKEN"): {"var.token"}})
+	asgs := f.add(a)
+	if asgs[0].DefHash == protocol.DefinitionHash(protocol.Definition{Command: a.Definition.Command, Env: a.Definition.Env, Dir: "."}, nil) {
+		t.Fatal("the hash covers the value, not its keyed hash")
+	}
+	var res resultRec
+	waitFor(t, 20*time.Second, "the result", func() bool {
+		var ok bool
+		res, ok = f.result(asgs[0].FencingToken)
+		return ok
+	})
+	if res.req.FailureClass != "" {
+		t.Fatalf("result %+v", res.req)
+	}
+	if got, err := os.ReadFile(filepath.Join(a.WorkDir, "seen")); err != nil || string(got) != "PTARMIGAN" {
+		t.Errorf("the command saw %q (%v)", got, err)
+	}
+	if strings.Contains(strings.ToLower(r.logs.String()), "ptarmigan") {
+		t.Errorf("the agent's log holds the value:\n%s", r.logs.String())
+	}
+	err := filepath.WalkDir(r.opts.WorkDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if p != r.opts.WorkDir && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v, want the user's alone", p, fi.Mode().Perm())
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(strings.ToLower(string(b)), "ptarmigan") {
+			t.Errorf("%s holds the value", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

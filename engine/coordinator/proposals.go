@@ -113,7 +113,7 @@ func RevealProposal(p state.Proposal, cfg *wdchcl.Config, key []byte) (protocol.
 		parts = append(parts, part)
 	}
 	sort.Strings(parts)
-	why := fmt.Sprintf("%s: the sensitive values of its task (%s) are not kept in the state, and this configuration does not render them as they were when it was proposed",
+	why := fmt.Sprintf("%s: the sensitive values of its task, %s, are not kept in the state, and this configuration does not render them as they were when it was proposed",
 		p.Address(), stored.DescribeParts(parts))
 	fix := fmt.Sprintf("give those variables their values again, or reject it (wdc reject %d --reason TEXT)", p.ID)
 	var edge *wdchcl.Edge

@@ -359,3 +359,79 @@ func TestInstances(t *testing.T) {
 		}
 	}
 }
+
+// A value computed from a sensitive variable is recorded as its keyed hash
+// under the state's key: the same value plans no changes, another value
+// replaces the task and what depends on it, and the recorded spec holds no
+// value.
+func TestPlanSensitiveValues(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	withToken := func(token string) *wdchcl.Config {
+		cfg := baseConfig()
+		fetch := cfg.Tasks[0]
+		fetch.Env = map[string]string{"TOKEN": token, "MODE": "x"}
+		fetch.Sensitive = wdchcl.SensitiveFields{EnvKeys: map[string]bool{"TOKEN": true},
+			From: map[string][]string{"env.TOKEN": {"var.token"}}}
+		return cfg
+	}
+	recorded := func(cfg *wdchcl.Config, key []byte) *state.Snapshot {
+		snap := &state.Snapshot{Lineage: "lin", Serial: 7, HashKey: key}
+		for addr, d := range Definitions(cfg, key) {
+			snap.Tasks = append(snap.Tasks, state.Task{Address: addr, DefHash: d.Hash, Spec: d.Definition.Canonical(), Status: state.TaskSucceeded})
+		}
+		return snap
+	}
+	snap := recorded(withToken("hunter2"), key)
+	for _, tk := range snap.Tasks {
+		if strings.Contains(string(tk.Spec), "hunter2") {
+			t.Fatalf("the recorded spec of %s holds the value: %s", tk.Address, tk.Spec)
+		}
+	}
+	replaced := []change{
+		{"task.fetch", "replace", "definition changed", "builders"},
+		{"task.build", "replace", "depends on task.fetch, which is replaced", "builders"},
+		{"task.report", "replace", "depends on task.build, which is replaced", "builders"},
+	}
+	for _, tt := range []struct {
+		name string
+		cfg  *wdchcl.Config
+		snap *state.Snapshot
+		want []change
+	}{
+		{"the same value", withToken("hunter2"), snap, nil},
+		{"another value", withToken("hunter3"), snap, replaced},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, diags := New(tt.cfg, tt.snap, now, Options{})
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			if diff := cmp.Diff(tt.want, summarize(p)); diff != "" {
+				t.Errorf("changes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Rekey gives the definitions and hashes a plan made with no state would
+// have had with the state's key, without reading input files again.
+func TestRekey(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	cfg := baseConfig()
+	cfg.Tasks[0].Command = []string{"deploy", "hunter2"}
+	cfg.Tasks[0].Sensitive = wdchcl.SensitiveFields{Command: true, From: map[string][]string{"command": {"var.token"}}}
+	p, diags := New(cfg, state.EmptySnapshot(), now, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	Rekey(p, cfg, key)
+	want := Definitions(cfg, key)
+	for _, tc := range p.Tasks {
+		if tc.NewHash != want[tc.Address].Hash || p.Definitions[tc.Address].Hash != want[tc.Address].Hash {
+			t.Errorf("%s: rekeyed hash %s, want %s", tc.Address, tc.NewHash, want[tc.Address].Hash)
+		}
+	}
+	if string(p.Key) != string(key) {
+		t.Errorf("the plan's key is %q", p.Key)
+	}
+}
