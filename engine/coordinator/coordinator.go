@@ -404,13 +404,7 @@ func New(opts Options) (*Coordinator, error) {
 		c.pools = append(c.pools, ps)
 		c.poolByNam[p.Name] = ps
 	}
-	if c.hashKey, err = c.store.HashKey(context.Background()); err != nil {
-		return nil, err
-	}
 	for i, rt := range opts.Tasks {
-		if err := c.checkSensitive(rt); err != nil {
-			return nil, err
-		}
 		switch {
 		case rt.Address == "":
 			return nil, fmt.Errorf("coordinator: task %d has no address", i)
@@ -588,10 +582,20 @@ func (c *Coordinator) load(ctx context.Context) error {
 }
 
 // loadTasks reads the status of each task of the apply, checking its
-// def_hash and budgets against the state's, and the status of every
-// dependency outside the apply ("" for one the state does not have).
+// def_hash and budgets against the state's and that it carries its
+// sensitive values (checkSensitive, with the state's hash key), and the
+// status of every dependency outside the apply ("" for one the state does
+// not have).
 func (c *Coordinator) loadTasks(ctx context.Context) error {
+	key, err := c.store.HashKey(ctx)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	c.hashKey = key
 	for _, ts := range c.order {
+		if err := c.checkSensitive(ts.rt); err != nil {
+			return err
+		}
 		t, err := c.store.Task(ctx, ts.rt.Address)
 		if err != nil {
 			return fmt.Errorf("coordinator: task %s: %w", ts.rt.Address, err)
