@@ -138,3 +138,37 @@ func TestPlanReplaceNotAnApprovedProposal(t *testing.T) {
 		}
 	}
 }
+
+// An approved proposal whose task has a sensitive value runs only when the
+// configuration renders that value again (the state keeps its keyed hash
+// alone): here its edge is gone, so the plan leaves it out, saying why,
+// and does not cancel it.
+func TestPlanProposalWithoutItsSensitiveValue(t *testing.T) {
+	cfg := baseConfig()
+	cfg.ProposedTasks = []*wdchcl.ProposedTask{{Name: "rerun"}}
+	snap := stateOf(cfg, state.TaskSucceeded, nil)
+	snap.HashKey = []byte("0123456789abcdef0123456789abcdef")
+	prop := proposalOf(1, state.ProposalApproved, nil)
+	d := protocol.Definition{Command: []string{"echo", "rerun"}, Env: map[string]string{"TOKEN": "hunter2"}, Dir: "."}.
+		Protect(snap.HashKey, map[string][]string{protocol.EnvPart("TOKEN"): {"var.token"}})
+	prop.DefHash, prop.Spec = protocol.DefinitionHash(d, nil), d.Canonical()
+	snap.Proposals = []state.Proposal{prop}
+	snap.Tasks = append(snap.Tasks, state.Task{Address: "proposal.1", Name: "rerun", Index: -1, DefHash: prop.DefHash, Spec: prop.Spec, Status: state.TaskQueued})
+	p, diags := New(cfg, snap, now, Options{})
+	var warned bool
+	for _, d := range diags {
+		if d.Severity == hcl.DiagWarning && d.Summary == "Approved proposal will not run" &&
+			strings.Contains(d.Detail, "proposal.1: the sensitive values of its task, env.TOKEN (from var.token), are not kept in the state") &&
+			strings.Contains(d.Detail, "(edge.flake_rerun is not in it)") {
+			warned = true
+		}
+	}
+	if !warned || diags.HasErrors() {
+		t.Errorf("diagnostics %v; want the warning that proposal.1 will not run, and why", diags)
+	}
+	for _, tc := range p.Tasks {
+		if tc.Address == "proposal.1" {
+			t.Errorf("the plan %ss proposal.1", tc.Action)
+		}
+	}
+}

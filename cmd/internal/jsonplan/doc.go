@@ -7,7 +7,8 @@
 // engine Plan and the configuration it was computed from become one (New,
 // AddLaunchPreviews), the hashes that record what the plan was computed
 // from (ConfigHash over the configuration files, VariablesHash over the
-// variable values, salted), and how sensitive variable values are hidden,
+// variable values, salted, and SensitiveVariables, the keyed hashes of the
+// sensitive ones), and how sensitive variable values are hidden,
 // as "(sensitive)" (Sensitive, Redactor), wherever the CLI shows what the
 // configuration holds.
 //
