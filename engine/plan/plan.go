@@ -125,7 +125,7 @@ type Plan struct {
 	// keyed with (nil for a plan made with no state). It is no secret
 	// that unlocks anything, but it is never shown: without it a keyed
 	// hash a plan document shows cannot be tested against guesses.
-	Key []byte
+	Key []byte `json:"-"`
 }
 
 // TaskDefinition is a task instance's canonical definition and its hash.
