@@ -18,7 +18,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const FormatVersion = "1.6"
+const FormatVersion = "1.7"
 
 // Plan is the plan document: what `wdc plan --json` prints and what a
 // saved plan file holds. It records what the plan was computed from (the
@@ -76,11 +76,11 @@ type ConfigRef struct {
 	Files []string `json:"files"`
 	// VariablesSalt and VariablesHash: SHA-256 of the salt followed by every
 	// variable's name and JSON value, a sensitive one's keyed hash instead
-	// of its value (1.6): VariablesHash.
+	// of its value (1.7): VariablesHash.
 	VariablesSalt string `json:"variables_salt"`
 	VariablesHash string `json:"variables_hash"`
 	// SensitiveVariables holds the keyed hash of each sensitive variable's
-	// value, by name, under the state's hash key (1.6): apply of a saved
+	// value, by name, under the state's hash key (1.7): apply of a saved
 	// plan reads the values again and refuses one that changed, and
 	// nobody without the state can test a guess against it.
 	SensitiveVariables map[string]string `json:"sensitive_variables"`
