@@ -107,9 +107,9 @@ func (a *Agent) fetchOne(ctx context.Context, dst string, in protocol.InputFile)
 
 // FetchInput downloads one input of an assignment (GET
 // /v1/artifacts/{sha256} with client's session) to dst through a temporary
-// file beside it, checks its SHA-256 and size, gives it mode 0755 when
-// in.Executable (else 0600: the user's alone, as the work folder) and renames it into place; dst's folder must
-// exist. Errors: the coordinator's (404 for a blob that is not an input of
+// file beside it, checks its SHA-256 and size, gives it mode 0700 when
+// in.Executable (else 0600: the user's alone, as the work folder) and
+// renames it into place; dst's folder must exist. Errors: the coordinator's (404 for a blob that is not an input of
 // the worker's assignments), a mismatch (wrapping errHashMismatch), the
 // file system's; nothing is left at dst after one.
 func FetchInput(ctx context.Context, client *protocol.Client, dst string, in protocol.InputFile) error {
