@@ -26,15 +26,29 @@ import (
 // events and `wdc tasks show` carry.
 const StderrTailLines = 20
 
-// expectLocked records that w may upload hashes (a missing_artifacts
-// answer). c.mu must be held.
-func (c *Coordinator) expectLocked(w *workerState, hashes []string) {
+// expectLocked records that w may upload hashes for its result of the
+// lease token (a missing_artifacts answer). c.mu must be held.
+func (c *Coordinator) expectLocked(w *workerState, token int64, hashes []string) {
 	if w.expected == nil {
-		w.expected = map[string]bool{}
+		w.expected = map[int64]map[string]bool{}
+	}
+	if w.expected[token] == nil {
+		w.expected[token] = map[string]bool{}
 	}
 	for _, h := range hashes {
-		w.expected[h] = true
+		w.expected[token][h] = true
 	}
+}
+
+// expectsLocked reports whether a result of w waits for blob hash. c.mu
+// must be held.
+func (w *workerState) expectsLocked(hash string) bool {
+	for _, hashes := range w.expected {
+		if hashes[hash] {
+			return true
+		}
+	}
+	return false
 }
 
 // PutArtifact stores a blob that s's worker uploads as hash (size bytes,
@@ -52,7 +66,7 @@ func (c *Coordinator) PutArtifact(ctx context.Context, s Session, hash string, s
 		return protocol.PutArtifactResponse{}, errNoArtifacts()
 	}
 	c.mu.Lock()
-	expected := w.expected[hash]
+	expected := w.expectsLocked(hash)
 	c.mu.Unlock()
 	if !expected {
 		return protocol.PutArtifactResponse{}, refuse(CodeNotExpected, "",
@@ -244,8 +258,10 @@ func (c *Coordinator) GC(ctx context.Context, dryRun bool) (protocol.GCResponse,
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, w := range c.workers {
-			for h := range w.expected {
-				keep[h] = true
+			for _, hashes := range w.expected {
+				for h := range hashes {
+					keep[h] = true
+				}
 			}
 		}
 		return keep

@@ -83,6 +83,49 @@ func TestResultWaitsForItsArtifacts(t *testing.T) {
 	}
 }
 
+// TestSiblingResultsUploadTogether: a worker of capacity 2 uploads the
+// blobs of two results at once; the first one decided does not take from
+// the other its right to upload what it was answered missing.
+func TestSiblingResultsUploadTogether(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 2)}, []coordinator.TaskRuntime{rtTask("a"), rtTask("b")}, harnessOpts{})
+	ctx := context.Background()
+	w := h.register("p")
+	asgs := w.claim(2)
+	if len(asgs) != 2 {
+		t.Fatalf("claimed %d, want 2", len(asgs))
+	}
+	zero := 0
+	post := func(a protocol.Assignment, out []byte) error {
+		arts := []protocol.ArtifactRef{{Kind: protocol.ArtifactLog, Name: "stdout", SHA256: blobHash(out), Size: int64(len(out)), MediaType: "text/plain"}}
+		_, err := w.cl.PostResult(ctx, a.FencingToken, protocol.ResultRequest{WorkerID: w.id, Task: a.Task, Attempt: a.Attempt,
+			IdempotencyKey: "k-" + a.Task, ExitCode: &zero, DefHash: a.DefHash, Artifacts: arts})
+		return err
+	}
+	outA, outB := []byte("a says hello\n"), []byte("b says hello\n")
+	for _, c := range []struct {
+		a   protocol.Assignment
+		out []byte
+	}{{asgs[0], outA}, {asgs[1], outB}} {
+		if err := post(c.a, c.out); protocol.StatusOf(err) != 409 {
+			t.Fatalf("first post of %s: %v; want 409 missing_artifacts", c.a.Task, err)
+		}
+	}
+	if _, err := w.cl.PutArtifact(ctx, blobHash(outB), bytes.NewReader(outB), int64(len(outB))); err != nil {
+		t.Fatal(err)
+	}
+	if err := post(asgs[1], outB); err != nil {
+		t.Fatalf("second result after its upload: %v", err)
+	}
+	// The first result's upload is still expected.
+	if _, err := w.cl.PutArtifact(ctx, blobHash(outA), bytes.NewReader(outA), int64(len(outA))); err != nil {
+		t.Fatalf("the first result's upload after its sibling was accepted: %v; want it still expected", err)
+	}
+	if err := post(asgs[0], outA); err != nil {
+		t.Fatalf("first result after its upload: %v", err)
+	}
+}
+
 // TestFencedResultNeverAsksForArtifacts: a result of a lease that is no
 // longer current is rejected at once, without asking for (or ingesting)
 // its artifacts; the rejection records the hashes it named.

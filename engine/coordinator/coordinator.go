@@ -294,10 +294,13 @@ type workerState struct {
 	lastSeen  time.Time // its registration or its last heartbeat
 	seq       int       // its launch sequence, or 0
 	session   [32]byte  // SHA-256 of its session token
-	// expected are the blobs this worker may upload: those a result of
-	// its was answered missing. readable are those it may download: the
-	// inputs of assignments it was granted.
-	expected, readable map[string]bool
+	// expected are the blobs this worker may upload, by the lease token
+	// of its result that was answered missing them (several of its results
+	// upload at once when its capacity is above 1; one decided clears only
+	// its own). readable are those it may download: the inputs of
+	// assignments it was granted.
+	expected map[int64]map[string]bool
+	readable map[string]bool
 	// lateKept maps the tokens of its leases whose late result's rejection
 	// the state recorded to that result's key; foreign thins out the
 	// records of its results for leases not its own (keepRejection).

@@ -584,7 +584,7 @@ func (rw *resultWrite) after(err error) {
 	var miss *state.MissingArtifactsError
 	if errors.As(err, &miss) {
 		c.mu.Lock()
-		c.expectLocked(rw.poster, miss.Missing)
+		c.expectLocked(rw.poster, rw.token, miss.Missing)
 		c.mu.Unlock()
 		return
 	}
@@ -594,10 +594,14 @@ func (rw *resultWrite) after(err error) {
 	judge := false
 	c.mu.Lock()
 	evs := c.releasedLocked(rw.released, rw.why, rw.now)
+	if rw.dec.Outcome != nil || rw.dec.Decision == state.DecisionRejected {
+		// This result is decided: it uploads nothing more (the worker's
+		// other results may still be uploading theirs).
+		delete(rw.poster.expected, rw.token)
+	}
 	switch dec := rw.dec; {
 	case len(rw.released) > 0:
 	case dec.Outcome != nil:
-		rw.poster.expected = nil
 		if judge = c.cfg != nil && len(rw.in.Recommendations) > 0; judge {
 			c.judging++ // before the outcome: the apply is not done until they are judged
 		}
