@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -20,11 +22,22 @@ import (
 
 // Write writes doc to path as indented JSON with a final newline,
 // atomically and synced to disk before apply may read it, with mode 0600.
-// Its error starts "writing plan file".
+// Missing folders are made; a path that holds anything but a regular file
+// (an earlier plan) is refused. Its error starts "writing plan file".
 func Write(path string, doc *jsonplan.Plan) error {
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
+	}
+	// A plan replaces an earlier plan file, never something else: a
+	// directory, a FIFO or a device at path is refused, not swapped away.
+	if fi, err := os.Stat(path); err == nil {
+		if err := regularfile.Check(path, fi.Mode()); err != nil {
+			return fmt.Errorf("writing plan file: %w: give --out the path of a file", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing plan file: %w", err)
 	}
 	// renameio syncs the file before it renames it into place: a crash
 	// leaves the old plan or the whole new one, never a torn one. Mode 0600

@@ -92,6 +92,37 @@ func TestWriteRead(t *testing.T) {
 	}
 }
 
+// TestWriteWhere: a plan goes into folders that do not exist yet, over an
+// earlier plan, and never over a directory or a FIFO (which stay).
+func TestWriteWhere(t *testing.T) {
+	dir := t.TempDir()
+	doc := newDoc(t, load(t, dir))
+	if err := Write(filepath.Join(dir, "plans", "next", "tfplan"), doc); err != nil {
+		t.Errorf("into folders not made yet: %v", err)
+	}
+	again := filepath.Join(dir, "plans", "next", "tfplan")
+	if err := Write(again, doc); err != nil {
+		t.Errorf("over an earlier plan: %v", err)
+	}
+	folder := filepath.Join(dir, "a-folder")
+	fifo := filepath.Join(dir, "a-fifo")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{folder: "a directory", fifo: "a FIFO"} {
+		err := Write(path, doc)
+		if err == nil || !strings.Contains(err.Error(), kind) || !strings.HasPrefix(err.Error(), "writing plan file: ") {
+			t.Errorf("Write over %s: %v; want it refused, naming %s", kind, err, kind)
+		}
+		if fi, err := os.Lstat(path); err != nil || fi.Mode().IsRegular() {
+			t.Errorf("%s was replaced: %v", kind, err)
+		}
+	}
+}
+
 func TestReadRefuses(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range []struct{ name, content, want string }{
