@@ -99,19 +99,21 @@ func (c *FmtCmd) files(dir, display string) ([]fmtFile, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The files the loader reads, as it lists them: every entry named
+		// *.wdc.hcl but directories. One that is not a regular file (a
+		// FIFO, a device, a dangling link) is refused when it is read, as
+		// validate refuses it, not skipped.
 		var names []string
 		for _, ent := range entries {
-			if ent.Type().IsRegular() || ent.Type()&os.ModeSymlink != 0 {
-				if isConfigFile(ent.Name()) {
-					names = append(names, ent.Name())
-				}
+			if !ent.IsDir() && isConfigFile(ent.Name()) {
+				names = append(names, ent.Name())
 			}
 		}
 		sort.Strings(names)
 		for _, n := range names {
 			p := filepath.Join(path, n)
-			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-				continue // a dangling link or a link to a directory
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				continue // a link to a directory
 			}
 			add(fmtFile{path: p, display: filepath.Join(shown, n)})
 		}
