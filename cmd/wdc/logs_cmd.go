@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"github.com/wdc-dev/wdc/agent"
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
@@ -187,11 +189,39 @@ func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) e
 		return fmt.Errorf("%s attempt %d is still running: its logs arrive with its result (wdc logs --follow prints them as they come)", addr, a.Number)
 	case offset > 0:
 		return fmt.Errorf("%s attempt %d ended without delivering its %s (%s): the lines above are what its worker sent while it ran", addr, a.Number, name, views.OrDash(a.Error))
+	}
+	if ok, err := e.printWorkerLog(path, addr, a, name); ok || err != nil {
+		return err
+	}
+	switch {
 	case a.FailureClass == state.FailureClassLost:
 		return fmt.Errorf("%s attempt %d has no %s: its result never arrived (lost: %s)", addr, a.Number, name, views.OrDash(a.Error))
+	case a.FailureClass == "":
+		return fmt.Errorf("%s attempt %d has no %s: it was handed back before its result arrived (%s)", addr, a.Number, name, views.OrDash(a.Error))
 	default:
 		return fmt.Errorf("%s attempt %d has no %s: it ended without running its command (%s)", addr, a.Number, name, views.OrDash(a.Error))
 	}
+}
+
+// printWorkerLog prints the log a local worker left in the work folder
+// (<work>/logs/<task>/<attempt>/<name>) for an attempt whose result never
+// arrived (lost, or handed back when an apply was interrupted), saying so
+// on stderr. ok is false when there is no such file, or the attempt was
+// refused (it never ran).
+func (e *env) printWorkerLog(statePath, addr string, a state.Attempt, name string) (ok bool, err error) {
+	if a.FailureClass == state.FailureClassRefused || a.FailureClass == state.FailureClassFailure {
+		return false, nil
+	}
+	p := filepath.Join(filepath.Dir(statePath), "logs", agent.SanitizeTask(addr), strconv.Itoa(a.Number), name)
+	f, _, err := regularfile.Open(p)
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	fmt.Fprintf(e.stderr, "Note: the result of %s attempt %d never arrived (%s): this is the %s its worker left at %s.\n",
+		addr, a.Number, views.OrDash(a.Error), name, p)
+	_, err = io.Copy(e.stdout, f)
+	return true, err
 }
 
 // isUnreachable reports whether err is a failure to reach the coordinator
