@@ -313,6 +313,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.logger().Warn("removing temporary uploads an earlier apply left", "err", err)
 	}
 	a.blobs = blobs
+	// The coordinator's address is taken before anything is recorded: a
+	// listen address in use is refused with the state untouched.
+	if a.ep, err = httpapi.Listen(opts.Serve, a.now()); err != nil {
+		return a.res, err
+	}
+	served := false
+	defer func() {
+		if !served {
+			a.ep.Listener.Close()
+		}
+	}()
 	// The inputs go into the store before anything is recorded: a file
 	// that changed since the plan was made is refused here, with nothing
 	// written.
@@ -326,6 +337,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if len(runtimes) == 0 {
 		return a.res, nil
 	}
+	served = true // the server closes the listener when it shuts down
 	if err := a.run(ctx, runtimes); err != nil {
 		return a.res, err
 	}

@@ -140,14 +140,11 @@ func (a *applier) serve(ctx context.Context, runtimes []coordinator.TaskRuntime)
 		Config: a.opts.Config, FixedPlan: a.opts.SavedPlan,
 	})
 	if err != nil {
+		a.ep.Listener.Close()
 		return nil, err
 	}
 	a.coord = coord
-	ep, err := httpapi.Listen(a.opts.Serve, a.now())
-	if err != nil {
-		return nil, err
-	}
-	a.ep = ep
+	ep := a.ep // opened by Run before anything was recorded
 	// The server's own complaints (a TLS handshake a worker with a wrong
 	// pin failed) go to the coordinator's log, not raw to stderr.
 	srv := &http.Server{Handler: httpapi.New(coord), ReadHeaderTimeout: 10 * time.Second,
