@@ -74,7 +74,13 @@ func checkConstraints(ctx context.Context, abs string, limit int) ([]string, err
 // quickCheckLines runs PRAGMA quick_check(limit) on conn and returns its
 // lines, or nil when it said "ok".
 func quickCheckLines(ctx context.Context, conn *sql.Conn, limit int) ([]string, error) {
-	rows, err := conn.QueryContext(ctx, fmt.Sprintf(`PRAGMA quick_check(%d)`, limit))
+	return checkLines(ctx, conn, "quick_check", limit)
+}
+
+// checkLines runs PRAGMA check(limit) (integrity_check or quick_check)
+// and returns its lines, or nil when it said "ok".
+func checkLines(ctx context.Context, q querier, check string, limit int) ([]string, error) {
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(`PRAGMA %s(%d)`, check, limit))
 	if err != nil {
 		return nil, err
 	}

@@ -136,26 +136,7 @@ func Inspect(ctx context.Context, path string) (*Inspection, error) {
 // integrityCheck runs PRAGMA integrity_check and returns its lines, or nil
 // when it reported "ok".
 func integrityCheck(ctx context.Context, db *sql.DB) ([]string, error) {
-	rows, err := db.QueryContext(ctx, fmt.Sprintf(`PRAGMA integrity_check(%d)`, maxIntegrityLines))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return nil, err
-		}
-		lines = append(lines, line)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(lines) == 1 && lines[0] == "ok" {
-		return nil, nil
-	}
-	return lines, nil
+	return checkLines(ctx, db, "integrity_check", maxIntegrityLines)
 }
 
 // inspectSchema reads the schema version of the file p and checks it as

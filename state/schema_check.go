@@ -125,7 +125,8 @@ func (e *DamagedError) What() string {
 // Unwrap returns ErrDamaged.
 func (e *DamagedError) Unwrap() error { return ErrDamaged }
 
-// querier is what verifySchema reads with: a *sql.DB or a *sql.Tx.
+// querier is what verifySchema and checkLines read with: a *sql.DB, a
+// *sql.Conn or a *sql.Tx.
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
