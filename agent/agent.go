@@ -133,7 +133,10 @@ type Agent struct {
 	// attemptWG counts the attempts' goroutines (Run waits for it);
 	// eager-dispatched assignments join it from the attempt that got them.
 	attemptWG sync.WaitGroup
-	abandoned []int64 // tokens whose result could not be delivered
+	// unconfinedDirs holds the dirs the agent said it cannot confine
+	// attempts in (starter).
+	unconfinedDirs sync.Map
+	abandoned      []int64 // tokens whose result could not be delivered
 }
 
 // New checks opts, fills in defaults and returns an agent ready to Run.
@@ -1131,6 +1134,8 @@ func (a *Agent) logConfinement() {
 	switch {
 	case a.opts.Unconfined:
 		a.log.Warn("attempts are not confined (--unconfined): a task can read the work folder (the state, this worker's session) and signal this agent")
+	case st.Confined && st.Limits != "":
+		a.log.Info("attempts are confined", "by", st.Mechanism, "limits", st.Limits)
 	case st.Confined:
 		a.log.Info("attempts are confined", "by", st.Mechanism)
 	default:
@@ -1140,7 +1145,9 @@ func (a *Agent) logConfinement() {
 
 // starter returns how an attempt's command is started: confined to its own
 // attempt folder of the work folder (and spool) where this machine can,
-// else as it is.
+// else as it is. An attempt that this machine cannot confine (its dir
+// holds the work folder, and there is no mount namespace to hide it by)
+// runs as it is, and the agent says so once per dir.
 func (a *Agent) starter(paths attemptPaths) startFunc {
 	if a.opts.Unconfined || !confine.Probe().Confined {
 		return startPlain
@@ -1150,5 +1157,14 @@ func (a *Agent) starter(paths attemptPaths) startFunc {
 		hide = append(hide, a.opts.Spool)
 	}
 	p := confine.Policy{Hide: hide, Show: []string{paths.scratch}}
-	return func(cmd *exec.Cmd) (func(), error) { return confine.Start(cmd, p) }
+	return func(cmd *exec.Cmd) (func(), error) {
+		release, err := confine.Start(cmd, p)
+		if errors.Is(err, confine.ErrUnavailable) {
+			if _, warned := a.unconfinedDirs.LoadOrStore(cmd.Dir, true); !warned {
+				a.log.Warn("attempts in this dir are not confined: a task can read the work folder (the state, this worker's session)", "dir", cmd.Dir, "why", err)
+			}
+			return startPlain(cmd)
+		}
+		return release, err
+	}
 }

@@ -23,6 +23,9 @@
 #   WDC_K8S_TESTBED_DIR, WDC_K8S_PORT_BASE, …  passed on to the testbed (read
 #                     its header); the default cache is $HOME/.cache/wdc-k8s-testbed
 #   GO                the go command (default go)
+#   WDC_K8S_RUN       only the scripts of testdata/k8s-scripts whose names match
+#                     this go test -run pattern, e.g. k8s_confined_attacker,
+#                     and not the conformance suite (default: everything)
 # The testbed must not run while other tests run (they are CPU-sensitive):
 # run this after them, never alongside.
 set -euo pipefail
@@ -139,9 +142,15 @@ gotest() {
 }
 
 export WDC_TEST_KUBECONFIG=$KUBECONFIG
-step "conformance: TestConformance/kubernetes" gotest TestConformance/kubernetes \
-	WDC_TEST_K8S_IMAGE=local/wdc-conformance:1 WDC_TEST_K8S_COMMAND=/builtin.test \
-	-count=1 -timeout 15m -run 'TestConformance/kubernetes' -v ./providers/builtin
-step "end-to-end: TestKubernetesScripts" gotest TestKubernetesScripts WDC_TEST_K8S_IMAGE=local/wdc:1 \
-	-count=1 -timeout 15m -run 'TestKubernetesScripts' -v ./cmd/wdc
+scripts=TestKubernetesScripts
+if [ -n "${WDC_K8S_RUN:-}" ]; then
+	scripts="TestKubernetesScripts/$WDC_K8S_RUN"
+	log "WDC_K8S_RUN=$WDC_K8S_RUN: only $scripts, no conformance suite"
+else
+	step "conformance: TestConformance/kubernetes" gotest TestConformance/kubernetes \
+		WDC_TEST_K8S_IMAGE=local/wdc-conformance:1 WDC_TEST_K8S_COMMAND=/builtin.test \
+		-count=1 -timeout 15m -run 'TestConformance/kubernetes' -v ./providers/builtin
+fi
+step "end-to-end: $scripts" gotest TestKubernetesScripts WDC_TEST_K8S_IMAGE=local/wdc:1 \
+	-count=1 -timeout 15m -run "$scripts" -v ./cmd/wdc
 log "all passed"

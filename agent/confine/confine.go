@@ -57,6 +57,10 @@ type Status struct {
 	// Missing says, when Confined is false, what is missing and what an
 	// unconfined attempt can then do.
 	Missing string
+	// Limits says, when Confined is true, what a confined attempt cannot
+	// do here that it could unconfined, beyond reaching the work folder
+	// ("" when nothing: a mount namespace hides only the work folder).
+	Limits string
 }
 
 // Start starts cmd confined by p. release must be called once cmd has

@@ -7,20 +7,33 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sync"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
 // ErrUnavailable: this platform or process cannot confine attempts
-// (wrapped with Probe's Missing).
+// (wrapped with Probe's Missing), or cannot confine this one (wrapped with
+// why: see Start).
 var ErrUnavailable = errors.New("attempts cannot be confined here")
 
 // minABI is the Landlock ABI that scopes signals and abstract UNIX sockets.
 const minABI = 6
+
+// mechanism is how the work folder is hidden from an attempt.
+type mechanism int
+
+const (
+	// byMount: a mount namespace of the attempt's own covers the folders
+	// (needs CAP_SYS_ADMIN); everything else stays as it is.
+	byMount mechanism = iota + 1
+	// byLandlock: Landlock file-system rules grant everything but the
+	// folders (unprivileged), at the cost of the folders above them.
+	byLandlock
+)
 
 // dropped are the capabilities a confined command loses from its bounding
 // set: those that would let it undo its mounts, trace or read other
@@ -35,52 +48,123 @@ var dropped = []uintptr{
 var probed struct {
 	once sync.Once
 	st   Status
+	mech mechanism
 }
 
 func probe() Status {
-	probed.once.Do(func() { probed.st = probeNow() })
+	probed.once.Do(func() { probed.st, probed.mech = probeNow() })
 	return probed.st
 }
 
-func probeNow() Status {
+func probeNow() (Status, mechanism) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil {
-		return Status{Missing: fmt.Sprintf("this kernel has no Landlock (%v): attempts are not confined, so a task can signal and trace its agent, read its environment and the work folder (the state, the worker's session, the operator credential)", err)}
+		return Status{Missing: fmt.Sprintf("this kernel has no Landlock (%v): attempts are not confined, so a task can signal and trace its agent, read its environment and the work folder (the state, the worker's session, the operator credential)", err)}, 0
 	}
 	if abi < minABI {
-		return Status{Missing: fmt.Sprintf("this kernel's Landlock ABI is %d and confinement needs %d (signal scoping, Linux 6.12+): attempts are not confined, so a task can signal its agent and read the work folder", abi, minABI)}
+		return Status{Missing: fmt.Sprintf("this kernel's Landlock ABI is %d and confinement needs %d (signal scoping, Linux 6.12+): attempts are not confined, so a task can signal its agent and read the work folder", abi, minABI)}, 0
 	}
-	if err := onThread(func() error { return unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS) }); err != nil {
-		return Status{Missing: fmt.Sprintf("this process cannot make a mount namespace (%v; it needs CAP_SYS_ADMIN: run the agent as root, or in a container with that capability): attempts are not confined, so a task can read the work folder (the state, the worker's session, the operator credential)", err)}
+	mountErr := tryMountNamespace()
+	if mountErr == nil {
+		return Status{Confined: true, Mechanism: fmt.Sprintf("mount namespace, dropped capabilities, Landlock ABI %d", abi)}, byMount
 	}
-	return Status{Confined: true, Mechanism: fmt.Sprintf("mount namespace, dropped capabilities, Landlock ABI %d", abi)}
+	fd, err := newRuleset()
+	if err != nil {
+		return Status{Missing: fmt.Sprintf("this process can neither make a mount namespace (%v) nor a Landlock file-system ruleset (%v): attempts are not confined, so a task can read the work folder (the state, the worker's session, the operator credential)", mountErr, err)}, 0
+	}
+	unix.Close(fd)
+	return Status{
+		Confined:  true,
+		Mechanism: fmt.Sprintf("Landlock ABI %d file-system rules, dropped capabilities", abi),
+		Limits: fmt.Sprintf("without a mount namespace (%v), a confined attempt cannot create, remove or rename entries directly in the folders that hold the work folder (such as /), "+
+			"and a task whose dir holds the work folder runs unconfined", mountErr),
+	}, byLandlock
+}
+
+// tryMountNamespace checks, on a thread that is thrown away after, that
+// this process can do what byMount does: a mount namespace of its own with
+// private mounts and a tmpfs over a folder.
+func tryMountNamespace() error {
+	dir, err := os.MkdirTemp("", "wdc-confine-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir) // outside the namespace, where nothing covers it
+	return onThread(func() error {
+		if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("unshare: %w", err)
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("private mounts: %w", err)
+		}
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k"); err != nil {
+			return fmt.Errorf("a tmpfs: %w", err)
+		}
+		return nil
+	})
 }
 
 // onThread runs fn on an OS thread of its own that is thrown away after
-// (fn may change the thread for good).
+// (fn may change the thread for good), and waits for it.
 func onThread(fn func() error) error {
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		errc <- fn()
-	}()
+	onOwnThread(func() { errc <- fn() })
 	return <-errc
+}
+
+// onOwnThread runs fn in a new goroutine locked to an OS thread that is
+// not the process's main thread, and throws the thread away when fn
+// returns. The main thread must never be changed: it stands for the
+// whole process (kill(2) of the agent's pid is checked against it, and
+// /proc/PID shows it), and the runtime keeps it when a goroutine exits
+// locked to it. A goroutine that finds itself there holds the main thread
+// (so no goroutine can be scheduled onto it) while another one runs fn.
+func onOwnThread(fn func()) { go lockHere(fn) }
+
+// lockHere locks the calling goroutine to its OS thread and runs fn there,
+// leaving the thread locked (thrown away when the goroutine ends), unless
+// that is the main thread: then it holds it while fn runs on another.
+func lockHere(fn func()) {
+	runtime.LockOSThread() // never unlocked but on the main thread
+	if unix.Gettid() != unix.Getpid() {
+		fn()
+		return
+	}
+	done := make(chan struct{})
+	onOwnThread(func() { defer close(done); fn() })
+	<-done
+	runtime.UnlockOSThread()
 }
 
 func start(cmd *exec.Cmd, p Policy) (func(), error) {
 	if st := probe(); !st.Confined {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, st.Missing)
 	}
-	cfg := landlock.MustConfig(landlock.ScopedSet(ll.ScopeSignal | ll.ScopeAbstractUnixSocket))
-	rulesetFD, _, err := cfg.NewRulesetFD()
+	return startWith(cmd, p, probed.mech)
+}
+
+// startWith starts cmd confined by p, hiding its folders by mech.
+func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
+	p, err := resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	var rulesetFD int
+	if mech == byLandlock {
+		if err := holdsHidden(cmd.Dir, p); err != nil {
+			return nil, err
+		}
+		rulesetFD, err = fileSystemRuleset(p)
+	} else {
+		rulesetFD, err = scopesRuleset()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("confining the attempt: a Landlock ruleset: %w", err)
 	}
 	ready := make(chan error, 1)
 	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		err := enter(p, rulesetFD)
+	onOwnThread(func() {
+		err := enter(p, mech, rulesetFD)
 		unix.Close(rulesetFD)
 		if err == nil {
 			err = cmd.Start()
@@ -89,7 +173,7 @@ func start(cmd *exec.Cmd, p Policy) (func(), error) {
 		if err == nil {
 			<-done // the command's parent-death signal belongs to this thread
 		}
-	}()
+	})
 	if err := <-ready; err != nil {
 		return nil, err
 	}
@@ -97,24 +181,43 @@ func start(cmd *exec.Cmd, p Policy) (func(), error) {
 	return func() { once.Do(func() { close(done) }) }, nil
 }
 
-// enter changes the calling thread, which must be locked and is never
-// used again: what it forks is confined by p.
-func enter(p Policy, rulesetFD int) error {
-	if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("confining the attempt: a mount namespace: %w", err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("confining the attempt: private mounts: %w", err)
-	}
-	if err := hide(p); err != nil {
-		return err
-	}
-	for _, c := range dropped {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("confining the attempt: dropping capability %d: %w", c, err)
+// resolve makes p's folders absolute, clean and free of symbolic links:
+// both a mount and a Landlock rule act on the folder itself, not on a name.
+func resolve(p Policy) (Policy, error) {
+	var out Policy
+	for _, list := range []struct {
+		in  []string
+		out *[]string
+	}{{p.Hide, &out.Hide}, {p.Show, &out.Show}} {
+		for _, d := range list.in {
+			r, err := filepath.EvalSymlinks(d)
+			if err != nil {
+				return Policy{}, fmt.Errorf("confining the attempt: %w", err)
+			}
+			if r, err = filepath.Abs(r); err != nil {
+				return Policy{}, fmt.Errorf("confining the attempt: %w", err)
+			}
+			*list.out = append(*list.out, r)
 		}
 	}
-	if err := clearInheritable(); err != nil {
+	return out, nil
+}
+
+// enter changes the calling thread, which must be locked and is never
+// used again: what it forks is confined by p.
+func enter(p Policy, mech mechanism, rulesetFD int) error {
+	if mech == byMount {
+		if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("confining the attempt: a mount namespace: %w", err)
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("confining the attempt: private mounts: %w", err)
+		}
+		if err := hide(p); err != nil {
+			return err
+		}
+	}
+	if err := dropCapabilities(); err != nil {
 		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -126,43 +229,22 @@ func enter(p Policy, rulesetFD int) error {
 	return nil
 }
 
-// hide covers each Hide folder with an empty tmpfs and binds each Show
-// folder back in place, cloned before it was covered.
-func hide(p Policy) error {
-	trees := make([]int, 0, len(p.Show))
-	defer func() {
-		for _, fd := range trees {
-			unix.Close(fd)
+// dropCapabilities drops every capability of dropped that the bounding set
+// still holds (a container's set may hold none of them: a process without
+// CAP_SETPCAP could not drop them, and needs not), and empties the
+// inheritable and ambient sets, so a command run as root gets none of them
+// back.
+func dropCapabilities() error {
+	for _, c := range dropped {
+		held, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0)
+		if err != nil || held == 0 {
+			continue // unknown to this kernel, or already out of the set
 		}
-	}()
-	for _, s := range p.Show {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, s, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err != nil {
-			return fmt.Errorf("confining the attempt: %s: %w", s, err)
-		}
-		trees = append(trees, fd)
-	}
-	for _, h := range p.Hide {
-		if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
-			return fmt.Errorf("confining the attempt: hiding %s: %w", h, err)
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
+			return fmt.Errorf("confining the attempt: dropping capability %d: %w", c, err)
 		}
 	}
-	for i, s := range p.Show {
-		if err := os.MkdirAll(s, 0o700); err != nil {
-			return fmt.Errorf("confining the attempt: %w", err)
-		}
-		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, s, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("confining the attempt: showing %s: %w", s, err)
-		}
-	}
-	for _, h := range p.Hide {
-		// Nothing may be written into the cover (the binds inside stay
-		// writable).
-		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("confining the attempt: %s read-only: %w", h, err)
-		}
-	}
-	return nil
+	return clearInheritable()
 }
 
 // clearInheritable empties the thread's inheritable and ambient

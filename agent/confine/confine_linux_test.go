@@ -4,6 +4,7 @@ package confine
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,15 +28,15 @@ func requireConfinement(t *testing.T) {
 }
 
 // run starts script under sh confined by a policy that hides work and shows
-// attempt, in dir, and returns what it printed and its exit code.
-func run(t *testing.T, work, attempt, dir, script string) (string, int) {
+// attempt, in dir, by mech, and returns what it printed and its exit code.
+func run(t *testing.T, mech mechanism, work, attempt, dir, script string) (string, int) {
 	t.Helper()
 	var out bytes.Buffer
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	release, err := Start(cmd, Policy{Hide: []string{work}, Show: []string{attempt}})
+	release, err := startWith(cmd, Policy{Hide: []string{work}, Show: []string{attempt}}, mech)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +51,11 @@ func run(t *testing.T, work, attempt, dir, script string) (string, int) {
 	return out.String(), code
 }
 
-func TestConfinedAttempt(t *testing.T) {
-	requireConfinement(t)
-	dir := t.TempDir()
-	work := filepath.Join(dir, ".wdc")
+// fixture makes a work folder at work with a credential, a session, a
+// state and an attempt folder holding input.txt, and returns the attempt
+// folder.
+func fixture(t *testing.T, work string) string {
+	t.Helper()
 	attempt := filepath.Join(work, "scratch", "task.t", "1")
 	for _, p := range []string{attempt, filepath.Join(work, "spool", "w-1")} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
@@ -71,6 +73,38 @@ func TestConfinedAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return attempt
+}
+
+// TestConfinedAttempt runs the same tries under both mechanisms: with a
+// mount namespace the work folder is an empty cover (its files are not
+// there); with Landlock rules alone it is listed but nothing in it can be
+// read or written, and the folders above it take no new entries.
+func TestConfinedAttempt(t *testing.T) {
+	requireConfinement(t)
+	for _, mech := range []mechanism{byMount, byLandlock} {
+		if mech == byMount && probed.mech != byMount {
+			t.Log("no mount namespace here: byMount not tried")
+			continue
+		}
+		t.Run(map[mechanism]string{byMount: "mount", byLandlock: "landlock"}[mech], func(t *testing.T) {
+			testConfinedAttempt(t, mech)
+		})
+	}
+}
+
+func testConfinedAttempt(t *testing.T, mech mechanism) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "cfg")
+	work := filepath.Join(dir, ".wdc") // the default: the work folder in the configuration directory
+	if mech == byLandlock {
+		work = filepath.Join(base, "work") // beside it: byLandlock refuses a dir above the work folder
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	attempt := fixture(t, work)
+	other := t.TempDir() // beside base, not above the work folder
 	// a process outside the attempt: the test itself stands for the agent,
 	// sleep for a sibling
 	sibling := exec.Command("sleep", "60")
@@ -79,38 +113,50 @@ func TestConfinedAttempt(t *testing.T) {
 	}
 	defer func() { sibling.Process.Kill(); sibling.Wait() }()
 	self, sib := strconv.Itoa(os.Getpid()), strconv.Itoa(sibling.Process.Pid)
+	// what a refused read or write says: the cover has no such file and is
+	// read-only; a Landlock rule denies
+	gone, readOnly := "No such file", "Read-only file system"
+	if mech == byLandlock {
+		gone, readOnly = "denied", "denied"
+		for name, target := range map[string]string{"work-link": work, "root-link": "/"} {
+			if err := os.Symlink(target, filepath.Join(base, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 
 	tests := []struct {
 		name, script string
+		mech         mechanism // 0: both
 		wantCode     int
 		wantOut      string // a substring of the output, when set
 	}{
-		{"the work folder is empty", `ls -A ` + work, 0, "scratch"},
-		{"the operator credential is hidden", `cat ` + work + `/operator-credential`, 1, "No such file"},
-		{"the spool is hidden", `cat ` + work + `/spool/w-1/session.json`, 1, "No such file"},
-		{"the state is hidden", `cat ` + work + `/state.db`, 1, "No such file"},
-		{"nothing is written beside the attempt", `echo x > ` + work + `/planted`, 2, "Read-only file system"},
-		{"its attempt folder is its own", `cat ` + attempt + `/input.txt && echo out > ` + attempt + `/output.txt && cat ` + attempt + `/output.txt`, 0, "mine\nout"},
-		{"its dir is writable", `echo ok > written.txt && cat written.txt`, 0, "ok"},
-		{"the agent cannot be signalled", `kill -TERM ` + self, 1, "not permitted"},
-		{"a sibling cannot be signalled", `kill -TERM ` + sib, 1, "not permitted"},
-		{"the agent's environment is unreadable", `cat /proc/` + self + `/environ`, 1, "denied"},
-		{"a sibling's environment is unreadable", `cat /proc/` + sib + `/environ`, 1, "denied"},
-		{"the agent's root is unreachable", `ls /proc/` + self + `/root/`, 2, "denied"},
-		{"the agent's memory cannot be opened", `exec 3</proc/` + self + `/mem && echo opened`, 2, "denied"},
-		{"the cover cannot be undone", `umount ` + work, 0, ""},
+		{"the work folder is empty", `ls -A ` + work, byMount, 0, "scratch"},
+		{"the work folder's names are listed", `ls -A ` + work, byLandlock, 0, "operator-credential"},
+		{"the operator credential is hidden", `cat ` + work + `/operator-credential`, 0, 1, gone},
+		{"the spool is hidden", `cat ` + work + `/spool/w-1/session.json`, 0, 1, gone},
+		{"the state is hidden", `cat ` + work + `/state.db`, 0, 1, gone},
+		{"nothing is written beside the attempt", `echo x > ` + work + `/planted`, 0, 2, readOnly},
+		{"no spool entry is planted", `mkdir ` + work + `/spool/w-2`, 0, 1, gone},
+		{"its attempt folder is its own", `cat ` + attempt + `/input.txt && echo out > ` + attempt + `/output.txt && cat ` + attempt + `/output.txt`, 0, 0, "mine\nout"},
+		{"its dir is writable", `echo ok > written.txt && cat written.txt`, 0, 0, "ok"},
+		{"the rest of the file system is as it was", `echo ok > ` + other + `/beside.txt && cat ` + other + `/beside.txt && cat /etc/hostname >/dev/null && echo read`, 0, 0, "ok\nread"},
+		{"a link to the work folder leads nowhere", `cat ` + base + `/work-link/operator-credential`, byLandlock, 1, "denied"},
+		{"a link to / leads nowhere", `cat ` + base + `/root-link` + work + `/operator-credential`, byLandlock, 1, "denied"},
+		{"a folder above the work folder takes no entries", `echo x > ` + base + `/new.txt`, byLandlock, 2, "denied"},
+		{"the agent cannot be signalled", `kill -TERM ` + self, 0, 1, "not permitted"},
+		{"a sibling cannot be signalled", `kill -TERM ` + sib, 0, 1, "not permitted"},
+		{"the agent's environment is unreadable", `cat /proc/` + self + `/environ`, 0, 1, "denied"},
+		{"a sibling's environment is unreadable", `cat /proc/` + sib + `/environ`, 0, 1, "denied"},
+		{"the agent's root is unreachable", `ls /proc/` + self + `/root/`, 0, 2, "denied"},
+		{"the agent's memory cannot be opened", `exec 3</proc/` + self + `/mem && echo opened`, 0, 2, "denied"},
 	}
 	for _, tt := range tests {
+		if tt.mech != 0 && tt.mech != mech {
+			continue
+		}
 		t.Run(tt.name, func(t *testing.T) {
-			out, code := run(t, work, attempt, dir, tt.script)
-			if tt.name == "the cover cannot be undone" {
-				// whatever umount says, the cover must still be there after
-				out, code = run(t, work, attempt, dir, `umount -l `+work+` 2>&1; cat `+work+`/operator-credential`)
-				if strings.Contains(out, "wdco_secret") {
-					t.Fatalf("the cover came off: %s", out)
-				}
-				return
-			}
+			out, code := run(t, mech, work, attempt, dir, tt.script)
 			if code != tt.wantCode || !strings.Contains(out, tt.wantOut) {
 				t.Errorf("%s: exit %d, output %q; want exit %d and %q", tt.script, code, out, tt.wantCode, tt.wantOut)
 			}
@@ -119,14 +165,60 @@ func TestConfinedAttempt(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the confinement cannot be undone", func(t *testing.T) {
+		out, _ := run(t, mech, work, attempt, dir, `umount -l `+work+` 2>&1; unshare -m sh -c 'cat `+work+`/operator-credential' 2>&1; cat `+work+`/operator-credential 2>&1`)
+		if strings.Contains(out, "wdco_secret") {
+			t.Fatalf("the confinement came off: %s", out)
+		}
+	})
 	if _, err := os.Stat(filepath.Join(attempt, "output.txt")); err != nil {
 		t.Errorf("what the attempt wrote in its folder is not there outside it: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(work, "planted")); err == nil {
-		t.Error("a file was planted in the work folder")
+	for _, p := range []string{filepath.Join(work, "planted"), filepath.Join(work, "spool", "w-2"), filepath.Join(base, "new.txt")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was made", p)
+		}
 	}
 	if err := sibling.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the sibling died: %v", err)
+	}
+}
+
+// TestLandlockRefusesADirAboveTheWorkFolder: under byLandlock a command
+// whose dir holds the work folder could not write in its dir, so Start
+// refuses it with ErrUnavailable (the agent then runs it unconfined and
+// says so) and starts nothing.
+func TestLandlockRefusesADirAboveTheWorkFolder(t *testing.T) {
+	requireConfinement(t)
+	dir := t.TempDir()
+	work := filepath.Join(dir, ".wdc")
+	attempt := fixture(t, work)
+	tests := []struct {
+		name, dir string
+		refused   bool
+	}{
+		{"the configuration directory above .wdc", dir, true},
+		{"the work folder itself", work, true},
+		{"its attempt folder", attempt, false},
+		{"a folder beside", t.TempDir(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command("/bin/true")
+			cmd.Dir = tt.dir
+			release, err := startWith(cmd, Policy{Hide: []string{work}, Show: []string{attempt}}, byLandlock)
+			if tt.refused {
+				if !errors.Is(err, ErrUnavailable) || cmd.Process != nil {
+					t.Fatalf("startWith = %v, process %v; want ErrUnavailable and nothing started", err, cmd.Process)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			release()
+		})
 	}
 }
 
@@ -135,4 +227,92 @@ func TestProbeSaysWhatIsMissing(t *testing.T) {
 	if st.Confined == (st.Missing != "") || (st.Confined && st.Mechanism == "") {
 		t.Fatalf("Probe = %+v: exactly one of Mechanism and Missing", st)
 	}
+}
+
+// BenchmarkStart starts /bin/true plain and confined by each mechanism,
+// with the work folder in a fresh folder of the test's temporary folder.
+func BenchmarkStart(b *testing.B) {
+	if st := Probe(); !st.Confined {
+		b.Skip(st.Missing)
+	}
+	work := filepath.Join(b.TempDir(), "work")
+	attempt := filepath.Join(work, "scratch", "t", "1")
+	if err := os.MkdirAll(attempt, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	p := Policy{Hide: []string{work}, Show: []string{attempt}}
+	starts := map[string]func(*exec.Cmd) (func(), error){
+		"plain":    func(c *exec.Cmd) (func(), error) { return func() {}, c.Start() },
+		"landlock": func(c *exec.Cmd) (func(), error) { return startWith(c, p, byLandlock) },
+	}
+	if probed.mech == byMount {
+		starts["mount"] = func(c *exec.Cmd) (func(), error) { return startWith(c, p, byMount) }
+	}
+	for _, name := range []string{"plain", "mount", "landlock"} {
+		start, ok := starts[name]
+		if !ok {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command("/bin/true")
+				cmd.Dir = attempt
+				release, err := start(cmd)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cmd.Wait()
+				release()
+			}
+		})
+	}
+}
+
+// TestMainThreadStaysAsItWas: confining is done on threads of their own,
+// never on the main thread, which stands for the process (a command whose
+// Landlock domain the main thread shared could signal the agent). Many
+// starts from goroutines, one of which may run on the main thread, leave
+// it without no_new_privs and with its bounding set whole.
+func TestMainThreadStaysAsItWas(t *testing.T) {
+	requireConfinement(t)
+	before := mainThreadStatus(t)
+	work := filepath.Join(t.TempDir(), "work")
+	attempt := fixture(t, work)
+	errs := make(chan error, 64)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			cmd := exec.Command("/bin/true")
+			cmd.Dir = attempt
+			release, err := Start(cmd, Policy{Hide: []string{work}, Show: []string{attempt}})
+			if err == nil {
+				err = cmd.Wait()
+				release()
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := mainThreadStatus(t); after != before {
+		t.Fatalf("the main thread changed: %q, was %q", after, before)
+	}
+}
+
+// mainThreadStatus is the main thread's NoNewPrivs and CapBnd lines.
+func mainThreadStatus(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(os.Getpid()) + "/task/" + strconv.Itoa(os.Getpid()) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "NoNewPrivs:") || strings.HasPrefix(line, "CapBnd:") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "; ")
 }

@@ -76,7 +76,7 @@ func (c *ApplyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	e.warnUnconfined(cfg)
+	e.warnUnconfined(cfg, path)
 	serve, err := e.serveSettings(cfg)
 	if err != nil {
 		return err

@@ -25,7 +25,7 @@ const (
 
 // doctorFormatVersion is the format_version of the doctor document
 // (docs/json.md, docs/schema/doctor.schema.json).
-const doctorFormatVersion = "1.1"
+const doctorFormatVersion = "1.2"
 
 // DoctorCmd checks the state file and what it records, and says what is
 // wrong and what to do. It never writes the state.

@@ -54,7 +54,7 @@ func (c *PlanCmd) Run(e *env) error {
 			"the next apply judges them first, and runs what their edges approve by themselves.\n",
 			plural.Count(n, "recommendation", "recommendations"), map[bool]string{true: "is", false: "are"}[n == 1])
 	}
-	e.warnUnconfined(cfg)
+	e.warnUnconfined(cfg, path)
 	planned, diags := plan.New(cfg, snap, e.now(), plan.Options{Replace: c.Replace})
 	e.printDiags(cfg, diags)
 	if diags.HasErrors() {

@@ -35,6 +35,7 @@ const (
 	CheckLeasesWithoutApply     = "leases.without_apply"
 	CheckTasksUnplaceable       = "tasks.unplaceable"
 	CheckProcessesLeftover      = "processes.leftover"
+	CheckAttemptsConfined       = "attempts.confined"
 )
 
 // Check names one check Run runs.
@@ -53,6 +54,7 @@ var doctorChecks = []Check{
 	{CheckLeasesWithoutApply, "no lease or worker is active while no apply holds the lock"},
 	{CheckTasksUnplaceable, "every task queued longer than the placement threshold has a live worker whose labels satisfy its placement"},
 	{CheckProcessesLeftover, "nothing an apply that is gone launched still runs"},
+	{CheckAttemptsConfined, "the attempts of local pools are confined on this machine: a task cannot read the work folder or signal its agent"},
 }
 
 // Checks returns every check, in the order Run runs them.
@@ -218,6 +220,7 @@ func (d *doctor) skip(note string, ids ...string) {
 var stateContentChecks = []string{CheckLockDeadHolder, CheckWorkersStaleWithLeases, CheckLeasesWithoutApply, CheckTasksUnplaceable, CheckProcessesLeftover}
 
 func (d *doctor) run(ctx context.Context) error {
+	d.checkConfinement()
 	path := d.opts.StatePath
 	in, err := state.Inspect(ctx, path)
 	if err != nil {
@@ -240,6 +243,31 @@ func (d *doctor) run(ctx context.Context) error {
 	d.checkWithoutApply(snap)
 	d.checkUnplaceable(snap, holder)
 	return d.checkLeftovers(ctx, st, snap, holder)
+}
+
+// checkConfinement runs attempts.confined: a warning for tasks of local
+// pools that will run unconfined on this machine, a note for what a
+// confined attempt cannot do here (plan.ConfinementOf).
+func (d *doctor) checkConfinement() {
+	if d.opts.Config == nil {
+		note := d.opts.NoConfig
+		if note == "" {
+			note = "no configuration"
+		}
+		d.skip(note+": its pools are not known", CheckAttemptsConfined)
+		return
+	}
+	c := plan.ConfinementOf(d.opts.Config, d.opts.WorkDir)
+	switch {
+	case c.Unconfined != "":
+		fix := c.Fix
+		if fix == "" {
+			fix = "Run the local pools' workers where attempts can be confined (Linux 6.12 or later), or accept it and say confine = false in the pools, which the plan shows"
+		}
+		d.add(Finding{Check: CheckAttemptsConfined, Severity: SeverityWarning, Message: sentence(capitalize(c.Unconfined)) + " An unconfined task can read the work folder (the state, the workers' sessions, the operator credential) and signal its agent.", Fix: sentence(fix)})
+	case c.Limits != "":
+		d.add(Finding{Check: CheckAttemptsConfined, Severity: SeverityInfo, Message: sentence(capitalize("attempts are confined by " + c.Mechanism + ": " + c.Limits))})
+	}
 }
 
 // checkFile runs state.file, state.integrity and state.schema from what
