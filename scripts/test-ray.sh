@@ -23,6 +23,9 @@
 #   WDC_RAY_DIR, WDC_RAY_DASHBOARD_PORT, WDC_RAY_CACHE, …  passed on to
 #                     scripts/ray-head.sh (read its header)
 #   GO                the go command (default go)
+#   WDC_RAY_RUN       only the scripts of testdata/ray-scripts whose names match
+#                     this go test -run pattern, e.g. ray_apply, and not the
+#                     conformance suite (default: everything)
 # Run it after the other tests, never alongside (the head and its jobs are
 # CPU-hungry on 2 cores).
 set -euo pipefail
@@ -98,8 +101,14 @@ gotest() {
 	return "$rc"
 }
 
-step "conformance: TestConformance/ray" gotest TestConformance/ray \
-	-count=1 -timeout 15m -run 'TestConformance/ray' -v ./providers/builtin
-step "end-to-end: TestRayScripts" gotest TestRayScripts \
-	-count=1 -timeout 15m -parallel 1 -run 'TestRayScripts' -v ./cmd/wdc
+scripts=TestRayScripts
+if [ -n "${WDC_RAY_RUN:-}" ]; then
+	scripts="TestRayScripts/$WDC_RAY_RUN"
+	log "WDC_RAY_RUN=$WDC_RAY_RUN: only $scripts, no conformance suite"
+else
+	step "conformance: TestConformance/ray" gotest TestConformance/ray \
+		-count=1 -timeout 15m -run 'TestConformance/ray' -v ./providers/builtin
+fi
+step "end-to-end: $scripts" gotest TestRayScripts \
+	-count=1 -timeout 15m -parallel 1 -run "$scripts" -v ./cmd/wdc
 log "all passed"
