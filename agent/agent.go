@@ -1143,6 +1143,28 @@ func (a *Agent) logConfinement() {
 	}
 }
 
+// hiddenFolders are the folders a confined attempt must not reach: the
+// work folder, the spool when outside it, and each folder the coordinator
+// named (protocol.RegisterResponse.HideFolders: the apply's work folder)
+// that is a folder here, absolute and not / (a path it names that this
+// machine does not have hides nothing).
+func (a *Agent) hiddenFolders() []string {
+	hide := []string{a.opts.WorkDir}
+	if rel, err := filepath.Rel(a.opts.WorkDir, a.opts.Spool); err != nil || strings.HasPrefix(rel, "..") {
+		hide = append(hide, a.opts.Spool)
+	}
+	for _, f := range a.reg.HideFolders {
+		f = filepath.Clean(f)
+		if !filepath.IsAbs(f) || f == "/" || slices.Contains(hide, f) {
+			continue
+		}
+		if fi, err := os.Stat(f); err == nil && fi.IsDir() {
+			hide = append(hide, f)
+		}
+	}
+	return hide
+}
+
 // starter returns how an attempt's command is started: confined to its own
 // attempt folder of the work folder (and spool) where this machine can,
 // else as it is. An attempt that this machine cannot confine (its dir
@@ -1152,11 +1174,7 @@ func (a *Agent) starter(paths attemptPaths) startFunc {
 	if a.opts.Unconfined || !confine.Probe().Confined {
 		return startPlain
 	}
-	hide := []string{a.opts.WorkDir}
-	if rel, err := filepath.Rel(a.opts.WorkDir, a.opts.Spool); err != nil || strings.HasPrefix(rel, "..") {
-		hide = append(hide, a.opts.Spool)
-	}
-	p := confine.Policy{Hide: hide, Show: []string{paths.scratch}}
+	p := confine.Policy{Hide: a.hiddenFolders(), Show: []string{paths.scratch}}
 	return func(cmd *exec.Cmd) (func(), error) {
 		release, err := confine.Start(cmd, p)
 		if errors.Is(err, confine.ErrUnavailable) {

@@ -107,6 +107,13 @@ type RegisterResponse struct {
 	// worker keeps each log and output of a result within it: a log's
 	// tail, an output over it fails the attempt.
 	MaxArtifactSize int64 `json:"max_artifact_size,omitempty"`
+	// HideFolders are absolute paths, on the coordinator's machine, of
+	// folders no attempt may reach: the apply's work folder (its state,
+	// operator credential, CA key, artifacts). An agent that confines its
+	// attempts hides, besides its own work folder, each of them that is a
+	// folder on its own machine: a worker joined from the apply's machine
+	// must not hand the apply's credentials to its tasks. Absent when none.
+	HideFolders []string `json:"hide_folders,omitempty"`
 }
 
 // HeartbeatRequest is the body of POST /v1/workers/{id}/heartbeat.

@@ -157,6 +157,10 @@ type Options struct {
 	// recorded: proposals approved while it runs (by an operator or by
 	// their edge) join no task to it; a later apply runs them.
 	FixedPlan bool
+	// HideFolders are sent to every worker that registers
+	// (protocol.RegisterResponse.HideFolders): apply gives its work
+	// folder.
+	HideFolders []string
 }
 
 // Progress is a snapshot of the coordinator's view of the apply.
@@ -203,6 +207,7 @@ type Coordinator struct {
 	maxClaimWait  time.Duration
 	metrics       *metrics
 	metricsOpen   bool
+	hideFolders   []string // Options.HideFolders
 
 	applyID      string
 	hashKey      []byte // the state's: sensitive values must give their keyed hashes under it
@@ -346,6 +351,7 @@ func New(opts Options) (*Coordinator, error) {
 		metricsOpen:   opts.MetricsOpen,
 		cfg:           opts.Config,
 		fixedPlan:     opts.FixedPlan,
+		hideFolders:   append([]string(nil), opts.HideFolders...),
 		judgeWake:     make(chan struct{}, 1),
 		applyID:       opts.ApplyID,
 		poolByNam:     map[string]*poolState{},

@@ -350,6 +350,7 @@ func (c *Coordinator) Register(ctx context.Context, cred *Credential, req protoc
 		Capacity:            ps.rt.Capacity,
 		HeartbeatIntervalMS: ps.rt.HeartbeatInterval.Milliseconds(),
 		TTLMS:               ps.rt.TTL.Milliseconds(),
+		HideFolders:         c.hideFolders,
 	}
 	if c.artifacts != nil {
 		resp.MaxArtifactSize = c.artifacts.MaxSize()
