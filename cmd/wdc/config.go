@@ -8,8 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -79,14 +83,76 @@ func (e *env) printDiags(cfg *wdchcl.Config, diags hcl.Diagnostics) {
 	}
 	var files map[string]*hcl.File
 	if cfg != nil {
-		files = cfg.Files
+		files = printableFiles(cfg.Files)
 	}
 	for _, d := range diags {
 		var buf bytes.Buffer
 		w := hcl.NewDiagnosticTextWriter(&buf, files, 100, e.color(e.stderr))
-		_ = w.WriteDiagnostic(d)
+		shown := *d
+		shown.Summary, shown.Detail = views.Printable(d.Summary), printableLines(d.Detail)
+		_ = w.WriteDiagnostic(&shown)
 		e.stderr.Write(withColumn(buf.Bytes(), d))
 	}
+}
+
+// printableLines is s with each line made views.Printable.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = views.Printable(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// printableFiles returns files with every character that a terminal would
+// act on (control characters but tab and newline, bidirectional
+// overrides, invalid UTF-8) replaced by as many "?" as it has bytes, so
+// that a diagnostic's source snippet shows the line without running it and
+// every byte offset of a range still points where it did.
+func printableFiles(files map[string]*hcl.File) map[string]*hcl.File {
+	out := make(map[string]*hcl.File, len(files))
+	for name, f := range files {
+		if f == nil || printableSource(f.Bytes) {
+			out[name] = f
+			continue
+		}
+		clean := make([]byte, 0, len(f.Bytes))
+		for b := f.Bytes; len(b) > 0; {
+			r, size := utf8.DecodeRune(b)
+			if actsOnTerminal(r, size) {
+				clean = append(clean, bytes.Repeat([]byte("?"), size)...)
+			} else {
+				clean = append(clean, b[:size]...)
+			}
+			b = b[size:]
+		}
+		out[name] = &hcl.File{Body: f.Body, Bytes: clean, Nav: f.Nav}
+	}
+	return out
+}
+
+// printableSource reports whether b has nothing actsOnTerminal.
+func printableSource(b []byte) bool {
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if actsOnTerminal(r, size) {
+			return false
+		}
+		b = b[size:]
+	}
+	return true
+}
+
+// actsOnTerminal reports whether rune r, of size bytes in its source, is
+// one printableFiles replaces.
+func actsOnTerminal(r rune, size int) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return false
+	case r == utf8.RuneError && size == 1:
+		return true
+	}
+	return !unicode.IsGraphic(r) && !unicode.IsSpace(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // withColumn rewrites the HCL writer's location line, "on FILE line N", as
