@@ -56,12 +56,17 @@ func scriptParams(dir string) testscript.Params {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       os.Getenv("WDC_UPDATE_SCRIPTS") != "",
-		// [confined]: this machine confines attempts (confine.Probe). CI
-		// runs as root on a kernel that does, so there it is never false
-		// without agent/confine's test failing too.
+		// [confined]: this machine confines attempts (confine.Probe).
+		// [confined:mount]: by a mount namespace, which hides the work
+		// folder even inside a task's dir (root, CAP_SYS_ADMIN). CI runs as
+		// root on a kernel that does, so there neither is false without
+		// agent/confine's test failing too.
 		Condition: func(cond string) (bool, error) {
-			if cond == "confined" {
-				return confine.Probe().Confined, nil
+			switch st := confine.Probe(); cond {
+			case "confined":
+				return st.Confined, nil
+			case "confined:mount":
+				return st.Confined && st.Limits == "", nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
