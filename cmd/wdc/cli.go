@@ -11,6 +11,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
+	"github.com/wdc-dev/wdc/cmd/internal/singledash"
 	"github.com/wdc-dev/wdc/state"
 	"github.com/willabides/kongplete"
 	"golang.org/x/term"
@@ -168,7 +169,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 	if len(args) == 0 {
 		args = []string{"--help"}
 	}
-	kctx, err := parser.Parse(args)
+	// Terraform's single-dash long flags (-out=FILE, -auto-approve) are
+	// taken as their -- forms.
+	kctx, err := parser.Parse(singledash.Rewrite(parser.Model, args))
 	if err != nil {
 		err = unknownCommand(kctx, err)
 		fmt.Fprintf(stderr, "wdc: error: %v\n", err)
