@@ -52,9 +52,11 @@ quickstart: build
 	bin/wdc --chdir examples/quickstart apply --auto-approve
 
 # The release of the commit at HEAD, into dist/ (docs/release.md). VERSION
-# overrides the version taken from the latest v* tag.
+# overrides the version taken from the latest v* tag; PLATFORMS (e.g.
+# PLATFORMS=linux/amd64, comma-separated) builds only those, a quick
+# partial release for trying it.
 release:
-	$(GO) run ./release build -dist dist $(if $(VERSION),-version $(VERSION))
+	$(GO) run ./release build -dist dist $(if $(VERSION),-version $(VERSION)) $(if $(PLATFORMS),-platforms $(PLATFORMS))
 
 # Proves a release: makes one in a temporary folder, verifies its sums,
 # rebuilds linux/amd64 twice with empty caches and compares the bytes, and

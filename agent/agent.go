@@ -312,6 +312,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.attemptWG.Wait() // every attempt has ended and its result was posted or abandoned
 	stopHeartbeats()
 	<-hbDone
+	select {
+	case <-a.fatalCh:
+	default:
+		// A clean exit: deregister, so the apply need not wait out the
+		// ttl to know this worker is gone.
+		a.leave(callCtx)
+	}
 
 	a.mu.Lock()
 	abandoned := slices.Clone(a.abandoned)
@@ -326,6 +333,26 @@ func (a *Agent) Run(ctx context.Context) error {
 		return a.fatalErr
 	default:
 		return nil
+	}
+}
+
+// leave deregisters the worker (POST /v1/workers/{id}/leave) once it has
+// drained: the coordinator marks it gone at once and hands back a lease it
+// may still hold at no cost to the task's retries. It tries once: a
+// coordinator that cannot be reached (its apply is ending) or does not know
+// the route (an older one) has nothing to wait for, and the worker goes
+// stale there after its ttl as before.
+func (a *Agent) leave(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, a.callTimeout())
+	defer cancel()
+	resp, err := a.client.Leave(cctx, a.reg.WorkerID, protocol.LeaveRequest{Reason: "the agent drained and exits"})
+	switch {
+	case err == nil:
+		a.log.Info("left the pool", "worker", a.reg.WorkerID, "leases_handed_back", resp.Released)
+	case reachFailure(err) || protocol.StatusOf(err) == http.StatusUnauthorized || protocol.StatusOf(err) == http.StatusNotFound:
+		a.log.Info("could not leave the pool: the coordinator goes on without this worker after its ttl", "worker", a.reg.WorkerID, "err", err)
+	default:
+		a.log.Warn("could not leave the pool", "worker", a.reg.WorkerID, "err", err)
 	}
 }
 
@@ -398,7 +425,7 @@ func (a *Agent) register(ctx context.Context) error {
 			return fmt.Errorf("agent: registering: %w", err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("agent: could not register with %s for %s: %w", a.opts.ServerURL, a.opts.RegisterTimeout, err)
+			return fmt.Errorf("agent: could not register with %s for %s (%w): %w", a.opts.ServerURL, a.opts.RegisterTimeout, ErrUnreachable, err)
 		}
 		d := a.retry.delay(n)
 		a.log.Warn("registering failed; retrying", "err", err, "in", d)
@@ -415,6 +442,12 @@ func (a *Agent) register(ctx context.Context) error {
 // session), or the worker was marked gone. A worker holding a reusable
 // join credential may register again.
 var ErrSessionRefused = errors.New("the coordinator refused the worker's session")
+
+// ErrUnreachable is wrapped by Run's error when the coordinator could not
+// be reached: for longer than the worker's ttl once registered, or for
+// RegisterTimeout before (its apply ended, or has not started yet). A
+// worker holding a reusable join credential may try to register again.
+var ErrUnreachable = errors.New("could not reach the coordinator")
 
 // fatalAnswer turns a 401, or a 404 on a worker route, into a fatal error
 // and reports whether it did.
@@ -483,8 +516,8 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 			continue
 		}
 		if d, err := a.health.failingFor(time.Now()); d > a.ttl {
-			a.fatal(fmt.Errorf("agent: could not reach the coordinator at %s for %s, longer than the worker's ttl of %s: %w",
-				a.opts.ServerURL, d.Round(time.Millisecond), a.ttl, err))
+			a.fatal(fmt.Errorf("agent: %w at %s for %s, longer than the worker's ttl of %s: %w",
+				ErrUnreachable, a.opts.ServerURL, d.Round(time.Millisecond), a.ttl, err))
 			return
 		}
 		lastEnd = time.Now()

@@ -449,6 +449,12 @@ func TestCoordinatorAsksToDrain(t *testing.T) {
 	if res, ok := f.result(asg.FencingToken); !ok || res.req.FailureClass != "" {
 		t.Errorf("result = %+v, %v; want the attempt to finish and succeed", res.req, ok)
 	}
+	// A clean exit deregisters the worker, once, after its last result.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.leaves != 1 {
+		t.Errorf("the drained agent left %d times, want 1", f.leaves)
+	}
 }
 
 func TestUnreachableCoordinatorStopsTheAgent(t *testing.T) {
@@ -465,6 +471,9 @@ func TestUnreachableCoordinatorStopsTheAgent(t *testing.T) {
 	err := a.wait(t, 20*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "longer than the worker's ttl") {
 		t.Fatalf("Run = %v, want an unreachable-coordinator error", err)
+	}
+	if !errors.Is(err, ErrUnreachable) {
+		t.Errorf("Run = %v, want it to wrap ErrUnreachable", err)
 	}
 	if took := time.Since(downAt); took < ttl {
 		t.Errorf("gave up after %s, before the ttl of %s", took, ttl)

@@ -31,6 +31,7 @@ type fakeCoord struct {
 	queue      []protocol.Assignment
 	nextToken  int64
 	registers  int
+	leaves     int // POST /v1/workers/{id}/leave calls
 	heartbeats []heartbeatRec
 	claims     []claimRec
 	results    []resultRec
@@ -166,6 +167,12 @@ func (f *fakeCoord) handler() http.Handler {
 			return
 		}
 		reply(w, resp)
+	}))
+	mux.HandleFunc("POST /v1/workers/{id}/leave", auth(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.leaves++
+		f.mu.Unlock()
+		reply(w, protocol.LeaveResponse{Released: []int64{}})
 	}))
 	mux.HandleFunc("POST /v1/workers/{id}/claim", auth(func(w http.ResponseWriter, r *http.Request) {
 		var req protocol.ClaimRequest

@@ -68,7 +68,7 @@ func (l *loader) settings(blocks hcl.Blocks) {
 		}
 		var body wdcBody
 		diags := gohcl.DecodeBody(b.Body, nil, &body)
-		l.add(diags...)
+		l.add(suggestBlockTypes(diags, impliedSchema(&body, diags))...)
 		if diags.HasErrors() {
 			continue
 		}
@@ -276,7 +276,7 @@ func (l *loader) pools(blocks hcl.Blocks) {
 func (l *loader) pool(p *Pool, b *hcl.Block) {
 	var body poolBody
 	diags := gohcl.DecodeBody(b.Body, nil, &body)
-	l.add(diags...)
+	l.add(suggestBlockTypes(diags, impliedSchema(&body, diags))...)
 	if body.Provider == nil {
 		if !diags.HasErrors() {
 			l.add(missing("provider", b))
@@ -387,6 +387,15 @@ func (l *loader) poolProviderBlocks(p *Pool, b *hcl.Block, remain hcl.Body, sche
 		return
 	}
 	content, diags := remain.Content(l.providerBlockSchema())
+	if diags.HasErrors() {
+		// A misspelt block of the pool is reported here, where the pool's
+		// own blocks are decoded already: suggest those too.
+		suggest := l.providerBlockSchema()
+		if ps := impliedSchema(&poolBody{}, diags); ps != nil {
+			suggest.Blocks = append(suggest.Blocks, ps.Blocks...)
+		}
+		diags = suggestBlockTypes(diags, suggest)
+	}
 	l.add(diags...)
 	if content == nil {
 		return
@@ -498,6 +507,17 @@ func (l *loader) tasks(blocks hcl.Blocks) {
 	l.dependencies(tbs)
 }
 
+// impliedSchema is the schema gohcl derives from the field tags of val, a
+// pointer to a struct, for suggestions in diags: nil when diags has no
+// errors (there is nothing to suggest, and deriving it costs).
+func impliedSchema(val any, diags hcl.Diagnostics) *hcl.BodySchema {
+	if !diags.HasErrors() {
+		return nil
+	}
+	schema, _ := gohcl.ImpliedBodySchema(val)
+	return schema
+}
+
 // taskSchema is the schema gohcl derives from taskBody's field tags. It
 // derives it again for every block it decodes, which for thousands of task
 // blocks costs more than the decoding.
@@ -532,7 +552,7 @@ func decodeTaskBody(body hcl.Body, out *taskBody) hcl.Diagnostics {
 
 func (l *loader) task(tb *taskBlock) {
 	var body taskBody
-	diags := decodeTaskBody(tb.block.Body, &body)
+	diags := suggestBlockTypes(decodeTaskBody(tb.block.Body, &body), taskSchema)
 	l.add(diags...)
 	if body.ProposedOnly != nil {
 		var d hcl.Diagnostics

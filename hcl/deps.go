@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -19,21 +20,31 @@ func (l *loader) dependencies(tbs []*taskBlock) {
 		byName[tb.name] = i
 	}
 	adj := make([][]int, len(tbs))
+	links := make([]map[int][]depLink, len(tbs))
 	for i, tb := range tbs {
 		if tb.proposed || (tb.dependsOn == nil && len(tb.mounts) == 0) {
 			continue
 		}
-		adj[i] = l.blockDependencies(tb, byName, tbs)
+		adj[i], links[i] = l.blockDependencies(tb, byName, tbs)
 	}
-	l.reportCycles(tbs, adj)
+	l.reportCycles(tbs, adj, links)
+}
+
+// depLink is what makes one task block depend on another: an element of
+// its depends_on, or one of its input blocks (Input is the block's name),
+// at Range (the element, or the block's from).
+type depLink struct {
+	Input string
+	Range hcl.Range
 }
 
 // blockDependencies resolves the depends_on and the input blocks of one
 // task block: it sets its instances' DependsOn and their mounts' From,
-// and returns the blocks it depends on (indexes into tbs, sorted).
-func (l *loader) blockDependencies(tb *taskBlock, byName map[string]int, tbs []*taskBlock) []int {
+// and returns the blocks it depends on (indexes into tbs, sorted) with
+// the links that make it depend on each.
+func (l *loader) blockDependencies(tb *taskBlock, byName map[string]int, tbs []*taskBlock) ([]int, map[int][]depLink) {
 	deps := map[*Task]bool{}
-	edges := map[int]bool{}
+	edges := map[int][]depLink{}
 	var exprs []hcl.Expression
 	if tb.dependsOn != nil {
 		var diags hcl.Diagnostics
@@ -47,7 +58,7 @@ func (l *loader) blockDependencies(tb *taskBlock, byName map[string]int, tbs []*
 	for _, m := range tb.mounts {
 		if j, from := l.mountDependency(tb, m, byName, tbs); from != nil {
 			deps[from] = true
-			edges[j] = true
+			edges[j] = append(edges[j], depLink{Input: m.Name, Range: m.From.Expr.Range()})
 		}
 	}
 	for _, e := range exprs {
@@ -66,7 +77,7 @@ func (l *loader) blockDependencies(tb *taskBlock, byName map[string]int, tbs []*
 			deps[t] = true
 		}
 		if len(got) > 0 && len(tb.instances) > 0 {
-			edges[j] = true
+			edges[j] = append(edges[j], depLink{Range: e.Range()})
 		}
 	}
 	setDependsOn(tb, deps)
@@ -75,7 +86,7 @@ func (l *loader) blockDependencies(tb *taskBlock, byName map[string]int, tbs []*
 		adj = append(adj, j)
 	}
 	sort.Ints(adj)
-	return adj
+	return adj, edges
 }
 
 // mountDependency resolves the task an input block of tb takes outputs
@@ -146,8 +157,11 @@ func setDependsOn(tb *taskBlock, deps map[*Task]bool) {
 }
 
 // reportCycles reports every dependency cycle among the task blocks (adj:
-// the blocks each depends on), naming every task in it.
-func (l *loader) reportCycles(tbs []*taskBlock, adj [][]int) {
+// the blocks each depends on; links: what makes it depend on each),
+// naming every task in it, each link with what it is (a depends_on
+// element or an input block) and where, and the link to remove. The error
+// is reported at that link.
+func (l *loader) reportCycles(tbs []*taskBlock, adj [][]int, links []map[int][]depLink) {
 	for _, comp := range stronglyConnected(len(tbs), adj) {
 		cyc := cycleIn(comp, adj)
 		if cyc == nil {
@@ -157,15 +171,89 @@ func (l *loader) reportCycles(tbs []*taskBlock, adj [][]int) {
 		for k, n := range cyc {
 			names[k] = "task." + tbs[n].name
 		}
-		first := tbs[cyc[0]]
+		var said []string
+		cut := -1 // the step of the cycle whose links to remove
+		for k := 0; k+1 < len(cyc); k++ {
+			ls := links[cyc[k]][cyc[k+1]]
+			parts := make([]string, len(ls))
+			for m, lk := range ls {
+				parts[m] = l.describeLink(lk)
+			}
+			said = append(said, fmt.Sprintf("\n  %s → %s by %s", names[k], names[k+1], strings.Join(parts, " and ")))
+			if cut < 0 || betterCut(ls, links[cyc[cut]][cyc[cut+1]]) {
+				cut = k
+			}
+		}
+		detail := fmt.Sprintf("These tasks depend on each other, so none of them could ever start: %s.%s The links:%s\n%s",
+			strings.Join(names, " → "), alsoIn(comp, cyc, func(n int) string { return "task." + tbs[n].name }),
+			strings.Join(said, ";")+".", l.removeAdvice(names[cut], links[cyc[cut]][cyc[cut+1]]))
+		subject := cycleSubject(tbs[cyc[0]])
+		if ls := links[cyc[cut]][cyc[cut+1]]; len(ls) > 0 {
+			subject = ls[0].Range.Ptr()
+		}
 		l.add(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Dependency cycle",
-			Detail: fmt.Sprintf("These tasks depend on each other, so none of them could ever start: %s.%s",
-				strings.Join(names, " → "), alsoIn(comp, cyc, func(n int) string { return "task." + tbs[n].name })),
-			Subject: cycleSubject(first),
+			Detail:   detail,
+			Subject:  subject,
 		})
 	}
+}
+
+// describeLink says what a link is and where: `depends_on element
+// task.b (main.wdc.hcl:3)` or `input "parts" from task.a (main.wdc.hcl:9)`.
+func (l *loader) describeLink(lk depLink) string {
+	if lk.Input != "" {
+		return fmt.Sprintf("input %q from %s (%s)", lk.Input, l.linkText(lk), linkAt(lk))
+	}
+	return fmt.Sprintf("depends_on element %s (%s)", l.linkText(lk), linkAt(lk))
+}
+
+// linkText is the source text of a link's reference (task.b, task.a[0]).
+func (l *loader) linkText(lk depLink) string {
+	if f := l.parser.Files()[lk.Range.Filename]; f != nil && lk.Range.End.Byte <= len(f.Bytes) {
+		return string(lk.Range.SliceBytes(f.Bytes))
+	}
+	return "the task"
+}
+
+// linkAt is where a link is: its file's name and line, main.wdc.hcl:3.
+func linkAt(lk depLink) string {
+	return fmt.Sprintf("%s:%d", filepath.Base(lk.Range.Filename), lk.Range.Start.Line)
+}
+
+// betterCut reports whether removing the links a breaks a cycle at less
+// cost than removing b: depends_on elements only order tasks, where an
+// input block also brings files, so a step made of depends_on alone is
+// better, then one with fewer links.
+func betterCut(a, b []depLink) bool {
+	inputs := func(ls []depLink) int {
+		n := 0
+		for _, lk := range ls {
+			if lk.Input != "" {
+				n++
+			}
+		}
+		return n
+	}
+	if ia, ib := inputs(a), inputs(b); ia != ib {
+		return ia < ib
+	}
+	return len(a) < len(b)
+}
+
+// removeAdvice says which links to remove to break a cycle at the step
+// from task from.
+func (l *loader) removeAdvice(from string, ls []depLink) string {
+	var what []string
+	for _, lk := range ls {
+		if lk.Input != "" {
+			what = append(what, fmt.Sprintf("the input block %q of %s (%s), taking its files another way", lk.Input, from, linkAt(lk)))
+		} else {
+			what = append(what, fmt.Sprintf("%s from the depends_on of %s (%s)", l.linkText(lk), from, linkAt(lk)))
+		}
+	}
+	return "To break the cycle, remove " + strings.Join(what, " and ") + "."
 }
 
 // outputsCanMatch says why the input block name of the tasks of tb can

@@ -353,7 +353,7 @@ func (l *loader) load(dir string, in Inputs) {
 			continue
 		}
 		content, diags := f.Body.Content(rootSchema)
-		l.add(diags...)
+		l.add(suggestBlockTypes(diags, rootSchema)...)
 		blocks = append(blocks, content.Blocks...)
 	}
 	byType := map[string]hcl.Blocks{}

@@ -3,8 +3,11 @@ package hcl
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
 )
 
 // closest returns the candidate nearest to given by edit distance, or ""
@@ -42,4 +45,61 @@ func mapKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// closestBlockType is closest for a block type, which also takes a type
+// written with another ending of the same word: retries for retry,
+// heartbeating for heartbeat. Such a candidate's name, all but its last
+// letter (and at least four letters), begins the type written.
+func closestBlockType(given string, candidates []string) string {
+	if c := closest(given, candidates); c != "" {
+		return c
+	}
+	sorted := append([]string(nil), candidates...)
+	sort.Strings(sorted)
+	for _, c := range sorted {
+		if stem := c[:max(len(c)-1, 0)]; len(stem) >= 4 && strings.HasPrefix(given, stem) {
+			return c
+		}
+	}
+	return ""
+}
+
+// unsupportedBlockPrefix begins the detail of HCL's "Unsupported block
+// type" error, followed by the quoted type written.
+const unsupportedBlockPrefix = "Blocks of type "
+
+// suggestBlockTypes adds ` Did you mean "X"?` to each "Unsupported block
+// type" error of diags that suggests nothing, where X is the block type of
+// schema nearest to the one written (closestBlockType). HCL suggests only
+// what is at most two edits away, which misses a plural such as retries.
+func suggestBlockTypes(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagnostics {
+	if schema == nil {
+		return diags
+	}
+	for _, d := range diags {
+		if d.Summary != "Unsupported block type" || strings.Contains(d.Detail, "Did you mean") {
+			continue
+		}
+		rest, ok := strings.CutPrefix(d.Detail, unsupportedBlockPrefix)
+		if !ok {
+			continue
+		}
+		quoted, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			continue
+		}
+		given, err := strconv.Unquote(quoted)
+		if err != nil {
+			continue
+		}
+		types := make([]string, len(schema.Blocks))
+		for i, b := range schema.Blocks {
+			types[i] = b.Type
+		}
+		if c := closestBlockType(given, types); c != "" {
+			d.Detail += fmt.Sprintf(" Did you mean %q?", c)
+		}
+	}
+	return diags
 }

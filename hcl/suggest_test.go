@@ -24,3 +24,30 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+func TestClosestBlockType(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		given      string
+		candidates []string
+		want       string
+	}{
+		{"retries", []string{"lease", "retry", "input"}, "retry"},
+		{"retyr", []string{"lease", "retry", "input"}, "retry"},
+		{"heartbeating", []string{"heartbeat", "local"}, "heartbeat"},
+		{"inputs", []string{"lease", "retry", "input"}, "input"},
+		{"leasing", []string{"lease"}, "lease"},
+		{"docker", []string{"local", "ray", "kubernetes"}, ""},
+		{"rays", []string{"ray"}, "ray"},      // one edit
+		{"wdcx", []string{"wdc"}, "wdc"},      // one edit
+		{"task", []string{"tasks"}, "tasks"},  // one edit
+		{"re", []string{"retry"}, ""},         // too short to be its stem
+		{"retro", []string{"retry"}, "retry"}, // one edit
+		{"lea", []string{"lease"}, "lease"},   // two edits
+	}
+	for _, c := range cases {
+		if got := closestBlockType(c.given, c.candidates); got != c.want {
+			t.Errorf("closestBlockType(%q, %q) = %q, want %q", c.given, c.candidates, got, c.want)
+		}
+	}
+}

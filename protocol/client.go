@@ -98,6 +98,16 @@ func (c *Client) Heartbeat(ctx context.Context, workerID string, req HeartbeatRe
 	return resp, err
 }
 
+// Leave calls POST /v1/workers/{id}/leave: the worker deregisters, its
+// session ends and the leases it still holds are handed back without cost
+// to their tasks' retries. Later calls with the session are refused (401
+// session_revoked).
+func (c *Client) Leave(ctx context.Context, workerID string, req LeaveRequest) (LeaveResponse, error) {
+	var resp LeaveResponse
+	err := c.call(ctx, "/"+APIVersion+"/workers/"+url.PathEscape(workerID)+"/leave", req, &resp)
+	return resp, err
+}
+
 // Claim calls POST /v1/workers/{id}/claim, a long poll that the server may
 // hold open for up to req.WaitMS milliseconds: give ctx a deadline longer
 // than that. A 404 means the coordinator does not know the worker.

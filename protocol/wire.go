@@ -142,6 +142,24 @@ type HeartbeatResponse struct {
 	FollowLogs []int64 `json:"follow_logs,omitempty"`
 }
 
+// LeaveRequest is the body of POST /v1/workers/{id}/leave: the worker
+// deregisters. Reason, optional, says why (at most MaxLeaveReasonBytes of
+// printable text); the events of the leases it hands back carry it.
+type LeaveRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// MaxLeaveReasonBytes caps LeaveRequest.Reason.
+const MaxLeaveReasonBytes = 512
+
+// LeaveResponse answers a leave: the worker is gone and its session
+// revoked. Released lists the fencing tokens of the active leases it held,
+// handed back without spending the tasks' retries (their tasks are queued
+// again); results posted for them afterwards are rejected.
+type LeaveResponse struct {
+	Released []int64 `json:"released"`
+}
+
 // Log streams of an attempt, as LogChunkRequest and LogFollowRequest name
 // them.
 const (

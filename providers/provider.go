@@ -135,9 +135,12 @@ type ReclaimResponse struct {
 	// Stopped lists the launches whose worker it stopped; Gone those
 	// already gone (no longer running, or not what the record names).
 	Stopped, Gone []LaunchRecord
-	// Orphans counts other leftovers it removed (for local: attempt
-	// process groups whose agent is dead).
-	Orphans int
+	// OrphanWorkers counts workers it stopped that no launch record
+	// names (for kubernetes and ray: Jobs labelled with a dead apply's id
+	// whose launch the state no longer had open); OrphanAttempts the
+	// attempts it stopped whose worker was already gone (for local:
+	// attempt process groups whose agent is dead).
+	OrphanWorkers, OrphanAttempts int
 }
 
 // CleanupRequest names a worker that has exited.

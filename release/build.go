@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,11 +23,44 @@ var programs = []string{"wdc", "wdc-agent"}
 // downloaded by every pod and Ray job that runs a worker (10 MB).
 const maxAgentSize = 10_000_000
 
-// release is one release being made: the commit and the version stamped in.
+// release is one release being made: the commit, the version stamped in,
+// and the platforms built (all of platforms unless a quick build asks for
+// fewer).
 type release struct {
-	root    string // the repository's top folder
-	commit  string // full hash
-	version string
+	root      string // the repository's top folder
+	commit    string // full hash
+	version   string
+	platforms []string
+}
+
+// selectPlatforms returns the platforms a comma-separated list names, in
+// the release's order, or every platform for "". A name that is not a
+// release platform is an error listing them.
+func selectPlatforms(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return platforms, nil
+	}
+	want := map[string]bool{}
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !slices.Contains(platforms, p) {
+			return nil, fmt.Errorf("%q is not a release platform; the platforms are %s", p, strings.Join(platforms, ", "))
+		}
+		want[p] = true
+	}
+	var out []string
+	for _, p := range platforms {
+		if want[p] {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no platform named; the platforms are %s", strings.Join(platforms, ", "))
+	}
+	return out, nil
 }
 
 // newRelease resolves HEAD of the repository around the current folder to
@@ -48,7 +82,7 @@ func newRelease(version string) (*release, error) {
 			version = strings.TrimPrefix(d, "v")
 		}
 	}
-	return &release{root: root, commit: commit, version: version}, nil
+	return &release{root: root, commit: commit, version: version, platforms: platforms}, nil
 }
 
 // base is the prefix of every file name of the release.
@@ -97,7 +131,7 @@ func (r *release) build(dist string) error {
 		return err
 	}
 	tree := filepath.Join(src, r.base())
-	for _, p := range platforms {
+	for _, p := range r.platforms {
 		for _, prog := range programs {
 			if err := r.timed("build "+prog+" "+p, func() error {
 				return r.goBuild(tree, prog, p, filepath.Join(dist, r.binaryName(prog, p)), nil)

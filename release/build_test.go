@@ -26,3 +26,27 @@ func TestBinaryNames(t *testing.T) {
 		t.Errorf("archive %s, bundle %s", r.archiveName(), r.bundleName())
 	}
 }
+
+// TestSelectPlatforms: a quick release builds the platforms named, in the
+// release's order; an unknown one is refused, naming them all.
+func TestSelectPlatforms(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		list, want, err string
+	}{
+		{"", strings.Join(platforms, " "), ""},
+		{"linux/amd64", "linux/amd64", ""},
+		{"darwin/arm64, linux/amd64", "linux/amd64 darwin/arm64", ""},
+		{"linux/amd64,linux/amd64", "linux/amd64", ""},
+		{"windows/amd64", "", `"windows/amd64" is not a release platform; the platforms are linux/amd64, linux/arm64, darwin/amd64, darwin/arm64`},
+		{",", "", "no platform named"},
+	} {
+		got, err := selectPlatforms(tc.list)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("selectPlatforms(%q) error %v, want %q", tc.list, err, tc.err)
+		case tc.err == "" && (err != nil || strings.Join(got, " ") != tc.want):
+			t.Errorf("selectPlatforms(%q) = %v, %v; want %s", tc.list, got, err, tc.want)
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -51,7 +52,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./release build [-dist DIR] [-version V]\n       go run ./release check [-dist DIR]")
+	fmt.Fprintln(os.Stderr, "usage: go run ./release build [-dist DIR] [-version V] [-platforms OS/ARCH,…]\n       go run ./release check [-dist DIR]")
 	os.Exit(2)
 }
 
@@ -59,12 +60,19 @@ func runBuild(args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
 	dist := fs.String("dist", "dist", "output folder (emptied first)")
 	version := fs.String("version", "", "version to stamp (default: from the latest v* tag, else 0.1.0-dev)")
+	only := fs.String("platforms", "", "comma-separated GOOS/GOARCH to build, a quick partial release to try (default: all of "+strings.Join(platforms, ",")+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	r, err := newRelease(*version)
 	if err != nil {
 		return err
+	}
+	if r.platforms, err = selectPlatforms(*only); err != nil {
+		return err
+	}
+	if len(r.platforms) < len(platforms) {
+		fmt.Printf("a partial release, for %s only: not one to publish\n", strings.Join(r.platforms, ", "))
 	}
 	start := time.Now()
 	if err := r.build(*dist); err != nil {

@@ -267,10 +267,35 @@ func (v *applyCmdView) TookOver(prev state.Lock, dead bool) {
 func (v *applyCmdView) Reclaimed(rec apply.ReclaimResult, err error) {
 	if err != nil {
 		fmt.Fprintf(v.e.stderr, "Warning: %v\n", err)
-	} else if rec.Stopped+rec.Orphans > 0 {
-		fmt.Fprintf(v.e.stderr, "Stopped %s and %s left running by an earlier apply.\n",
-			plural.Count(rec.Stopped, "worker", "workers"), plural.Count(rec.Orphans, "orphaned attempt or worker", "orphaned attempts or workers"))
+	} else if what := reclaimedText(rec); what != "" {
+		fmt.Fprintf(v.e.stderr, "Stopped %s left running by an earlier apply.\n", what)
 	}
+}
+
+// reclaimedText counts what a takeover stopped, each kind once with its
+// own noun, those with none left out: "2 workers, 1 unrecorded worker and
+// 3 orphaned attempts"; "" for nothing.
+func reclaimedText(rec apply.ReclaimResult) string {
+	var parts []string
+	for _, k := range []struct {
+		n           int
+		one, others string
+	}{
+		{rec.Stopped, "worker", "workers"},
+		{rec.OrphanWorkers, "unrecorded worker", "unrecorded workers"},
+		{rec.OrphanAttempts, "orphaned attempt", "orphaned attempts"},
+	} {
+		if k.n > 0 {
+			parts = append(parts, plural.Count(k.n, k.one, k.others))
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 func (v *applyCmdView) Recovered(n int) {

@@ -50,6 +50,9 @@ func (e *env) attemptOutputs(t artifactTarget) (state.Attempt, []state.Artifact,
 	}
 	defer st.Close()
 	if _, err := st.Task(ctx, addr); err != nil {
+		if snap, serr := st.Snapshot(ctx); serr == nil {
+			return state.Attempt{}, nil, nil, unknownTask(snap, path, addr, "wdc artifacts list")
+		}
 		return state.Attempt{}, nil, nil, fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
 	}
 	attempts, err := st.Attempts(ctx, addr)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
+	"github.com/wdc-dev/wdc/cmd/internal/singledash"
 	"github.com/wdc-dev/wdc/state"
 	"github.com/willabides/kongplete"
 	"golang.org/x/term"
@@ -57,13 +58,14 @@ type TasksCmd struct {
 }
 
 // WorkersCmd groups the worker commands: the listing, the worker verbs
-// (register, heartbeat, assign: a worker by hand) and the operator verbs
+// (register, heartbeat, assign, leave: a worker by hand) and the operator verbs
 // (lease, sweep).
 type WorkersCmd struct {
 	List         WorkersListCmd         `cmd:"" help:"List workers with pool, labels, status, host, pid, last heartbeat and leases held."`
 	Register     WorkersRegisterCmd     `cmd:"" help:"Register a worker with a join file against the running apply; prints its id and session token."`
 	Heartbeat    WorkersHeartbeatCmd    `cmd:"" help:"Send one heartbeat for a worker (session token in WDC_SESSION_TOKEN); prints leases renewed and the drain flag."`
 	Assign       WorkersAssignCmd       `cmd:"" help:"Claim one task for a worker (session token in WDC_SESSION_TOKEN); prints its lease and spec."`
+	Leave        WorkersLeaveCmd        `cmd:"" help:"Deregister a worker (session token in WDC_SESSION_TOKEN): it is gone at once, and a lease it still holds is handed back at no cost to the task's retries."`
 	Lease        WorkersLeaseCmd        `cmd:"" help:"Show a task's current lease, from the running apply's coordinator."`
 	Sweep        WorkersSweepCmd        `cmd:"" help:"Run one sweep pass of the running apply's coordinator now; prints what expired."`
 	RenderLaunch WorkersRenderLaunchCmd `cmd:"" name:"render-launch" help:"Print what one launch of a pool would create on its target (kubernetes: the Secret, Lease and Job as YAML), changing nothing."`
@@ -168,7 +170,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 	if len(args) == 0 {
 		args = []string{"--help"}
 	}
-	kctx, err := parser.Parse(args)
+	// Terraform's single-dash long flags (-out=FILE, -auto-approve) are
+	// taken as their -- forms.
+	kctx, err := parser.Parse(singledash.Rewrite(parser.Model, args))
 	if err != nil {
 		err = unknownCommand(kctx, err)
 		fmt.Fprintf(stderr, "wdc: error: %v\n", err)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -20,15 +19,11 @@ type CompletionCmd struct {
 	Shell string `arg:"" enum:"bash,zsh,fish" help:"The shell: bash, zsh or fish."`
 }
 
-// Run prints the script for c.Shell, naming this wdc by its absolute path.
+// Run prints the script for c.Shell. It names the program by its name,
+// wdc, which the shell finds on PATH when Tab is pressed, not by this
+// binary's path: the script keeps working after wdc is upgraded or moved.
 func (c *CompletionCmd) Run(e *env) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding this wdc's path: %w", err)
-	}
-	if exe, err = filepath.Abs(exe); err != nil {
-		return err
-	}
+	const program = "wdc"
 	var script string
 	switch c.Shell {
 	case "bash":
@@ -51,16 +46,8 @@ func (c *CompletionCmd) Run(e *env) error {
 			"end\n" +
 			"complete -f -c wdc -a '(__wdc_complete)'\n"
 	}
-	_, err = fmt.Fprintf(e.stdout, script, shellQuote(exe))
+	_, err := fmt.Fprintf(e.stdout, script, program)
 	return err
-}
-
-// shellQuote quotes s for sh, bash, zsh and fish when it needs it.
-func shellQuote(s string) string {
-	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // predictors are the completions of the flags and arguments tagged with

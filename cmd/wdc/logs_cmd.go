@@ -131,9 +131,7 @@ func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) e
 	defer st.Close()
 	if _, err := st.Task(ctx, addr); err != nil {
 		if snap, serr := st.Snapshot(ctx); serr == nil {
-			if why := notRunYet(snap, addr); why != "" {
-				return errors.New(why)
-			}
+			return unknownTask(snap, path, addr, "wdc logs")
 		}
 		return fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
 	}

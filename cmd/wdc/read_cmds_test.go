@@ -157,7 +157,10 @@ func TestReadCommandsErrors(t *testing.T) {
 		wantStderr string
 	}{
 		{"unknown task", []string{"--state", path, "tasks", "show", "task.nope"}, 1, "", "no task task.nope in the state"},
-		{"counted task without an index", []string{"--state", path, "tasks", "show", "build"}, 1, "", "task.build is a counted task: show one instance, e.g. wdc tasks show task.build[0]"},
+		{"counted task without an index", []string{"--state", path, "tasks", "show", "build"}, 1, "", "task.build is a counted task: name one instance, e.g. wdc tasks show task.build[0] (instances: task.build[0])"},
+		{"logs of a counted task without an index", []string{"--state", path, "logs", "build"}, 1, "", "task.build is a counted task: name one instance, e.g. wdc logs task.build[0] (instances: task.build[0])"},
+		{"outputs of a counted task without an index", []string{"--state", path, "artifacts", "list", "build"}, 1, "", "task.build is a counted task: name one instance, e.g. wdc artifacts list task.build[0]"},
+		{"logs of an unknown task", []string{"--state", path, "logs", "nope"}, 1, "", "no task task.nope in the state"},
 		{"show without a state file", []string{"--state", missing, "tasks", "show", "x"}, 1, "", "there is no state file"},
 		{"list without a state file is empty", []string{"--state", missing, "tasks", "list"}, 0, "No tasks in the state (there is no state file at", ""},
 		{"json list without a state file", []string{"--state", missing, "workers", "list", "--json"}, 0, "[]", ""},

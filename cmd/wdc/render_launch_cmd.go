@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/alecthomas/kong"
 	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/providers"
 )
@@ -16,8 +18,30 @@ import (
 // documents (sigs.k8s.io/yaml), for kubectl or a review. It reads the
 // state's lineage when there is a state, and changes nothing anywhere.
 type WorkersRenderLaunchCmd struct {
-	Pool string `arg:"" help:"The pool (NAME or pool.NAME)."`
-	Seq  int    `name:"seq" default:"1" help:"The launch sequence to render (1 is the pool's first launch of an apply)."`
+	Pool string    `arg:"" help:"The pool (NAME or pool.NAME)."`
+	Seq  launchSeq `name:"seq" default:"1" placeholder:"N" help:"The launch sequence to render: which launch of the pool within one apply, 1 for its first, 2 for the next (a whole number from 1)."`
+}
+
+// launchSeq is a launch sequence on the command line: which launch of a
+// pool within one apply (1 for its first, 2 for the next, …), as a
+// launch's names and its worker's registration carry it. Its mapper takes
+// the next word whatever it looks like, so that --seq -1 is refused by
+// saying what a launch sequence is, not as a flag where a value belongs.
+type launchSeq int
+
+// Decode reads the flag's value: a whole number from 1.
+func (s *launchSeq) Decode(ctx *kong.DecodeContext) error {
+	t := ctx.Scan.Pop()
+	if t.IsEOL() {
+		return errors.New("expected a launch sequence: which launch of the pool within one apply, a whole number from 1 (1 for its first launch)")
+	}
+	text := fmt.Sprint(t.Value)
+	n, err := strconv.Atoi(text)
+	if err != nil || n < 1 {
+		return fmt.Errorf("%q is not a launch sequence: it numbers the launches of a pool within one apply, 1 for its first, 2 for the next, so it is a whole number from 1", text)
+	}
+	*s = launchSeq(n)
+	return nil
 }
 
 // Run renders the launch. Errors: an unknown pool, a pool whose provider
@@ -34,9 +58,6 @@ func (c *WorkersRenderLaunchCmd) Run(e *env) error {
 		return errExit{1}
 	}
 	name := strings.TrimPrefix(c.Pool, "pool.")
-	if c.Seq < 1 {
-		return fmt.Errorf("--seq must be at least 1, not %d", c.Seq)
-	}
 	for _, p := range cfg.Pools {
 		if p.Name != name {
 			continue
@@ -54,7 +75,7 @@ func (c *WorkersRenderLaunchCmd) Run(e *env) error {
 				lineage = snap.Lineage
 			}
 		}
-		r, err := providers.RenderLaunch(ctx, prov, plan.LaunchRequestFor(p, lineage, c.Seq))
+		r, err := providers.RenderLaunch(ctx, prov, plan.LaunchRequestFor(p, lineage, int(c.Seq)))
 		if errors.Is(err, providers.ErrNotSupported) {
 			return fmt.Errorf("pool %s: %w", name, err)
 		}

@@ -97,19 +97,7 @@ func (e *env) readTaskDetail(ctx context.Context, st *state.Store, path, addr st
 		}
 	}
 	if !found {
-		var instances []string
-		for _, t := range snap.Tasks {
-			if strings.HasPrefix(t.Address, addr+"[") {
-				instances = append(instances, t.Address)
-			}
-		}
-		if len(instances) > 0 {
-			return nil, fmt.Errorf("%s is a counted task: show one instance, e.g. wdc tasks show %s (instances: %s)", addr, instances[0], strings.Join(instances, ", "))
-		}
-		if why := notRunYet(snap, addr); why != "" {
-			return nil, errors.New(why)
-		}
-		return nil, fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
+		return nil, unknownTask(snap, path, addr, "wdc tasks show")
 	}
 	if d.Attempts, err = st.Attempts(ctx, addr); err != nil {
 		return nil, err
@@ -123,6 +111,33 @@ func (e *env) readTaskDetail(ctx context.Context, st *state.Store, path, addr st
 	d.StderrTails = e.stderrTails(path, d.Attempts)
 	return d, nil
 }
+
+// unknownTask is the error of a command (verb, e.g. "wdc logs") given an
+// address the state snap at path has no task of: for a counted task's
+// name, to name an instance, listing them (the first ten); for a proposal
+// not run yet, why; else that there is none.
+func unknownTask(snap *state.Snapshot, path, addr, verb string) error {
+	var instances []string
+	for _, t := range snap.Tasks {
+		if strings.HasPrefix(t.Address, addr+"[") {
+			instances = append(instances, t.Address)
+		}
+	}
+	if len(instances) > 0 {
+		list := strings.Join(instances, ", ")
+		if len(instances) > maxInstancesNamed {
+			list = strings.Join(instances[:maxInstancesNamed], ", ") + fmt.Sprintf(", … (%d in all: wdc tasks list)", len(instances))
+		}
+		return fmt.Errorf("%s is a counted task: name one instance, e.g. %s %s (instances: %s)", addr, verb, instances[0], list)
+	}
+	if why := notRunYet(snap, addr); why != "" {
+		return errors.New(why)
+	}
+	return fmt.Errorf("no task %s in the state %s (see wdc tasks list)", addr, path)
+}
+
+// maxInstancesNamed is how many instances of a counted task an error names.
+const maxInstancesNamed = 10
 
 // normalizeAddress turns a bare task name ("build", "build[2]") into an
 // address ("task.build", "task.build[2]").

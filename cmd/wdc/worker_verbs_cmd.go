@@ -16,6 +16,7 @@ import (
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
+	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
@@ -102,6 +103,38 @@ func (c *WorkersHeartbeatCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "renewed %d\ndrain %t\n", resp.Renewed, resp.Drain)
 	if len(resp.CancelLeases) > 0 {
 		fmt.Fprintf(e.stdout, "cancel %s\n", joinTokens(resp.CancelLeases))
+	}
+	return nil
+}
+
+// WorkersLeaveCmd deregisters a worker.
+type WorkersLeaveCmd struct {
+	coordinatorFlags
+	ID     string `arg:"" help:"The worker id."`
+	Reason string `name:"reason" placeholder:"TEXT" help:"Why the worker leaves (recorded with the leases it hands back)."`
+	JSON   bool   `name:"json" help:"Print the answer as JSON."`
+}
+
+// Run deregisters the worker and prints the leases it handed back.
+func (c *WorkersLeaveCmd) Run(e *env) error {
+	cl, err := e.workerClient("wdc workers leave", c.coordinatorFlags, e.sessionToken, "")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := callContext(0)
+	defer cancel()
+	resp, err := cl.Leave(ctx, c.ID, protocol.LeaveRequest{Reason: c.Reason})
+	if err != nil {
+		return describeAPIError(err)
+	}
+	if c.JSON {
+		return views.WriteJSON(e.stdout, resp)
+	}
+	fmt.Fprintf(e.stdout, "left %s\n", c.ID)
+	if len(resp.Released) > 0 {
+		fmt.Fprintf(e.stdout, "released %s\n", joinTokens(resp.Released))
+		fmt.Fprintf(e.stderr, "Handed back %s without cost to their tasks' retries: they run again on another worker.\n",
+			plural.Count(len(resp.Released), "lease", "leases"))
 	}
 	return nil
 }

@@ -16,8 +16,10 @@ import (
 // ReclaimResult says what ReclaimStrays stopped.
 type ReclaimResult struct {
 	// Stopped counts the workers of dead applies that were stopped;
-	// Orphans the other leftovers removed (attempt process groups).
-	Stopped, Orphans int
+	// OrphanWorkers those stopped that no launch record named;
+	// OrphanAttempts the attempts stopped whose worker was gone (attempt
+	// process groups).
+	Stopped, OrphanWorkers, OrphanAttempts int
 }
 
 // ReclaimStrays stops what applies other than applyID launched and never
@@ -52,7 +54,8 @@ func ReclaimStrays(ctx context.Context, store *state.Store, workDir, applyID str
 			continue
 		}
 		res.Stopped += len(resp.Stopped)
-		res.Orphans += resp.Orphans
+		res.OrphanWorkers += resp.OrphanWorkers
+		res.OrphanAttempts += resp.OrphanAttempts
 		ended := map[[2]string][]int{}
 		for _, l := range append(resp.Stopped, resp.Gone...) {
 			k := [2]string{l.ApplyID, l.Pool}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -836,5 +837,81 @@ func TestWorkDirOfPoolsThatShareNoDisk(t *testing.T) {
 	want := map[string]string{"task.defaulted": "", "task.set": "/tmp", "task.local": "/tmp"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("work dirs %v, want %v", got, want)
+	}
+}
+
+// TestLeaveHandsBackLeases: a worker that leaves is gone at once, the
+// lease it held is handed back without spending the task's retries (the
+// next worker gets attempt 2), its session is refused from then on, and a
+// result it posts late is rejected.
+func TestLeaveHandsBackLeases(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{rtTask("a")}, harnessOpts{})
+	w := h.register("p")
+	a := w.claimOne()
+	resp, err := w.cl.Leave(context.Background(), w.id, protocol.LeaveRequest{Reason: "the script ended"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(resp.Released, []int64{a.FencingToken}) {
+		t.Errorf("leave released %v, want [%d]", resp.Released, a.FencingToken)
+	}
+	if l, _ := h.store.Lease(context.Background(), a.FencingToken); l.Status != state.LeaseReleased {
+		t.Errorf("lease after leave %+v", l)
+	}
+	if ws, _ := h.store.Worker(context.Background(), w.id); ws.Status != state.WorkerGone {
+		t.Errorf("worker after leave %+v", ws)
+	}
+	tk := h.task("task.a")
+	if tk.Status != state.TaskQueued || tk.LostUsed != 0 || tk.FailuresUsed != 0 {
+		t.Errorf("task after leave %+v", tk)
+	}
+	if evs := h.stateEvents("task.a", state.EventReleased); len(evs) != 1 || !strings.Contains(evs[0].Message, "its worker left: the script ended") {
+		t.Errorf("released events %+v", evs)
+	}
+	if p := h.c.Progress(); p.Pools[0].Gone != 1 || p.Pools[0].Leases != 0 {
+		t.Errorf("progress %+v", p.Pools)
+	}
+	// Its session is over.
+	_, err = w.cl.Heartbeat(context.Background(), w.id, protocol.HeartbeatRequest{})
+	if protocol.StatusOf(err) != http.StatusUnauthorized {
+		t.Errorf("heartbeat after leave: %v, want 401", err)
+	}
+	_, err = w.cl.Leave(context.Background(), w.id, protocol.LeaveRequest{})
+	if protocol.StatusOf(err) != http.StatusUnauthorized {
+		t.Errorf("second leave: %v, want 401", err)
+	}
+	// The task runs again on another worker, as attempt 2.
+	w2 := h.register("p")
+	if b := w2.claimOne(); b.Attempt != 2 || b.Task != "task.a" {
+		t.Errorf("reclaim %+v", b)
+	}
+}
+
+// TestLeaveRefusesBadInput: a leave is a session call for the session's
+// own worker, with a short printable reason.
+func TestLeaveRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{rtTask("a")}, harnessOpts{})
+	w := h.register("p")
+	other := h.register("p")
+	for _, tc := range []struct {
+		name   string
+		id     string
+		req    protocol.LeaveRequest
+		status int
+	}{
+		{"another worker's id", other.id, protocol.LeaveRequest{}, http.StatusForbidden},
+		{"an unknown worker id", "w-nope", protocol.LeaveRequest{}, http.StatusForbidden},
+		{"a reason too long", w.id, protocol.LeaveRequest{Reason: strings.Repeat("x", protocol.MaxLeaveReasonBytes+1)}, http.StatusBadRequest},
+		{"a control character", w.id, protocol.LeaveRequest{Reason: "a\x1b[2Jb"}, http.StatusBadRequest},
+	} {
+		_, err := w.cl.Leave(context.Background(), tc.id, tc.req)
+		if protocol.StatusOf(err) != tc.status {
+			t.Errorf("%s: %v, want status %d", tc.name, err, tc.status)
+		}
+	}
+	if ws, _ := h.store.Worker(context.Background(), w.id); ws.Status != state.WorkerActive {
+		t.Errorf("worker after refused leaves %+v", ws)
 	}
 }

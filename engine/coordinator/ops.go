@@ -131,6 +131,64 @@ func (c *Coordinator) Heartbeat(ctx context.Context, s Session, req protocol.Hea
 	return resp, nil
 }
 
+// Leave deregisters s's worker in one write: it hands back every active
+// lease the worker holds (state.ReleaseLease: released, no budget spent,
+// the task queued again) and marks the worker gone; then its session is
+// revoked. reason, when not "", is why the worker left, and goes into the
+// released leases' events. It answers the tokens it handed back. A worker
+// that is already gone leaves again without error. Errors: the state's.
+func (c *Coordinator) Leave(ctx context.Context, s Session, reason string) (protocol.LeaveResponse, error) {
+	w := s.w
+	c.wmu.RLock()
+	defer c.wmu.RUnlock()
+	why := "its worker left"
+	if reason != "" {
+		why += ": " + reason
+	}
+	var (
+		now      time.Time
+		released []state.Lease
+	)
+	err := c.store.Write(ctx, func(tx *state.Tx) error {
+		now = c.now()
+		released = nil
+		active, err := tx.ActiveLeases(w.id)
+		if err != nil {
+			return err
+		}
+		for _, l := range active {
+			ok, err := tx.ReleaseLease(l.Token, why, now)
+			if err != nil {
+				return err
+			}
+			if ok {
+				released = append(released, l)
+			}
+		}
+		return tx.SetWorkerStatus(w.id, state.WorkerGone, now)
+	}, func(err error) {
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		w.lastSeen = now
+		w.status = state.WorkerGone
+		c.revokeSessionLocked(w)
+		evs := c.releasedLocked(released, why, now)
+		c.broadcastLocked()
+		c.mu.Unlock()
+		c.emit(evs)
+	})
+	if err != nil {
+		return protocol.LeaveResponse{}, err
+	}
+	resp := protocol.LeaveResponse{Released: make([]int64, 0, len(released))}
+	for _, l := range released {
+		resp.Released = append(resp.Released, l.Token)
+	}
+	return resp, nil
+}
+
 // releasedLocked brings memory in line with leases the state handed back
 // (state.ReleaseLease answered true) and returns their events. mu must be
 // held.

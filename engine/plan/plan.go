@@ -14,6 +14,7 @@ import (
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/placement"
+	"github.com/wdc-dev/wdc/engine/supervise"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/plural"
 	"github.com/wdc-dev/wdc/protocol"
@@ -139,7 +140,11 @@ type TaskDefinition struct {
 
 // Summary counts a plan's changes.
 type Summary struct {
-	WorkersToLaunch                    int
+	WorkersToLaunch int
+	// WorkersAtStart is how many of WorkersToLaunch apply starts with
+	// (supervise.InitialWorkers of each pool): the supervisors grow the
+	// pools from there as work waits.
+	WorkersAtStart                     int
 	Run, Replace, Retry, Cancel, Total int
 }
 
@@ -149,6 +154,7 @@ func (p *Plan) Summary() Summary {
 	for _, pc := range p.Pools {
 		if pc.Provider != providers.External {
 			s.WorkersToLaunch += pc.Workers
+			s.WorkersAtStart += supervise.InitialWorkers(pc.Workers, pc.Min)
 		}
 	}
 	for _, tc := range p.Tasks {
@@ -175,11 +181,16 @@ func (p *Plan) HasChanges() bool {
 
 // String renders the summary line of docs/design.md §6, zeros left out:
 // "Plan: 2 workers to launch, 3 tasks to run, 1 to replace, 1 to retry, 1 to cancel."
-// or "No changes.".
+// or "No changes.". Pools that start smaller than they may grow make the
+// first part "up to 3 workers (1 at start) to launch".
 func (s Summary) String() string {
 	var parts []string
 	if s.WorkersToLaunch > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s to launch", s.WorkersToLaunch, plural.Word(s.WorkersToLaunch, "worker", "workers")))
+		workers := fmt.Sprintf("%d %s", s.WorkersToLaunch, plural.Word(s.WorkersToLaunch, "worker", "workers"))
+		if s.WorkersAtStart > 0 && s.WorkersAtStart < s.WorkersToLaunch {
+			workers = fmt.Sprintf("up to %s (%d at start)", workers, s.WorkersAtStart)
+		}
+		parts = append(parts, workers+" to launch")
 	}
 	first := true
 	for _, item := range []struct {

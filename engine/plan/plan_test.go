@@ -103,7 +103,7 @@ func TestNewPlan(t *testing.T) {
 				{"task.report", "run", "new task", "builders"},
 				{"task.lint", "run", "new task", "builders"},
 			},
-			summary: "Plan: 2 workers to launch, 4 tasks to run.",
+			summary: "Plan: up to 2 workers (1 at start) to launch, 4 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
 		},
 		{
@@ -121,7 +121,7 @@ func TestNewPlan(t *testing.T) {
 				{"task.build", "replace", "definition changed", "builders"},
 				{"task.report", "replace", "depends on task.build, which is replaced", "builders"},
 			},
-			summary: "Plan: 2 workers to launch, 2 tasks to replace.",
+			summary: "Plan: up to 2 workers (1 at start) to launch, 2 tasks to replace.",
 			workers: map[string]int{"builders": 2, "general": 0},
 		},
 		{
@@ -132,7 +132,7 @@ func TestNewPlan(t *testing.T) {
 				{"task.build", "retry", "failed earlier: exit status 1", "builders"},
 				{"task.report", "retry", "cancelled earlier", "builders"},
 			},
-			summary: "Plan: 2 workers to launch, 2 tasks to retry.",
+			summary: "Plan: up to 2 workers (1 at start) to launch, 2 tasks to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
 		},
 		{
@@ -154,7 +154,7 @@ func TestNewPlan(t *testing.T) {
 				{"task.build", "replace", "replacement requested with --replace", "builders"},
 				{"task.report", "replace", "depends on task.build, which is replaced", "builders"},
 			},
-			summary: "Plan: 2 workers to launch, 2 tasks to replace.",
+			summary: "Plan: up to 2 workers (1 at start) to launch, 2 tasks to replace.",
 			workers: map[string]int{"builders": 2, "general": 0},
 		},
 		{
@@ -165,7 +165,7 @@ func TestNewPlan(t *testing.T) {
 				{"task.report", "retry", "was running when an earlier apply stopped", "builders"},
 				{"task.lint", "run", "left queued by an earlier apply that stopped before running it", "builders"},
 			},
-			summary: "Plan: 2 workers to launch, 1 task to run, 1 to retry.",
+			summary: "Plan: up to 2 workers (1 at start) to launch, 1 task to run, 1 to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
 		},
 		{
@@ -177,7 +177,7 @@ func TestNewPlan(t *testing.T) {
 				{"task.shard[1]", "run", "new task", "builders"},
 				{"task.shard[2]", "run", "new task", "builders"},
 			},
-			summary: "Plan: 2 workers to launch, 3 tasks to run.",
+			summary: "Plan: up to 2 workers (1 at start) to launch, 3 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
 		},
 	}
@@ -236,6 +236,8 @@ func TestSummaryString(t *testing.T) {
 		{Summary{}, "No changes."},
 		{Summary{WorkersToLaunch: 2, Run: 3, Replace: 1, Retry: 1, Cancel: 1}, "Plan: 2 workers to launch, 3 tasks to run, 1 to replace, 1 to retry, 1 to cancel."},
 		{Summary{WorkersToLaunch: 1, Run: 1}, "Plan: 1 worker to launch, 1 task to run."},
+		{Summary{WorkersToLaunch: 3, WorkersAtStart: 1, Run: 3}, "Plan: up to 3 workers (1 at start) to launch, 3 tasks to run."},
+		{Summary{WorkersToLaunch: 2, WorkersAtStart: 2, Run: 3}, "Plan: 2 workers to launch, 3 tasks to run."},
 		{Summary{Replace: 2, Cancel: 1}, "Plan: 2 tasks to replace, 1 to cancel."},
 		{Summary{Retry: 1}, "Plan: 1 task to retry."},
 	}

@@ -617,7 +617,7 @@ func (p *Provider) streamLog(w *worker, pod string) {
 // of req.Launches) of the state's lineage, in the namespaces of
 // req.Settings' blocks and of the launch records, found by their labels,
 // and waits, bounded, until their pods are gone. Launch records whose Job it found are Stopped, the others Gone;
-// Orphans counts the Secrets and Leases of launches without a record.
+// OrphanWorkers counts the Jobs of launches without a record.
 func (p *Provider) Reclaim(ctx context.Context, req providers.ReclaimRequest) (providers.ReclaimResponse, error) {
 	var resp providers.ReclaimResponse
 	found, err := p.find(ctx, req)
@@ -645,7 +645,7 @@ func (p *Provider) Reclaim(ctx context.Context, req providers.ReclaimRequest) (p
 			}
 		}
 		if f.kind == "Job" && f.record == nil {
-			resp.Orphans++ // a worker whose launch the state no longer had open
+			resp.OrphanWorkers++ // a worker whose launch the state no longer had open
 		}
 	}
 	for _, f := range found {

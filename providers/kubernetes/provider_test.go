@@ -599,7 +599,7 @@ func TestReclaimWithoutSettingsUsesTheRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Stopped) != 1 || len(resp.Gone) != 0 || resp.Orphans != 0 {
+	if len(resp.Stopped) != 1 || len(resp.Gone) != 0 || resp.OrphanWorkers != 0 {
 		t.Errorf("Reclaim = %+v, want the recorded launch stopped", resp)
 	}
 	if jobs, _ := cs.BatchV1().Jobs("jobs").List(ctx, metav1.ListOptions{}); len(jobs.Items) != 0 {

@@ -382,7 +382,7 @@ func (p *Provider) Reclaim(_ context.Context, req providers.ReclaimRequest) (pro
 		waitGone(l.PID, 2*time.Second)
 		resp.Stopped = append(resp.Stopped, l)
 	}
-	resp.Orphans = procgroup.KillOrphans(req.WorkDir, 0)
+	resp.OrphanAttempts = procgroup.KillOrphans(req.WorkDir, 0)
 	return resp, nil
 }
 

@@ -613,7 +613,7 @@ func (p *Provider) Reclaim(ctx context.Context, req providers.ReclaimRequest) (p
 			cancel()
 		}
 		if f.record == nil {
-			resp.Orphans++
+			resp.OrphanWorkers++
 		}
 	}
 	for _, l := range req.Launches {

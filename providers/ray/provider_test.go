@@ -445,7 +445,7 @@ func TestReclaimAndLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Stopped) != 1 || resp.Stopped[0].Seq != 1 || len(resp.Gone) != 2 || resp.Orphans != 1 {
+	if len(resp.Stopped) != 1 || resp.Stopped[0].Seq != 1 || len(resp.Gone) != 2 || resp.OrphanWorkers != 1 {
 		t.Errorf("Reclaim = %+v", resp)
 	}
 	for _, id := range []string{"dead-running", "dead-done", "dead-norecord"} {
@@ -461,7 +461,7 @@ func TestReclaimAndLeftovers(t *testing.T) {
 
 	// No lineage, or no dead apply: nothing is looked at.
 	for _, r := range []providers.ReclaimRequest{{ApplyIDs: []string{"dead"}, Settings: []wdchcl.ProviderSettings{s}}, {Lineage: "lin", Settings: []wdchcl.ProviderSettings{s}}} {
-		if resp, err := p.Reclaim(ctx, r); err != nil || len(resp.Stopped)+resp.Orphans != 0 {
+		if resp, err := p.Reclaim(ctx, r); err != nil || len(resp.Stopped)+resp.OrphanWorkers != 0 {
 			t.Errorf("Reclaim(%+v) = %+v, %v", r, resp, err)
 		}
 	}

@@ -96,22 +96,72 @@ func (c *AgentCmd) run(e *Env) error {
 		Environ:      e.Environ,
 		HTTPClient:   hc,
 	}
+	var expires time.Time
+	if c.JoinFile != "" {
+		if jf, err := protocol.ReadJoinFile(c.JoinFile); err == nil {
+			expires = jf.ExpiresAt
+		}
+	}
+	rejoins := 0
 	for {
+		started := time.Now()
 		err := agent.Run(ctx, opts)
-		// A join credential serves until its token expires or is revoked:
-		// when the apply this worker joined was replaced (a new apply does
-		// not know the session), join the new one. A launch credential is
-		// for one registration only.
-		if c.JoinFile == "" || !errors.Is(err, agent.ErrSessionRefused) || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return err
 		}
-		logger.Warn("the apply this worker joined no longer knows it: joining again with the join file", "err", err)
+		why := rejoinReason(c.JoinFile != "", err)
+		if why == "" {
+			return err
+		}
+		// A join credential serves until its token expires or is
+		// revoked (registration then answers 401, which is final).
+		if !expires.IsZero() && !time.Now().Before(expires) {
+			return fmt.Errorf("%w; the join token expired at %s: not joining again", err, expires.UTC().Format(time.RFC3339))
+		}
+		if time.Since(started) > rejoinMaxDelay {
+			rejoins = 0 // it worked for a while: start the backoff again
+		}
+		d := rejoinDelay(rejoins)
+		rejoins++
+		logger.Warn(why+": joining again with the join file", "err", err, "try", rejoins, "in", d, "join_token_expires", expires)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(time.Second):
+		case <-time.After(d):
 		}
 	}
+}
+
+// rejoinMaxDelay caps the wait between two tries of an agent rejoining
+// with its join file.
+const rejoinMaxDelay = 30 * time.Second
+
+// rejoinDelay is the wait before try n (from 0) of rejoining: 1 s doubling
+// to rejoinMaxDelay.
+func rejoinDelay(n int) time.Duration {
+	d := time.Second
+	for i := 0; i < n && d < rejoinMaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, rejoinMaxDelay)
+}
+
+// rejoinReason says why an agent whose run ended with err joins again,
+// or "" when it does not: only a worker with a join file (a launch
+// credential registers once) whose apply ended or was replaced (the
+// coordinator refused its session, or could not be reached). A drain
+// (err nil), a refused credential (expired or revoked) or any other error
+// ends it.
+func rejoinReason(joinFile bool, err error) string {
+	switch {
+	case !joinFile || err == nil:
+		return ""
+	case errors.Is(err, agent.ErrSessionRefused):
+		return "the apply this worker joined no longer knows it"
+	case errors.Is(err, agent.ErrUnreachable):
+		return "the coordinator cannot be reached (its apply may have ended)"
+	}
+	return ""
 }
 
 // Credential finds the credential a worker registers with: the join

@@ -2,11 +2,15 @@ package agentcli
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/wdc-dev/wdc/agent"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -81,5 +85,37 @@ func TestCredential(t *testing.T) {
 				t.Errorf("Credential = %q, %q, %v; want %q, %q", cred, pin, err, tt.wantCredential, tt.wantPin)
 			}
 		})
+	}
+}
+
+// TestRejoin: with a join file the agent joins again, with a bounded
+// backoff, when its apply ended or was replaced; never after a drain, a
+// refused credential or with a launch credential.
+func TestRejoin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		joinFile bool
+		err      error
+		want     bool
+	}{
+		{true, fmt.Errorf("agent: %w: 401", agent.ErrSessionRefused), true},
+		{true, fmt.Errorf("agent: %w at http://x for 2s", agent.ErrUnreachable), true},
+		{true, nil, false},
+		{true, errors.New("agent: the coordinator refused the credential: credential_revoked"), false},
+		{false, fmt.Errorf("agent: %w: 401", agent.ErrSessionRefused), false},
+		{false, fmt.Errorf("agent: %w", agent.ErrUnreachable), false},
+	} {
+		if got := rejoinReason(tc.joinFile, tc.err) != ""; got != tc.want {
+			t.Errorf("rejoinReason(%v, %v) = %v, want %v", tc.joinFile, tc.err, got, tc.want)
+		}
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+	for n, w := range want {
+		if got := rejoinDelay(n); got != w {
+			t.Errorf("rejoinDelay(%d) = %s, want %s", n, got, w)
+		}
+	}
+	if got := rejoinDelay(1000); got != rejoinMaxDelay {
+		t.Errorf("rejoinDelay(1000) = %s, want the cap %s", got, rejoinMaxDelay)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/wdc-dev/wdc/cmd/internal/singledash"
 )
 
 // Env is what the agent and version commands run with: the binary's
@@ -80,7 +81,9 @@ func Main(args []string, stdout, stderr io.Writer, environ []string, b Build) (c
 	if len(args) == 0 {
 		args = []string{"--help"}
 	}
-	kctx, err := parser.Parse(args)
+	// Single-dash long flags (-join-file=FILE) are taken as their --
+	// forms, as wdc takes them.
+	kctx, err := parser.Parse(singledash.Rewrite(parser.Model, args))
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", b.Name, err)
 		fmt.Fprintf(stderr, "Run \"%s --help\" for usage.\n", b.Name)

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +26,9 @@ const (
 // PlanText writes the plan document for people, in the Terraform-like
 // grammar of docs/design.md §6: each pool's worker count with why, one
 // block per change with its symbol, reason and placement (the pool it
-// counts toward, the other pools that could run it), the proposals waiting
+// counts toward, the other pools that could run it) and the definition
+// (command, env, dir, placement labels, dependencies, inputs, outputs and
+// input blocks with where their files land), the proposals waiting
 // for approval, then the summary line. With color, symbols and the summary
 // carry ANSI colors (for a terminal).
 func PlanText(w io.Writer, doc *jsonplan.Plan, color bool) error {
@@ -106,9 +109,13 @@ func PlanText(w io.Writer, doc *jsonplan.Plan, color bool) error {
 			if a.Dir != "" && a.Dir != "." {
 				b.WriteString("      dir        = " + strconv.Quote(a.Dir) + "\n")
 			}
+			if len(a.Placement) > 0 {
+				b.WriteString("      placement  = " + HCLMap(a.Placement) + "\n")
+			}
 			if len(a.DependsOn) > 0 {
 				b.WriteString("      depends_on = [" + strings.Join(a.DependsOn, ", ") + "]\n")
 			}
+			writeFiles(&b, a)
 			if cd.Action == "replace" && cd.Before != nil && cd.Before.Command != nil {
 				for _, line := range changedLines(cd.Before, a) {
 					b.WriteString("      " + paint(colorYellow, "~") + " " + line + "\n")
@@ -120,6 +127,40 @@ func PlanText(w io.Writer, doc *jsonplan.Plan, color bool) error {
 	b.WriteString("\n" + paint(colorBold, doc.Summary.Text) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maxInputsShown is how many input files a change lists; the JSON
+// document lists all, with their hashes.
+const maxInputsShown = 10
+
+// writeFiles writes what goes into a definition from files: the inputs of
+// the configuration directory, the output patterns, and each input block
+// with where its files land (the folder NAME of the attempt's directory,
+// under their paths as the producing task wrote them).
+func writeFiles(b *strings.Builder, a *jsonplan.After) {
+	if len(a.Inputs) > 0 {
+		paths := make([]string, 0, min(len(a.Inputs), maxInputsShown))
+		for _, in := range a.Inputs[:min(len(a.Inputs), maxInputsShown)] {
+			paths = append(paths, in.Path)
+		}
+		line := "      inputs     = " + hclList(paths)
+		if len(a.Inputs) > maxInputsShown {
+			line = strings.TrimSuffix(line, "]") + fmt.Sprintf(", …] (%d files)", len(a.Inputs))
+		}
+		b.WriteString(line + "\n")
+	}
+	if len(a.Outputs) > 0 {
+		b.WriteString("      outputs    = " + hclList(a.Outputs) + "\n")
+	}
+	// A task that sets dir runs there, but its input blocks still land in
+	// the attempt's directory.
+	where := ""
+	if a.Dir != "" {
+		where = "$WDC_ATTEMPT_DIR/"
+	}
+	for _, m := range a.Mounts {
+		fmt.Fprintf(b, "      input %q ← %s outputs %s → %s%s/%s\n", m.Name, m.From, m.Output, where, m.Name, m.Output)
+	}
 }
 
 // writeWaiting lists the proposals waiting for approval: they are not
@@ -211,6 +252,19 @@ func changedLines(before *jsonplan.Before, after *jsonplan.After) []string {
 	}
 	if strings.Join(before.DependsOn, ",") != strings.Join(after.DependsOn, ",") {
 		out = append(out, fmt.Sprintf("depends_on was [%s]", strings.Join(before.DependsOn, ", ")))
+	}
+	if hclList(before.Outputs) != hclList(after.Outputs) {
+		out = append(out, "outputs was "+hclList(before.Outputs))
+	}
+	if !slices.Equal(before.Mounts, after.Mounts) {
+		var was []string
+		for _, m := range before.Mounts {
+			was = append(was, fmt.Sprintf("%q ← %s outputs %s", m.Name, m.From, m.Output))
+		}
+		if len(was) == 0 {
+			was = []string{"none"}
+		}
+		out = append(out, "input blocks were "+strings.Join(was, ", "))
 	}
 	return out
 }

@@ -56,6 +56,32 @@ func goldenConfig() *wdchcl.Config {
 	}
 }
 
+// filesConfig: split reads words.txt of the configuration directory and
+// writes parts/*.txt; sort reads them through input "parts" (so they land
+// in parts/parts/), on a pool labelled gpu that starts with one worker and
+// may grow to three; merge sets dir, so its input block lands under
+// $WDC_ATTEMPT_DIR. The configuration directory is a temporary one holding
+// words.txt, whose content, not its place, goes into the hashes.
+func filesConfig(t *testing.T) *wdchcl.Config {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "words.txt"), []byte("b\na\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	split := gTask("split", -1, nil, []string{"split", "-l", "1", "words.txt", "parts/"})
+	split.Dir, split.Inputs, split.Outputs = dir, []string{"words.txt"}, []string{"parts/*.txt"}
+	sort := gTask("sort", -1, map[string]string{"gpu": "yes"}, []string{"sh", "-c", "cat parts/parts/*.txt | sort"}, "task.split")
+	sort.Dir, sort.Mounts = dir, []wdchcl.Mount{{Name: "parts", From: "task.split", Output: "parts/*.txt"}}
+	merge := gTask("merge", -1, nil, []string{"sh", "-c", "cat $WDC_ATTEMPT_DIR/parts/parts/*.txt"}, "task.split")
+	merge.Dir, merge.DirSet, merge.Mounts = filepath.Join(dir, "sub"), true, []wdchcl.Mount{{Name: "parts", From: "task.split", Output: "parts/*.txt"}}
+	return &wdchcl.Config{
+		Dir: dir,
+		Pools: []*wdchcl.Pool{
+			gPool("gpus", 1, 1, 3, map[string]string{"gpu": "yes"}),
+		},
+		Tasks: []*wdchcl.Task{split, sort, merge},
+	}
+}
+
 // goldenState records every task of cfg as an apply would have left it,
 // succeeded unless overridden (address → status); failed and cancelled
 // tasks get a last error.
@@ -158,6 +184,25 @@ func TestRenderPlanGolden(t *testing.T) {
 		{name: "every_action_color", cfg: mixed, snap: mixedState, color: true},
 		{name: "no_changes_color", cfg: goldenConfig(), snap: goldenState(goldenConfig(), nil), color: true},
 	}
+	tests = append(tests, struct {
+		name    string
+		cfg     *wdchcl.Config
+		snap    *state.Snapshot
+		replace []string
+		color   bool
+	}{name: "files_and_input_blocks", cfg: filesConfig(t), snap: state.EmptySnapshot()})
+	// The state recorded split with another output and sort reading
+	// another pattern of it.
+	before := filesConfig(t)
+	before.Tasks[0].Outputs = []string{"parts/*.txt", "count.txt"}
+	before.Tasks[1].Mounts = []wdchcl.Mount{{Name: "parts", From: "task.split", Output: "count.txt"}}
+	tests = append(tests, struct {
+		name    string
+		cfg     *wdchcl.Config
+		snap    *state.Snapshot
+		replace []string
+		color   bool
+	}{name: "files_outputs_changed", cfg: filesConfig(t), snap: goldenState(before, nil)})
 	update := os.Getenv("WDC_UPDATE_GOLDEN") != ""
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,6 +262,14 @@ func TestRenderPlanGoldenCoverage(t *testing.T) {
 		"\x1b[33m  ~\x1b[0m",
 		"\x1b[31m  -\x1b[0m",
 		"\x1b[1mPlan: ",
+		"placement  = { \"can\" = \"build\" }",
+		"inputs     = [\"words.txt\"]",
+		"outputs    = [\"parts/*.txt\"]",
+		"input \"parts\" ← task.split outputs parts/*.txt → parts/parts/*.txt",
+		"input \"parts\" ← task.split outputs parts/*.txt → $WDC_ATTEMPT_DIR/parts/parts/*.txt",
+		"Plan: up to 3 workers (1 at start) to launch",
+		"~ outputs was [\"parts/*.txt\", \"count.txt\"]",
+		"~ input blocks were \"parts\" ← task.split outputs count.txt",
 	} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("no golden file shows %q", want)

@@ -148,6 +148,27 @@ func checkHeartbeat(req protocol.HeartbeatRequest) error {
 	return nil
 }
 
+// DecodeLeaveRequest decodes and checks the body of
+// POST /v1/workers/{id}/leave: a reason of at most
+// protocol.MaxLeaveReasonBytes of printable text.
+func DecodeLeaveRequest(body []byte) (protocol.LeaveRequest, error) {
+	var req protocol.LeaveRequest
+	if err := decodeObject(body, &req); err != nil {
+		return req, err
+	}
+	return req, checkLeave(req)
+}
+
+func checkLeave(req protocol.LeaveRequest) error {
+	switch {
+	case len(req.Reason) > protocol.MaxLeaveReasonBytes:
+		return fmt.Errorf("reason is longer than %d bytes (%d)", protocol.MaxLeaveReasonBytes, len(req.Reason))
+	case !printable(req.Reason):
+		return errors.New("reason must be printable text without control characters (events show it)")
+	}
+	return nil
+}
+
 // DecodeClaimRequest decodes and checks the body of
 // POST /v1/workers/{id}/claim: max >= 1, wait_ms >= 0.
 func DecodeClaimRequest(body []byte) (protocol.ClaimRequest, error) {

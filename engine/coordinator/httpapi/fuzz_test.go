@@ -95,6 +95,11 @@ func FuzzHandler(f *testing.F) {
 		{"POST", "/metrics", `{}`, 4},
 		{"GET", "/metrics/", ``, 4},
 		{"GET", "/metrics/../metrics", ``, 4},
+		{"POST", "/v1/workers/w-other/leave", `{}`, 1},
+		{"POST", "/v1/workers/{w}/leave", `{"reason":"\u0000"}`, 1},
+		{"POST", "/v1/workers/{w}/leave", `[]`, 1},
+		// Last: the worker leaves, and its session is refused afterwards.
+		{"POST", "/v1/workers/{w}/leave", `{"reason":"done"}`, 1},
 	}
 	for _, sd := range seeds {
 		f.Add(sd.method, sd.path, []byte(sd.body), sd.auth)
@@ -146,6 +151,7 @@ func FuzzDecoders(f *testing.F) {
 		`{}`, `null`, `{"pid":-1}`, `{"max":0}`, `{"leases":[0]}`, `{"started_at":"bad"}`, `{} x`, "\xff",
 		`{"pool":"p","ttl_ms":1000,"labels":{"a":"b"}}`, `{"pool":"","ttl_ms":-1}`, `{"request_id":"r"}`,
 		`{"worker_id":"w","stream":"stdout","offset":3,"data":"aGk="}`, `{"worker_id":"w","stream":"stdout","data":"***"}`,
+		`{"reason":"the script ended"}`, `{"reason":"a\u001bb"}`, `{"reason":7}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -156,6 +162,7 @@ func FuzzDecoders(f *testing.F) {
 		roundTrip(t, body, DecodeResultRequest)
 		roundTrip(t, body, DecodeJoinTokenRequest)
 		roundTrip(t, body, DecodeLogChunkRequest)
+		roundTrip(t, body, DecodeLeaveRequest)
 	})
 }
 

@@ -30,6 +30,15 @@ func (s *server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 	respond(w, resp, err)
 }
 
+func (s *server) serveLeave(w http.ResponseWriter, r *http.Request) {
+	sess, req, _, ok := sessionRequest(s, w, r, checkLeave, func(protocol.LeaveRequest) string { return r.PathValue("id") })
+	if !ok {
+		return
+	}
+	resp, err := s.c.Leave(r.Context(), sess, req.Reason)
+	respond(w, resp, err)
+}
+
 // maxWaitMS is the longest wait_ms a time.Duration holds; the coordinator
 // caps a wait far below it (coordinator.Options.MaxClaimWait).
 const maxWaitMS = math.MaxInt64 / int64(time.Millisecond)

@@ -16,7 +16,7 @@ task "c" {
 task "self" {
   count      = 3
   command    = ["true"]
-  depends_on = [task.self[1]] # ERROR: task.self → task.self
+  depends_on = [task.self[1]] # ERROR: task.self → task.self by depends_on element task.self[1] (main.wdc.hcl:19). # ERROR: To break the cycle, remove task.self[1] from the depends_on of task.self (main.wdc.hcl:19).
 }
 
 task "x" {
@@ -28,4 +28,19 @@ task "x" {
 locals {
   p = local.q # ERROR: local.p → local.q → local.p
   q = local.p
+}
+
+task "p" {
+  command    = ["true"]
+  outputs    = ["o.txt"]
+  depends_on = [task.q] # ERROR: task.q → task.p by input "o" from task.p (main.wdc.hcl:43). # ERROR: To break the cycle, remove task.q from the depends_on of task.p (main.wdc.hcl:36).
+}
+
+task "q" {
+  command = ["true"]
+
+  input "o" {
+    from   = task.p
+    output = "o.txt"
+  }
 }

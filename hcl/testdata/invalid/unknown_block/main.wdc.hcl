@@ -14,6 +14,17 @@ task "t" {
   retry {
     attempts = 3 # ERROR: Unsupported argument
   }
+  retries { # ERROR: Blocks of type "retries" are not expected here. Did you mean "retry"?
+  }
+}
+
+pool "q" {
+  provider = "local"
+  heartbeating { # ERROR: Did you mean "heartbeat"?
+  }
+}
+
+variables "v" { # ERROR: Did you mean "variable"?
 }
 
 wdc {
