@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -702,6 +703,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		req.Next = 1
 	}
 	resp, accepted := a.settle(callCtx, log, asg.FencingToken, req, files)
+	os.RemoveAll(at.paths.stage) // spooled (linked or copied) or delivered by now
 	if reserved {
 		a.startNext(callCtx, resp.Assignments)
 		reserved = false
@@ -795,14 +797,16 @@ func (a *Agent) resultOf(at *attempt, ex execution, log *slog.Logger) (protocol.
 			files[h] = lf.path
 		}
 		if ex.class == "" && len(asg.Definition.Outputs) > 0 {
-			outs, err := collectOutputs(paths.scratch, asg.Definition.Outputs)
+			outs, err := collectOutputs(paths.scratch, asg.Definition.Outputs, paths.stage, a.reg.MaxArtifactSize)
 			if err != nil {
 				// A command that did not produce what it declares failed.
 				req.FailureClass, req.Error = ClassFailure, err.Error()
 			}
 			for _, o := range outs {
 				req.Artifacts = append(req.Artifacts, o.ref)
-				files[o.ref.SHA256] = o.path
+				if o.path != "" {
+					files[o.ref.SHA256] = o.path
+				}
 			}
 		}
 	}
@@ -1198,6 +1202,18 @@ func (a *Agent) hiddenFolders() []string {
 	return hide
 }
 
+// holdsAsWritten reports whether folder dir, as written (its symbolic
+// links not followed), is or holds one of folders.
+func holdsAsWritten(dir string, folders []string) bool {
+	dir = filepath.Clean(dir)
+	for _, f := range folders {
+		if rel, err := filepath.Rel(dir, filepath.Clean(f)); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return true
+		}
+	}
+	return false
+}
+
 // starter returns how an attempt's command is started: confined to its own
 // attempt folder of the work folder (and spool) where this machine can,
 // else as it is. An attempt that this machine cannot confine (its dir
@@ -1207,9 +1223,14 @@ func (a *Agent) starter(paths attemptPaths) startFunc {
 	if a.opts.Unconfined || !confine.Probe().Confined {
 		return startPlain
 	}
-	p := confine.Policy{Hide: a.hiddenFolders(), Show: []string{paths.scratch}}
+	p := confine.Policy{Hide: a.hiddenFolders(), Show: []string{paths.scratch}, ReadOnly: []string{"/sys/fs/cgroup"}}
 	return func(cmd *exec.Cmd) (func(), error) {
 		release, err := confine.Start(cmd, p)
+		if errors.Is(err, confine.ErrUnavailable) && !holdsAsWritten(cmd.Dir, p.Hide) {
+			// Only through a symbolic link (one a task may have made since
+			// the plan): no plan said this task runs unconfined.
+			return nil, &fs.PathError{Op: "confine", Path: cmd.Dir, Err: fmt.Errorf("leads by a symbolic link to a folder that holds the work folder, so the attempt cannot be confined here: %w", err)}
+		}
 		if errors.Is(err, confine.ErrUnavailable) {
 			if _, warned := a.unconfinedDirs.LoadOrStore(cmd.Dir, true); !warned {
 				a.log.Warn("attempts in this dir are not confined: a task can read the work folder (the state, this worker's session)", "dir", cmd.Dir, "why", err)

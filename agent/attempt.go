@@ -83,8 +83,11 @@ func (at *attempt) stopped() (bool, string) {
 // attemptPaths are where an attempt's files live inside the work folder.
 type attemptPaths struct {
 	logDir, stdout, stderr, scratch string
-	address                         string // <logs>/<task>/address: the task address, as text
-	groups                          string // procgroup.Dir of the work folder
+	// stage holds the copies of the attempt's outputs, out of its reach,
+	// until its result is spooled or delivered (collectOutputs).
+	stage   string
+	address string // <logs>/<task>/address: the task address, as text
+	groups  string // procgroup.Dir of the work folder
 }
 
 // pathsFor returns the log and scratch locations of an assignment:
@@ -101,6 +104,7 @@ func pathsFor(workDir string, asg protocol.Assignment) attemptPaths {
 		stderr:  filepath.Join(logDir, "stderr"),
 		address: filepath.Join(workDir, "logs", name, "address"),
 		scratch: filepath.Join(workDir, "scratch", name, n),
+		stage:   filepath.Join(workDir, "staging", name, n),
 		groups:  procgroup.Dir(workDir),
 	}
 }

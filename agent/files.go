@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
@@ -146,63 +145,58 @@ func InputPath(dir string, in protocol.InputFile) (string, error) { return insid
 // outputFile is one output an attempt produced.
 type outputFile struct {
 	ref  protocol.ArtifactRef
-	path string
+	path string // its copy in the stage, "" when it was too large to copy
 }
 
 // collectOutputs finds the files the output patterns match in dir (regular
-// files only, by "/"-separated relative name, sorted) and hashes them. A
-// pattern that matches no file, a pattern or a file name that is not a
-// valid artifact name (protocol.CheckArtifactName: a pattern that could
-// leave dir, a file named with a backslash) is an error naming it.
-func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
+// files only, by "/"-separated relative name, sorted), copies each into
+// stage and hashes the copy. It reads dir only through an os.Root and never
+// follows a link as the last part of a name: the attempt controls dir, and
+// a link to a folder of the work folder (its spool, its credentials) or a
+// file of /proc must not make the agent, which reaches them, hand them on
+// as outputs. The copy, out of the attempt's reach, is what is hashed,
+// spooled and uploaded: a process the attempt left behind cannot change
+// it after, nor write into the spool through a shared file. An output of
+// more than limit bytes (limit > 0) is not copied: its ref keeps its size,
+// which fitArtifacts refuses. A pattern that matches no file, a pattern or
+// a file name that is not a valid artifact name (protocol.CheckArtifactName:
+// a pattern that could leave dir, a file named with a backslash) is an
+// error naming it.
+func collectOutputs(dir string, patterns []string, stage string, limit int64) ([]outputFile, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the attempt's directory: %v", err)
+	}
+	defer root.Close()
 	var out []outputFile
 	seen := map[string]bool{}
 	for _, p := range patterns {
 		if err := protocol.CheckArtifactName(p); err != nil {
 			return nil, fmt.Errorf("output pattern %q %v", p, err)
 		}
-		matches, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(p)))
+		matches, err := fs.Glob(root.FS(), p)
 		if err != nil {
 			return nil, fmt.Errorf("output pattern %q: %v", p, err)
 		}
 		found := 0
 		var skipped []string // matches that are not regular files, and why
-		for _, m := range matches {
-			fi, err := os.Lstat(m)
+		for _, rel := range matches {
+			f, fi, err := regularfile.OpenIn(root, rel)
 			if err != nil {
-				continue
-			}
-			if !fi.Mode().IsRegular() {
-				rel, _ := filepath.Rel(dir, m)
-				switch {
-				case fi.Mode()&fs.ModeSymlink != 0:
-					skipped = append(skipped, filepath.ToSlash(rel)+" is a symbolic link (an output must be a regular file)")
-				case fi.IsDir():
-					skipped = append(skipped, fmt.Sprintf("%s is a folder (write %s/* to take its files)", filepath.ToSlash(rel), filepath.ToSlash(rel)))
-				default:
-					skipped = append(skipped, filepath.ToSlash(rel)+" is not a regular file")
+				if why := notAnOutput(rel, root, err); why != "" {
+					skipped = append(skipped, why)
 				}
 				continue
 			}
-			rel, err := filepath.Rel(dir, m)
+			o, err := stageOutput(f, fi, rel, p, seen, stage, limit)
+			f.Close()
 			if err != nil {
-				continue
-			}
-			rel = filepath.ToSlash(rel)
-			if err := protocol.CheckArtifactName(rel); err != nil {
-				return nil, fmt.Errorf("output %q, which %q matches, %v: rename it", rel, p, err)
+				return nil, err
 			}
 			found++
-			if seen[rel] {
-				continue
+			if o != nil {
+				out = append(out, *o)
 			}
-			seen[rel] = true
-			h, size, err := artifact.HashFile(m)
-			if err != nil {
-				return nil, fmt.Errorf("output %s: %v", rel, err)
-			}
-			out = append(out, outputFile{path: m, ref: protocol.ArtifactRef{Kind: protocol.ArtifactOutput, Name: rel, SHA256: h, Size: size,
-				MediaType: mime.TypeByExtension(path.Ext(rel))}})
 		}
 		if found == 0 && len(skipped) > 0 {
 			return nil, fmt.Errorf("declared output %q matched no regular file in the attempt's directory: %s", p, strings.Join(skipped, "; "))
@@ -215,11 +209,86 @@ func collectOutputs(dir string, patterns []string) ([]outputFile, error) {
 	return out, nil
 }
 
+// notAnOutput says why rel, which a pattern matched in root, is not an
+// output (a link, a folder, another kind of file), or "" when it went
+// away meanwhile.
+func notAnOutput(rel string, root *os.Root, err error) string {
+	fi, lerr := root.Lstat(rel)
+	switch {
+	case lerr != nil:
+		return ""
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return rel + " is a symbolic link (an output must be a regular file)"
+	case fi.IsDir():
+		return fmt.Sprintf("%s is a folder (write %s/* to take its files)", rel, rel)
+	case !fi.Mode().IsRegular():
+		return rel + " is not a regular file"
+	}
+	return fmt.Sprintf("%s could not be read: %v", rel, withoutPath(err))
+}
+
+// stageOutput copies the open output f (of FileInfo fi, named rel, which
+// pattern p matched) into stage and returns it, or nil when an earlier
+// pattern took it already.
+func stageOutput(f *os.File, fi fs.FileInfo, rel, p string, seen map[string]bool, stage string, limit int64) (*outputFile, error) {
+	if err := protocol.CheckArtifactName(rel); err != nil {
+		return nil, fmt.Errorf("output %q, which %q matches, %v: rename it", rel, p, err)
+	}
+	if seen[rel] {
+		return nil, nil
+	}
+	seen[rel] = true
+	ref := protocol.ArtifactRef{Kind: protocol.ArtifactOutput, Name: rel, Size: fi.Size(), MediaType: mime.TypeByExtension(path.Ext(rel))}
+	if limit > 0 && fi.Size() > limit {
+		return &outputFile{ref: ref}, nil // fitArtifacts says it is too large
+	}
+	copied, h, size, err := copyToStage(f, stage, limit)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %v", rel, err)
+	}
+	ref.SHA256, ref.Size = h, size
+	return &outputFile{ref: ref, path: copied}, nil
+}
+
+// copyToStage copies what r reads into a new file of stage and returns its
+// path, SHA-256 and size; a file that grows past limit (> 0) while it is
+// copied is cut at limit+1 bytes, which fitArtifacts refuses.
+func copyToStage(r io.Reader, stage string, limit int64) (string, string, int64, error) {
+	if err := os.MkdirAll(stage, 0o700); err != nil {
+		return "", "", 0, err
+	}
+	tmp, err := os.CreateTemp(stage, "output-*")
+	if err != nil {
+		return "", "", 0, err
+	}
+	if limit > 0 {
+		r = io.LimitReader(r, limit+1)
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), r)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", "", 0, err
+	}
+	return tmp.Name(), hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
 // readRecommendations reads the recommendations file a succeeded attempt
-// left in its directory (ReadRecommendationsFile); no file gives neither a
-// content nor a problem.
+// left in its directory (ReadRecommendationsFile), through an os.Root of
+// the directory and never through a link: the attempt controls the
+// folder. No file gives neither a content nor a problem.
 func readRecommendations(scratch string) (json.RawMessage, string) {
-	return ReadRecommendationsFile(filepath.Join(scratch, protocol.RecommendationsFile))
+	root, err := os.OpenRoot(scratch)
+	if err != nil {
+		return nil, fmt.Sprintf("the attempt's directory could not be read: %v", withoutPath(err))
+	}
+	defer root.Close()
+	return recommendationsOf(protocol.RecommendationsFile, func(limit int64) ([]byte, error) {
+		return regularfile.ReadIn(root, protocol.RecommendationsFile, limit)
+	})
 }
 
 // ReadRecommendationsFile reads a recommendations file as a worker sends
@@ -231,8 +300,13 @@ func readRecommendations(scratch string) (json.RawMessage, string) {
 // writer). The coordinator judges the content; this only checks that the
 // request stays JSON and bounded.
 func ReadRecommendationsFile(path string) (json.RawMessage, string) {
-	name := filepath.Base(path)
-	raw, err := regularfile.Read(path, protocol.MaxRecommendationsBytes)
+	return recommendationsOf(filepath.Base(path), func(limit int64) ([]byte, error) { return regularfile.Read(path, limit) })
+}
+
+// recommendationsOf checks what read gives (at most limit bytes) as
+// ReadRecommendationsFile says, naming the file name.
+func recommendationsOf(name string, read func(limit int64) ([]byte, error)) (json.RawMessage, string) {
+	raw, err := read(protocol.MaxRecommendationsBytes)
 	var notRegular *regularfile.NotRegularError
 	var tooLarge *regularfile.TooLargeError
 	switch {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/agent/confine"
+	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -21,6 +23,8 @@ const (
 	childEnv       = "WDC_AGENTTEST_CHILD" // non-empty: act as an agent
 	childServerEnv = "WDC_AGENTTEST_SERVER"
 	childWorkEnv   = "WDC_AGENTTEST_WORKDIR"
+	// childUnconfinedEnv non-empty: the agent runs its attempts unconfined
+	childUnconfinedEnv = "WDC_AGENTTEST_UNCONFINED"
 )
 
 func TestMain(m *testing.M) {
@@ -36,15 +40,16 @@ func childAgent() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err := Run(ctx, Options{
-		ServerURL: os.Getenv(childServerEnv),
-		Pool:      "builders",
-		WorkDir:   os.Getenv(childWorkEnv),
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		Version:   "test",
-		ClaimWait: 200 * time.Millisecond,
-		KillGrace: 300 * time.Millisecond,
-		RetryBase: 20 * time.Millisecond,
-		RetryMax:  200 * time.Millisecond,
+		ServerURL:  os.Getenv(childServerEnv),
+		Pool:       "builders",
+		WorkDir:    os.Getenv(childWorkEnv),
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Version:    "test",
+		ClaimWait:  200 * time.Millisecond,
+		KillGrace:  300 * time.Millisecond,
+		RetryBase:  20 * time.Millisecond,
+		RetryMax:   200 * time.Millisecond,
+		Unconfined: os.Getenv(childUnconfinedEnv) != "",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wdc agent:", err)
@@ -61,7 +66,7 @@ type agentProcess struct {
 	done    chan struct{}
 }
 
-func startAgentProcess(t *testing.T, url string) *agentProcess {
+func startAgentProcess(t *testing.T, url string, env ...string) *agentProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -76,7 +81,7 @@ func startAgentProcess(t *testing.T, url string) *agentProcess {
 	defer logf.Close()
 	p := &agentProcess{logPath: logPath, workDir: filepath.Join(dir, "work"), done: make(chan struct{})}
 	p.cmd = exec.Command(exe)
-	p.cmd.Env = append(os.Environ(), childEnv+"=1", childServerEnv+"="+url, childWorkEnv+"="+p.workDir, protocol.LaunchCredentialEnv+"=tok")
+	p.cmd.Env = append(append(os.Environ(), childEnv+"=1", childServerEnv+"="+url, childWorkEnv+"="+p.workDir, protocol.LaunchCredentialEnv+"=tok"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf // files, never pipes
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -146,16 +151,47 @@ func TestAgentProcessDrainsOnSIGTERM(t *testing.T) {
 	}
 }
 
+// TestAgentProcessKilledTakesItsAttemptsWithIt: an unconfined attempt
+// dies with its agent (its parent-death signal). A confined one has none
+// (the thread that started it is gone before it runs, so that it cannot
+// signal that thread, which would stop or kill the agent): it outlives a
+// SIGKILLed agent until what supervises the agent ends it, as the local
+// provider's Cleanup does with procgroup.KillOrphans, or the next agent in
+// the same work folder does at its start.
 func TestAgentProcessKilledTakesItsAttemptsWithIt(t *testing.T) {
 	t.Parallel()
-	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
-	s := startFake(t, f)
-	p := startAgentProcess(t, s.URL())
-	f.add(assignment(t, "task.k", "sh", "-c", `echo $$ > "$WDC_ATTEMPT_DIR/pid"; exec sleep 60`))
-	pid := readPID(t, filepath.Join(p.workDir, "scratch", "task.k", "1", "pid"))
-	p.cmd.Process.Kill()
-	p.wait(t, 20*time.Second)
-	waitFor(t, 10*time.Second, "the attempt to die with its agent", func() bool { return processGone(pid) })
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		orphaned bool
+	}{
+		{"unconfined", []string{childUnconfinedEnv + "=1"}, false},
+		{"confined", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if tc.orphaned && !confine.Probe().Confined {
+				t.Skip("attempts are not confined here")
+			}
+			f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+			s := startFake(t, f)
+			p := startAgentProcess(t, s.URL(), tc.env...)
+			f.add(assignment(t, "task.k", "sh", "-c", `echo $$ > "$WDC_ATTEMPT_DIR/pid"; exec sleep 60`))
+			pid := readPID(t, filepath.Join(p.workDir, "scratch", "task.k", "1", "pid"))
+			agentPID := p.cmd.Process.Pid
+			p.cmd.Process.Kill()
+			p.wait(t, 20*time.Second)
+			if tc.orphaned {
+				if processGone(pid) {
+					t.Fatal("the confined attempt died with its agent: was a parent-death signal left to it?")
+				}
+				if n := procgroup.KillOrphans(p.workDir, agentPID); n != 1 {
+					t.Errorf("KillOrphans ended %d process groups, want 1", n)
+				}
+			}
+			waitFor(t, 10*time.Second, "the attempt to end", func() bool { return processGone(pid) })
+		})
+	}
 }
 
 func TestPausedTimeDoesNotCountAgainstTheTTL(t *testing.T) {

@@ -5,8 +5,10 @@ import "syscall"
 // attemptSysProcAttr puts an attempt's command in its own process group and
 // asks the kernel to SIGKILL it if the agent itself dies (SIGKILL, OOM),
 // rather than leave an orphan that runs beside the retry. Go keeps the OS
-// thread that started it alive unless a locked goroutine exits, which the
-// agent never does.
+// thread that started it alive unless a locked goroutine exits. A confined
+// attempt loses the parent-death signal (agent/confine: the thread that
+// starts it ends before it runs); its process group, recorded in the work
+// folder, is ended by whoever supervises the agent (procgroup.KillOrphans).
 func attemptSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -24,9 +24,10 @@
 //     Landlock domain does, denies ptrace and /proc/PID/{mem,environ,root,
 //     cwd,exe,fd} of processes outside it.
 //
-// The thread then forks the command, which inherits all of it, and stays
-// alive (locked, doing nothing) until the caller releases it after the
-// command ended: the command's parent-death signal belongs to that thread.
+// The thread then forks the command, which inherits all of it, stopped at
+// its exec (traced), and ends before the command runs on: the thread is in
+// the command's Landlock domain, and a command could signal it (and with
+// it stop or kill the whole agent) while it lived.
 // Nothing here runs per attempt but a few system calls: no process is
 // started to set an attempt up.
 //
@@ -45,6 +46,11 @@ type Policy struct {
 	// Show lists folders inside a Hide folder that the command reaches
 	// read-write as they are (its attempt folder). Absolute paths.
 	Show []string
+	// ReadOnly lists folders the command may read but not change, even as
+	// root (the cgroup file system, through which a root command could
+	// freeze or kill its agent). Absolute paths; one that does not exist
+	// is left out.
+	ReadOnly []string
 }
 
 // Status says what confinement this process can give its attempts.
@@ -67,7 +73,10 @@ type Status struct {
 // been waited for (or failed to start: then release is nil and err says
 // why). Where this platform or process cannot confine (Probe's Missing),
 // Start fails with ErrUnavailable and starts nothing: the caller decides
-// whether to run the command unconfined.
+// whether to run the command unconfined. On Linux the command is started
+// traced and without a parent-death signal (cmd.SysProcAttr's Ptrace and
+// Pdeathsig are overridden): the thread that confined itself to start it
+// ends before the command runs, so that the command cannot signal it.
 func Start(cmd *exec.Cmd, p Policy) (release func(), err error) {
 	return start(cmd, p)
 }

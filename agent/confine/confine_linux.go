@@ -3,13 +3,18 @@
 package confine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
+	"syscall"
+	"time"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -38,11 +43,14 @@ const (
 // dropped are the capabilities a confined command loses from its bounding
 // set: those that would let it undo its mounts, trace or read other
 // processes (environ, auxv and maps stay readable with CAP_SYS_ADMIN or
-// CAP_PERFMON inside a Landlock domain), or reach the kernel directly.
+// CAP_PERFMON inside a Landlock domain), open files by handle past a cover
+// (CAP_DAC_READ_SEARCH), or reach the kernel directly.
 var dropped = []uintptr{
 	unix.CAP_SYS_ADMIN, unix.CAP_SYS_PTRACE, unix.CAP_PERFMON, unix.CAP_BPF,
 	unix.CAP_SYS_MODULE, unix.CAP_SYS_RAWIO, unix.CAP_SYS_BOOT, unix.CAP_SYSLOG,
 	unix.CAP_CHECKPOINT_RESTORE, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE,
+	// open_by_handle_at opens a file by its inode number, past any cover
+	unix.CAP_DAC_READ_SEARCH,
 }
 
 var probed struct {
@@ -161,24 +169,84 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("confining the attempt: a Landlock ruleset: %w", err)
 	}
+	// The thread that confines itself and forks the command is in the
+	// command's Landlock domain, so the command could signal it (tgkill of
+	// the agent's pid and that thread's id), which stops or kills the whole
+	// agent. So the thread must be gone before the command runs a single
+	// instruction of its own: the command is started traced (it stops at
+	// its exec, before its program runs), and the thread ends with the
+	// command still stopped; the kernel then detaches the command, which
+	// goes on. A parent-death signal would fire at that thread's end: the
+	// command has none (the agent's provider ends what a dead agent left).
+	attr := syscall.SysProcAttr{}
+	if cmd.SysProcAttr != nil {
+		attr = *cmd.SysProcAttr
+	}
+	attr.Ptrace, attr.Pdeathsig = true, 0
+	cmd.SysProcAttr = &attr
 	ready := make(chan error, 1)
-	done := make(chan struct{})
 	onOwnThread(func() {
 		err := enter(p, mech, rulesetFD)
 		unix.Close(rulesetFD)
 		if err == nil {
 			err = cmd.Start()
 		}
-		ready <- err
 		if err == nil {
-			<-done // the command's parent-death signal belongs to this thread
+			err = consumeExecStop(cmd.Process.Pid)
 		}
+		ready <- err
+		// returning ends the thread, and with it the trace
 	})
 	if err := <-ready; err != nil {
 		return nil, err
 	}
-	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }, nil
+	if err := waitUntraced(cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("confining the attempt: %w", err)
+	}
+	return func() {}, nil
+}
+
+// consumeExecStop waits for the stop of traced process pid at its exec
+// and takes it: the SIGTRAP of that stop is then not delivered when the
+// trace ends (it would kill the command).
+func consumeExecStop(pid int) error {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return fmt.Errorf("confining the attempt: waiting for the command's start: %w", err)
+		case !ws.Stopped():
+			return fmt.Errorf("confining the attempt: the command ended before it started (%v)", ws)
+		}
+		return nil
+	}
+}
+
+// untracedWithin bounds how long waitUntraced waits for the confining
+// thread to end.
+const untracedWithin = 10 * time.Second
+
+// waitUntraced waits until process pid is no longer traced (the thread
+// that started it ended), or has ended itself: until then a wait for it
+// would report its trace stop, not its end.
+func waitUntraced(pid int) error {
+	status := "/proc/" + strconv.Itoa(pid) + "/status"
+	deadline := time.Now().Add(untracedWithin)
+	for delay := 10 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
+		b, err := os.ReadFile(status)
+		if err != nil || !bytes.Contains(b, []byte("\nTracerPid:\t")) || bytes.Contains(b, []byte("\nTracerPid:\t0\n")) {
+			return nil // gone, or no longer traced
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the command was still stopped at its start after %s", untracedWithin)
+		}
+		time.Sleep(delay)
+	}
 }
 
 // resolve makes p's folders absolute, clean and free of symbolic links:
@@ -186,11 +254,15 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 func resolve(p Policy) (Policy, error) {
 	var out Policy
 	for _, list := range []struct {
-		in  []string
-		out *[]string
-	}{{p.Hide, &out.Hide}, {p.Show, &out.Show}} {
+		in       []string
+		out      *[]string
+		optional bool
+	}{{p.Hide, &out.Hide, false}, {p.Show, &out.Show, false}, {p.ReadOnly, &out.ReadOnly, true}} {
 		for _, d := range list.in {
 			r, err := filepath.EvalSymlinks(d)
+			if list.optional && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			if err != nil {
 				return Policy{}, fmt.Errorf("confining the attempt: %w", err)
 			}

@@ -36,7 +36,7 @@ func run(t *testing.T, mech mechanism, work, attempt, dir, script string) (strin
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	release, err := startWith(cmd, Policy{Hide: []string{work}, Show: []string{attempt}}, mech)
+	release, err := startWith(cmd, Policy{Hide: []string{work}, Show: []string{attempt}, ReadOnly: []string{cgroups}}, mech)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +150,9 @@ func testConfinedAttempt(t *testing.T, mech mechanism) {
 		{"a sibling's environment is unreadable", `cat /proc/` + sib + `/environ`, 0, 1, "denied"},
 		{"the agent's root is unreachable", `ls /proc/` + self + `/root/`, 0, 2, "denied"},
 		{"the agent's memory cannot be opened", `exec 3</proc/` + self + `/mem && echo opened`, 0, 2, "denied"},
+		{"the cgroups cannot be changed", `mkdir ` + cgroups + `/wdc-confine-test || echo refused`, 0, 0, "refused"},
+		// CAP_DAC_READ_SEARCH (bit 2) would open files by handle past the cover
+		{"no file is opened by handle", `grep -q '^CapBnd:.*[0-9a-f]*[0-389ab]$' /proc/self/status && echo dropped`, 0, 0, "dropped"},
 	}
 	for _, tt := range tests {
 		if tt.mech != 0 && tt.mech != mech {
@@ -182,7 +185,15 @@ func testConfinedAttempt(t *testing.T, mech mechanism) {
 	if err := sibling.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the sibling died: %v", err)
 	}
+	if _, err := os.Stat(cgroups + "/wdc-confine-test"); err == nil {
+		os.Remove(cgroups + "/wdc-confine-test")
+		t.Error("a confined command made a cgroup")
+	}
 }
+
+// cgroups is the cgroup file system, which a confined command may read
+// but not change (Policy.ReadOnly).
+const cgroups = "/sys/fs/cgroup"
 
 // TestLandlockRefusesADirAboveTheWorkFolder: under byLandlock a command
 // whose dir holds the work folder could not write in its dir, so Start
@@ -315,4 +326,34 @@ func mainThreadStatus(t *testing.T) string {
 		}
 	}
 	return strings.Join(keep, "; ")
+}
+
+// TestNoThreadOfTheAgentCanBeSignalled: a confined command may signal no
+// thread of its agent, not even the one that confined itself and started
+// it (it shares the command's Landlock domain, and tgkill of it would stop
+// or kill the whole agent): that thread is gone before the command runs.
+func TestNoThreadOfTheAgentCanBeSignalled(t *testing.T) {
+	requireConfinement(t)
+	for _, mech := range []mechanism{byMount, byLandlock} {
+		if mech == byMount && probed.mech != byMount {
+			continue
+		}
+		work := filepath.Join(t.TempDir(), "work")
+		attempt := fixture(t, work)
+		for i := 0; i < 20; i++ {
+			var out bytes.Buffer
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), probeEnv+"=tgkill")
+			cmd.Dir, cmd.Stdout, cmd.Stderr = attempt, &out, &out
+			release, err := startWith(cmd, Policy{Hide: []string{work}, Show: []string{attempt}}, mech)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			release()
+			if err != nil || !strings.HasPrefix(out.String(), "0 of ") {
+				t.Fatalf("mechanism %d, try %d: the command may signal threads of its agent: %q (%v)", mech, i, out.String(), err)
+			}
+		}
+	}
 }

@@ -24,6 +24,9 @@ const fsAll = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | 
 	ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock |
 	ll.AccessFSMakeSym | ll.AccessFSRefer | ll.AccessFSTruncate | ll.AccessFSIoctlDev
 
+// fsRead are the rights of fsAll on a Policy.ReadOnly folder.
+const fsRead = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+
 // fsFile are the rights of fsAll that a rule on a file that is not a
 // folder may grant.
 const fsFile = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile |
@@ -87,7 +90,7 @@ func fileSystemRuleset(p Policy) (fd int, err error) {
 	}()
 	besides.mu.Lock()
 	defer besides.mu.Unlock()
-	if err := besides.refresh(p.Hide); err != nil {
+	if err := besides.refresh(p.Hide, p.ReadOnly); err != nil {
 		return -1, err
 	}
 	for _, r := range besides.rules {
@@ -152,14 +155,14 @@ func stampOf(path string) (dirStamp, error) {
 
 // refresh makes c's rules those of hide: kept if nothing changed, else
 // walked again.
-func (c *ruleCache) refresh(hide []string) error {
-	key := strings.Join(hide, "\x00")
+func (c *ruleCache) refresh(hide, readOnly []string) error {
+	key := strings.Join(hide, "\x00") + "\x00\x00" + strings.Join(readOnly, "\x00")
 	if key == c.hide && c.rules != nil && c.fresh() {
 		return nil
 	}
 	c.drop()
 	above, walk := map[string]bool{}, []string{}
-	for _, h := range hide {
+	for _, h := range append(append([]string(nil), hide...), readOnly...) {
 		for d := filepath.Dir(h); ; d = filepath.Dir(d) {
 			if !above[d] {
 				above[d] = true
@@ -197,7 +200,11 @@ func (c *ruleCache) refresh(hide []string) error {
 			if err != nil || above[real] || hidden(real, hide) {
 				continue // dangling, or a way back to what is hidden
 			}
-			if err := c.add(real, fsAll, protected); err != nil {
+			rights := uint64(fsAll)
+			if hidden(real, readOnly) {
+				rights = fsRead
+			}
+			if err := c.add(real, rights, protected); err != nil {
 				return err
 			}
 		}

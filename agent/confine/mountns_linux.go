@@ -39,6 +39,11 @@ func hide(p Policy) error {
 			return fmt.Errorf("confining the attempt: showing %s: %w", s, err)
 		}
 	}
+	for _, r := range p.ReadOnly {
+		if err := readOnly(r); err != nil {
+			return fmt.Errorf("confining the attempt: %s read-only: %w", r, err)
+		}
+	}
 	for _, h := range p.Hide {
 		// Nothing may be written into the cover (the binds inside stay
 		// writable).
@@ -47,4 +52,19 @@ func hide(p Policy) error {
 		}
 	}
 	return nil
+}
+
+// readOnly makes folder dir and every mount below it read-only in the
+// calling thread's mount namespace; a folder that is no mount of its own
+// is bound onto itself first.
+func readOnly(dir string) error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	err := unix.MountSetattr(unix.AT_FDCWD, dir, unix.AT_RECURSIVE, attr)
+	if err == unix.EINVAL {
+		if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		err = unix.MountSetattr(unix.AT_FDCWD, dir, unix.AT_RECURSIVE, attr)
+	}
+	return err
 }

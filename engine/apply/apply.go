@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -461,8 +462,15 @@ func (a *applier) record(ctx context.Context) ([]coordinator.TaskRuntime, error)
 
 // storeInputs puts the input files of the plan's tasks into the artifact
 // store, each checked against the hash its definition recorded (for a
-// saved plan: when the plan was made). A file that changed is refused.
+// saved plan: when the plan was made). A file that changed is refused, and
+// so is one of the work folder (the state, the CA key, the operator
+// credential), whatever path led there: a task may have put a symbolic link
+// to it where an input is read.
 func (a *applier) storeInputs(ctx context.Context) error {
+	work, err := filepath.EvalSymlinks(a.opts.WorkDir)
+	if err != nil {
+		work = a.opts.WorkDir
+	}
 	done := map[string]bool{}
 	for _, tc := range a.opts.Plan.Tasks {
 		rt, ok := a.opts.Tasks[tc.Address]
@@ -477,6 +485,11 @@ func (a *applier) storeInputs(ctx context.Context) error {
 			file, _, err := regularfile.Open(path) // a FIFO put in its place is refused, not waited on
 			if err != nil {
 				return fmt.Errorf("input %s of %s: %w", f.Path, tc.Address, err)
+			}
+			if real := openedPath(file, path); insideFolder(real, work) {
+				file.Close()
+				return fmt.Errorf("input %s of %s is %s, a file of the work folder %s (the state's folder), which no task may read: "+
+					"a symbolic link on the way leads there; remove it", f.Path, tc.Address, real, a.opts.WorkDir)
 			}
 			_, err = a.blobs.Put(ctx, f.SHA256, file)
 			file.Close()
@@ -538,4 +551,22 @@ func writePrivateFile(path string, data []byte) error {
 		return err
 	}
 	return renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600))
+}
+
+// openedPath is the path of the file f, opened as path, as the kernel
+// knows it (/proc/self/fd, Linux), else path with its links followed.
+func openedPath(f *os.File, path string) string {
+	if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err == nil && filepath.IsAbs(real) {
+		return real
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
+}
+
+// insideFolder reports whether path is folder dir or below it.
+func insideFolder(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

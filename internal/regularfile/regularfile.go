@@ -111,10 +111,42 @@ func Check(path string, m fs.FileMode) error {
 // refused with a *NotRegularError. The FileInfo is the open file's.
 // Reading the returned file blocks as reading a file opened by os.Open.
 func Open(path string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	return open(path, func(flags int) (*os.File, error) { return os.OpenFile(path, flags, 0) }, os.Stat)
+}
+
+// OpenIn opens name inside root as Open does, and refuses too a name
+// whose last element is a symbolic link (O_NOFOLLOW; a *NotRegularError)
+// or that leads out of root by a link or ".." (os.Root): a folder that
+// someone else controls (an attempt's directory) cannot make the caller
+// read a file elsewhere.
+func OpenIn(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
+	// os.Root follows a last link that stays inside it, O_NOFOLLOW or not:
+	// refuse one first. Whatever the name is by the time it is opened, the
+	// file is inside root.
+	if fi, err := root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, nil, Check(name, fi.Mode())
+	}
+	return open(name, func(flags int) (*os.File, error) { return root.OpenFile(name, flags|syscall.O_NOFOLLOW, 0) }, root.Lstat)
+}
+
+// ReadIn reads name inside root as Read does, opened as OpenIn does.
+func ReadIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, fi, err := OpenIn(root, name)
 	if err != nil {
-		// A socket cannot be opened (ENXIO): say what it is.
-		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(f, fi, name, limit)
+}
+
+// open opens path by openFile with the flags of Open, and says what it is
+// by stat when it cannot be opened.
+func open(path string, openFile func(flags int) (*os.File, error), stat func(string) (fs.FileInfo, error)) (*os.File, fs.FileInfo, error) {
+	f, err := openFile(os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY)
+	if err != nil {
+		// A socket cannot be opened (ENXIO), a link not followed (ELOOP):
+		// say what it is.
+		if fi, serr := stat(path); serr == nil && !fi.Mode().IsRegular() {
 			return nil, nil, Check(path, fi.Mode())
 		}
 		return nil, nil, err
@@ -146,6 +178,12 @@ func Read(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readLimited(f, fi, path, limit)
+}
+
+// readLimited reads f, whose FileInfo is fi, when it holds at most limit
+// bytes.
+func readLimited(f *os.File, fi fs.FileInfo, path string, limit int64) ([]byte, error) {
 	if fi.Size() > limit {
 		return nil, &TooLargeError{Path: path, Limit: limit, Size: fi.Size()}
 	}
