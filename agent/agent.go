@@ -1180,26 +1180,26 @@ func (a *Agent) logConfinement() {
 	}
 }
 
-// hiddenFolders are the folders a confined attempt must not reach: the
-// work folder, the spool when outside it, and each folder the coordinator
-// named (protocol.RegisterResponse.HideFolders: the apply's work folder)
-// that is a folder here, absolute and not / (a path it names that this
-// machine does not have hides nothing).
-func (a *Agent) hiddenFolders() []string {
-	hide := []string{a.opts.WorkDir}
+// hiddenFolders are the folders a confined attempt must not reach: own,
+// the work folder and the spool when outside it; and named, each folder
+// the coordinator named (protocol.RegisterResponse.HideFolders: the apply's
+// work folder) that is a folder here, absolute, not / and not one of own (a
+// path it names that this machine does not have hides nothing).
+func (a *Agent) hiddenFolders() (own, named []string) {
+	own = []string{a.opts.WorkDir}
 	if rel, err := filepath.Rel(a.opts.WorkDir, a.opts.Spool); err != nil || strings.HasPrefix(rel, "..") {
-		hide = append(hide, a.opts.Spool)
+		own = append(own, a.opts.Spool)
 	}
 	for _, f := range a.reg.HideFolders {
 		f = filepath.Clean(f)
-		if !filepath.IsAbs(f) || f == "/" || slices.Contains(hide, f) {
+		if !filepath.IsAbs(f) || f == "/" || slices.Contains(own, f) || slices.Contains(named, f) {
 			continue
 		}
 		if fi, err := os.Stat(f); err == nil && fi.IsDir() {
-			hide = append(hide, f)
+			named = append(named, f)
 		}
 	}
-	return hide
+	return own, named
 }
 
 // holdsAsWritten reports whether folder dir, as written (its symbolic
@@ -1223,20 +1223,27 @@ func (a *Agent) starter(paths attemptPaths) startFunc {
 	if a.opts.Unconfined || !confine.Probe().Confined {
 		return startPlain
 	}
-	p := confine.Policy{Hide: a.hiddenFolders(), Show: []string{paths.scratch}, ReadOnly: []string{"/sys/fs/cgroup"}}
+	own, named := a.hiddenFolders()
+	p := confine.Policy{Hide: append(slices.Clip(own), named...), Show: []string{paths.scratch}, ReadOnly: []string{"/sys/fs/cgroup"}}
 	return func(cmd *exec.Cmd) (func(), error) {
 		release, err := confine.Start(cmd, p)
-		if errors.Is(err, confine.ErrUnavailable) && !holdsAsWritten(cmd.Dir, p.Hide) {
+		switch {
+		case !errors.Is(err, confine.ErrUnavailable):
+			return release, err
+		case holdsAsWritten(cmd.Dir, named):
+			// The apply's work folder, on its machine: no plan warned
+			// that a joined worker would run this task unconfined.
+			return nil, &fs.PathError{Op: "confine", Path: cmd.Dir, Err: fmt.Errorf("holds the apply's work folder, and this worker cannot confine an attempt there (no CAP_SYS_ADMIN): "+
+				"run the worker as root, keep the apply's state outside the tasks' dirs, or start the worker with --unconfined: %w", err)}
+		case !holdsAsWritten(cmd.Dir, own):
 			// Only through a symbolic link (one a task may have made since
 			// the plan): no plan said this task runs unconfined.
 			return nil, &fs.PathError{Op: "confine", Path: cmd.Dir, Err: fmt.Errorf("leads by a symbolic link to a folder that holds the work folder, so the attempt cannot be confined here: %w", err)}
-		}
-		if errors.Is(err, confine.ErrUnavailable) {
+		default:
 			if _, warned := a.unconfinedDirs.LoadOrStore(cmd.Dir, true); !warned {
 				a.log.Warn("attempts in this dir are not confined: a task can read the work folder (the state, this worker's session)", "dir", cmd.Dir, "why", err)
 			}
 			return startPlain(cmd)
 		}
-		return release, err
 	}
 }
