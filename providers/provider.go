@@ -66,6 +66,11 @@ type WaitResponse struct {
 	// Reason says how it ended in the provider's words, for messages:
 	// "exited with status 3", "was killed by SIGKILL", "pod evicted: …".
 	Reason string
+	// Permanent says the worker could not start for a reason another
+	// launch of the same pool would meet again (its executable is not in
+	// the image, its image cannot be had): apply fails the pool at once
+	// instead of launching again.
+	Permanent bool
 }
 
 // LeftoverFinder is implemented by providers that can list, stopping

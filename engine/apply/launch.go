@@ -240,6 +240,7 @@ func (l *launcher) workerExited(ctx context.Context, ex workerExit) {
 			a.opts.logger().Warn("closing the launch of a worker that exited", "pool", w.pool.name(), "seq", w.seq, "err", err)
 		}
 		w.pool.lastExit = msg
+		w.pool.cannotStart = ex.err == nil && ex.resp.Permanent
 	}
 	a.emit(coordinator.Event{At: a.now(), Kind: EventExited, Pool: w.pool.name(), WorkerID: w.workerID, Launch: w.seq, Message: msg})
 	a.ended(ctx, l.provider(w), w, msg)

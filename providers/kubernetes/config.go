@@ -33,12 +33,14 @@ type Settings struct {
 	// Namespace is where the Jobs, Secrets and Leases go; "" means the
 	// context's namespace, else "default".
 	Namespace string
-	// Image holds the wdc binary (the container runs `wdc agent …`);
+	// Image holds the wdc or wdc-agent binary (the container runs
+	// `agent …` as the arguments of its entrypoint, or of Command);
 	// ImagePullPolicy is Always, IfNotPresent or Never ("" leaves the
 	// cluster's default).
 	Image, ImagePullPolicy string
-	// Command is the wdc binary's path in the image (default "wdc", looked
-	// up in the image's PATH).
+	// Command is the agent binary's path in the image; "" runs the
+	// image's own ENTRYPOINT with the agent's arguments, as Kubernetes
+	// does for a container without a command.
 	Command string
 	// ServiceAccount runs the pods ("" is the namespace's default).
 	ServiceAccount string
@@ -190,7 +192,7 @@ func decodeContainer(b *wdchcl.ProviderBlock, body *kubernetesBody, s *Settings)
 			fmt.Sprintf("image_pull_policy must be \"Always\", \"IfNotPresent\" or \"Never\", not %q.", s.ImagePullPolicy)))
 	}
 	if s.Command = b.String(body.Command); body.Command != nil && s.Command == "" {
-		b.Report(wdchcl.AttrError(body.Command, "Empty command", "command is the wdc binary's path in the image, e.g. \"/wdc\"; leave it out for \"wdc\" in the image's PATH."))
+		b.Report(wdchcl.AttrError(body.Command, "Empty command", "command is the agent binary's path in the image, e.g. \"/wdc\"; leave it out to run the image's own entrypoint with the agent's arguments."))
 	}
 }
 
