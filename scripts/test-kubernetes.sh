@@ -8,7 +8,9 @@
 #     ~25 min on 2 cores, cached after) and brings it up; it always brings
 #     it down again on exit, but only a testbed this run brought up,
 #  3. builds bin/wdc (CGO_ENABLED=0) and imports it with /bin/busybox as
-#     the image local/wdc:1, and the providers/builtin test binary as
+#     the image local/wdc:1, bin/wdc-agent alone as local/wdc-agent:1 (an
+#     agent_image), /bin/busybox alone as local/busybox:1 (a task image
+#     with no agent), and the providers/builtin test binary as
 #     local/wdc-conformance:1,
 #  4. runs the provider conformance suite (TestConformance/kubernetes) and
 #     the scripts of testdata/k8s-scripts (TestKubernetesScripts),
@@ -121,6 +123,9 @@ if [ -x "$dir/bin/kubectl" ]; then export PATH="$dir/bin:$PATH"; fi
 
 step "build bin/wdc" env CGO_ENABLED=0 "$GO" build -o bin/wdc ./cmd/wdc
 step "import image local/wdc:1" "$testbed" image wdc bin/wdc /bin/busybox
+step "build bin/wdc-agent" env CGO_ENABLED=0 "$GO" build -o bin/wdc-agent ./cmd/wdc-agent
+step "import image local/wdc-agent:1" "$testbed" image wdc-agent bin/wdc-agent
+step "import image local/busybox:1" "$testbed" image busybox /bin/busybox
 step "build the conformance test binary" env CGO_ENABLED=0 "$GO" test -c -o bin/builtin.test ./providers/builtin
 step "import image local/wdc-conformance:1" "$testbed" image wdc-conformance bin/builtin.test
 

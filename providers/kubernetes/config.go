@@ -42,6 +42,12 @@ type Settings struct {
 	// image's own ENTRYPOINT with the agent's arguments, as Kubernetes
 	// does for a container without a command.
 	Command string
+	// AgentImage, when set, is an image whose entrypoint is wdc-agent (or
+	// wdc): an init container runs it with `install-agent`, which copies
+	// the binary into an emptyDir the agent container mounts, and the
+	// agent container runs Image (the tasks' own image, which holds no
+	// agent) with that copy as its command. It excludes Command.
+	AgentImage string
 	// ServiceAccount runs the pods ("" is the namespace's default).
 	ServiceAccount string
 	// Requests and Limits are Kubernetes quantities ("500m", "256Mi");
@@ -109,6 +115,7 @@ type kubernetesBody struct {
 	Image            *hcl.Attribute  `hcl:"image"`
 	ImagePullPolicy  *hcl.Attribute  `hcl:"image_pull_policy,optional"`
 	Command          *hcl.Attribute  `hcl:"command,optional"`
+	AgentImage       *hcl.Attribute  `hcl:"agent_image,optional"`
 	ServiceAccount   *hcl.Attribute  `hcl:"service_account,optional"`
 	NodeSelector     *hcl.Attribute  `hcl:"node_selector,optional"`
 	Labels           *hcl.Attribute  `hcl:"labels,optional"`
@@ -193,6 +200,18 @@ func decodeContainer(b *wdchcl.ProviderBlock, body *kubernetesBody, s *Settings)
 	}
 	if s.Command = b.String(body.Command); body.Command != nil && s.Command == "" {
 		b.Report(wdchcl.AttrError(body.Command, "Empty command", "command is the agent binary's path in the image, e.g. \"/wdc\"; leave it out to run the image's own entrypoint with the agent's arguments."))
+	}
+	if body.AgentImage == nil {
+		return
+	}
+	s.AgentImage = b.String(body.AgentImage)
+	switch {
+	case strings.TrimSpace(s.AgentImage) == "":
+		b.Report(wdchcl.AttrError(body.AgentImage, "Missing agent_image", fmt.Sprintf("Pool %q: agent_image must name an image whose entrypoint is wdc-agent or wdc (`make image` writes one), e.g. \"registry.example.com/wdc-agent:1.0\"; leave it out when image holds the agent.", b.Pool)))
+	case strings.ContainsAny(s.AgentImage, " \t\n"):
+		b.Report(wdchcl.AttrError(body.AgentImage, "Invalid agent_image", fmt.Sprintf("Pool %q: agent_image %q contains white space.", b.Pool, s.AgentImage)))
+	case body.Command != nil:
+		b.Report(wdchcl.AttrError(body.Command, "command with agent_image", fmt.Sprintf("Pool %q: with agent_image the pod runs the agent that image brings, not a command of image; remove command, or remove agent_image to run command from image.", b.Pool)))
 	}
 }
 

@@ -92,6 +92,12 @@ func TestKubernetesBlock(t *testing.T) {
 		t.Errorf("launch_timeout %s, want the kubernetes default 5m", cfg.Pools[0].LaunchTimeout)
 	}
 
+	_, cfg = mustLoad(t, kubernetesConfig(`    image = "python:3.12"
+    agent_image = "registry.example/wdc-agent:1"`))
+	if k = cfg.Pools[0].Settings.(*Settings); k.AgentImage != "registry.example/wdc-agent:1" || k.Command != "" {
+		t.Errorf("agent_image: %+v", k)
+	}
+
 	_, cfg = mustLoad(t, kubernetesConfig(`    image = "wdc"
     limits {
       cpu = "1"
@@ -127,6 +133,9 @@ func TestKubernetesBlockErrors(t *testing.T) {
 		{"toleration without key", "    image = \"w\"\n    toleration {\n      value = \"v\"\n    }", "Missing toleration key", 0},
 		{"toleration seconds", "    image = \"w\"\n    toleration {\n      key = \"k\"\n      toleration_seconds = 5\n    }", "toleration_seconds only applies", 7},
 		{"allow_writes type", "    image = \"w\"\n    allow_writes = \"yes\"", "allow_writes", 5},
+		{"empty agent_image", "    image = \"w\"\n    agent_image = \"\"", "Missing agent_image", 5},
+		{"agent_image with a space", "    image = \"w\"\n    agent_image = \"a b\"", "contains white space", 5},
+		{"agent_image and command", "    image = \"w\"\n    command = \"/wdc\"\n    agent_image = \"wdc-agent:1\"", "with agent_image the pod runs the agent that image brings", 5},
 		{"unknown attribute", "    image = \"w\"\n    replicas = 3", `An argument named "replicas" is not expected here`, 5},
 	}
 	for _, tt := range tests {

@@ -96,7 +96,7 @@ func advice(message string) string {
 	m := strings.ToLower(message)
 	switch {
 	case strings.Contains(m, "executable file not found"), strings.Contains(m, "no such file or directory"):
-		return " (the image holds no such executable: set command to the agent's path in the image, e.g. \"/wdc\", or leave command out to run the image's own entrypoint)"
+		return " (the image holds no such executable: set command to the agent's path in the image, e.g. \"/wdc\", leave command out to run the image's own entrypoint, or set agent_image to bring the agent in an init container)"
 	case strings.Contains(m, "exec format error"):
 		return " (the executable is for another architecture or is no program: use an image built for the node's architecture)"
 	}
@@ -192,10 +192,14 @@ func namespace(s *Settings, cl *cluster) string {
 	return cl.Namespace
 }
 
-// podRequest is req as the pod runs it: the block's command (or the
-// image's entrypoint, shown as imageEntrypoint) and the pod's work folder.
+// podRequest is req as the pod runs it: the agent agent_image brings, else
+// the block's command, else the image's entrypoint (shown as
+// imageEntrypoint); and the pod's work folder.
 func podRequest(req providers.LaunchRequest, s *Settings) providers.LaunchRequest {
 	req.Executable, req.WorkDir = cmp.Or(s.Command, imageEntrypoint), podWorkDir
+	if s.AgentImage != "" {
+		req.Executable = agentPath
+	}
 	return req
 }
 
@@ -579,6 +583,11 @@ func (p *Provider) observePod(pod *corev1.Pod, deleted bool) {
 		w.logging = true
 		go p.streamLog(w, pod.Name)
 	}
+	for i := range pod.Status.InitContainerStatuses {
+		if ic := &pod.Status.InitContainerStatuses[i]; ic.Name == installContainerName && p.installFailedLocked(w, pod, ic) {
+			return
+		}
+	}
 	switch {
 	case agent != nil && agent.State.Terminated != nil:
 		t := agent.State.Terminated
@@ -610,7 +619,7 @@ func (p *Provider) observePod(pod *corev1.Pod, deleted bool) {
 			return
 		}
 		w.ending = true
-		go p.finishWithLog(w, pod.Name, end)
+		go p.finishWithLog(w, pod.Name, containerName, end)
 	case pod.Status.Phase == corev1.PodFailed:
 		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("pod %s failed: %s: %s", pod.Name, pod.Status.Reason, pod.Status.Message)})
 	case deleted:
@@ -645,14 +654,57 @@ func (p *Provider) deleteLater(w *worker) {
 	}()
 }
 
-// finishWithLog records end with the last lines of the agent container's
-// log (logTailLines of them, at most 4 KiB) quoted, as far as the API
-// server gives them within a few seconds.
-func (p *Provider) finishWithLog(w *worker, pod string, end providers.WaitResponse) {
+// installFailedLocked ends w when the init container of agent_image (ic)
+// shows that the agent will never be there: its image cannot be had, the
+// runtime cannot start it, or it exited with an error (an image whose
+// entrypoint is no wdc-agent). Such an end is Permanent, and the Job of a
+// pod that would wait forever is deleted. It reports whether it ended w.
+func (p *Provider) installFailedLocked(w *worker, pod *corev1.Pod, ic *corev1.ContainerStatus) bool {
+	const change = " (agent_image must be an image whose entrypoint is wdc-agent or wdc, which `make image` writes; the init container runs it with install-agent)"
+	what := fmt.Sprintf("pod %s: the init container from agent_image %q", pod.Name, ic.Image)
+	switch {
+	case ic.State.Terminated != nil && ic.State.Terminated.ExitCode != 0:
+		t := ic.State.Terminated
+		end := providers.WaitResponse{Permanent: true, Reason: fmt.Sprintf("%s could not install the agent: it exited with status %d", what, t.ExitCode)}
+		if t.Reason != "" && t.Reason != "Error" {
+			end.Reason += " (" + t.Reason + ")"
+		}
+		if t.Message != "" {
+			end.Reason += ": " + oneLine(t.Message)
+		}
+		end.Reason += change
+		// The pod failed (restartPolicy Never): nothing to delete before
+		// its log is read; Cleanup deletes the Job.
+		if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
+			p.finishLocked(w, end)
+			return true
+		}
+		w.ending = true
+		go p.finishWithLog(w, pod.Name, installContainerName, end)
+		return true
+	case ic.State.Waiting != nil && imageFatal[ic.State.Waiting.Reason]:
+		wt := ic.State.Waiting
+		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("%s cannot get its image: %s: %s", what, wt.Reason, oneLine(wt.Message)),
+			Permanent: permanent(wt.Reason, wt.Message)})
+		p.deleteLater(w)
+		return true
+	case ic.State.Waiting != nil && startFailed[ic.State.Waiting.Reason] && permanent(ic.State.Waiting.Reason, ic.State.Waiting.Message):
+		wt := ic.State.Waiting
+		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("%s cannot start: %s: %s%s", what, wt.Reason, oneLine(wt.Message), change), Permanent: true})
+		p.deleteLater(w)
+		return true
+	}
+	return false
+}
+
+// finishWithLog records end with the last lines of the container's log
+// (logTailLines of them, at most 4 KiB) quoted, as far as the API server
+// gives them within a few seconds.
+func (p *Provider) finishWithLog(w *worker, pod, container string, end providers.WaitResponse) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	lines, limit := int64(logTailLines), int64(4096)
-	b, err := w.cl.Core.Pods(w.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: containerName, TailLines: &lines, LimitBytes: &limit}).DoRaw(ctx)
+	b, err := w.cl.Core.Pods(w.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &lines, LimitBytes: &limit}).DoRaw(ctx)
 	if tail := strings.TrimSpace(string(b)); err == nil && tail != "" {
 		end.Reason += "; the last lines of its log: " + oneLine(tail)
 	}

@@ -112,6 +112,8 @@ func TestRenderContainers(t *testing.T) {
 	}{
 		{name: "command set", change: func(*Settings) {}, command: []string{"/wdc"}, argv0: "/wdc"},
 		{name: "the image's entrypoint", change: func(s *Settings) { s.Command = "" }, command: nil, argv0: imageEntrypoint},
+		{name: "agent_image", change: func(s *Settings) { s.Command, s.Image, s.AgentImage = "", "local/busybox:1", "local/wdc-agent:1" },
+			command: []string{agentPath}, argv0: agentPath, initArgs: []string{"install-agent", agentPath}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +142,26 @@ func TestRenderContainers(t *testing.T) {
 			}
 			if !slices.Equal(initArgs, tt.initArgs) {
 				t.Errorf("init containers' args %q, want %q", initArgs, tt.initArgs)
+			}
+			if s.AgentImage == "" {
+				return
+			}
+			ic := spec.InitContainers[0]
+			if ic.Image != s.AgentImage || ic.Command != nil || c.Image != s.Image {
+				t.Errorf("init container %s %q, agent container %s: want the agent image's entrypoint, then the task image", ic.Image, ic.Command, c.Image)
+			}
+			mounted := func(c corev1.Container) (corev1.VolumeMount, bool) {
+				for _, m := range c.VolumeMounts {
+					if m.MountPath == agentDir {
+						return m, true
+					}
+				}
+				return corev1.VolumeMount{}, false
+			}
+			im, ok1 := mounted(ic)
+			am, ok2 := mounted(c)
+			if !ok1 || !ok2 || im.Name != am.Name || im.ReadOnly || !am.ReadOnly {
+				t.Errorf("the agent's folder: init %+v, agent %+v; want one volume, written by the init container, read-only for the agent", im, am)
 			}
 		})
 	}
@@ -354,6 +376,17 @@ func TestWaitReportsTheEnd(t *testing.T) {
 				return err
 			},
 			reason: []string{"ErrImageNeverPull", `"local/wdc:1"`, "is not present"}, exitCode: -1, jobDeleted: true, permanent: true,
+		},
+		{
+			name: "agent_image holds no agent",
+			act: func(ctx context.Context, cs *fake.Clientset, objs *Objects) error {
+				st := corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: []corev1.ContainerStatus{{Name: installContainerName, Image: "local/busybox:1",
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 127, Reason: "Error"}}}}}
+				_, err := cs.CoreV1().Pods("jobs").Create(ctx, pod(objs, st), metav1.CreateOptions{})
+				return err
+			},
+			reason: []string{`the init container from agent_image "local/busybox:1" could not install the agent: it exited with status 127`,
+				"fake logs", "entrypoint is wdc-agent or wdc"}, exitCode: -1, permanent: true,
 		},
 		{
 			name: "the pod is evicted",
