@@ -182,13 +182,16 @@ func decodeBlock(b *wdchcl.ProviderBlock) wdchcl.ProviderSettings {
 
 // decodeContainer decodes the image, its pull policy and the command.
 func decodeContainer(b *wdchcl.ProviderBlock, body *kubernetesBody, s *Settings) {
+	before := len(b.Diagnostics())
 	s.Image = b.String(body.Image)
 	if body.Image == nil {
 		b.Report(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing required argument",
-			Detail:  fmt.Sprintf("The argument \"image\" is required: pool %q's kubernetes block must name the container image that holds the wdc binary.", b.Pool),
+			Detail:  fmt.Sprintf("The argument \"image\" is required: pool %q's kubernetes block must name the container image its tasks run in (holding the agent, or with agent_image beside it).", b.Pool),
 			Subject: b.Body.MissingItemRange().Ptr()})
+	} else if len(b.Diagnostics()) > before {
+		// Its value was refused already (image = 5).
 	} else if strings.TrimSpace(s.Image) == "" {
-		b.Report(wdchcl.AttrError(body.Image, "Missing image", fmt.Sprintf("Pool %q: image must name the container image that holds the wdc binary, e.g. \"registry.example.com/wdc:1.0\".", b.Pool)))
+		b.Report(wdchcl.AttrError(body.Image, "Missing image", fmt.Sprintf("Pool %q: image must name the container image its tasks run in, e.g. \"registry.example.com/wdc:1.0\" (holding the agent) or \"python:3.12\" with agent_image.", b.Pool)))
 	} else if strings.ContainsAny(s.Image, " \t\n") {
 		b.Report(wdchcl.AttrError(body.Image, "Invalid image", fmt.Sprintf("Pool %q: image %q contains white space.", b.Pool, s.Image)))
 	}
@@ -204,8 +207,10 @@ func decodeContainer(b *wdchcl.ProviderBlock, body *kubernetesBody, s *Settings)
 	if body.AgentImage == nil {
 		return
 	}
+	before = len(b.Diagnostics())
 	s.AgentImage = b.String(body.AgentImage)
 	switch {
+	case len(b.Diagnostics()) > before:
 	case strings.TrimSpace(s.AgentImage) == "":
 		b.Report(wdchcl.AttrError(body.AgentImage, "Missing agent_image", fmt.Sprintf("Pool %q: agent_image must name an image whose entrypoint is wdc-agent or wdc (`make image` writes one), e.g. \"registry.example.com/wdc-agent:1.0\"; leave it out when image holds the agent.", b.Pool)))
 	case strings.ContainsAny(s.AgentImage, " \t\n"):

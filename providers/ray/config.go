@@ -132,9 +132,12 @@ func missing(b *wdchcl.ProviderBlock, name, what string) {
 
 // decodeHead decodes the address of the Ray head and its token_file.
 func decodeHead(b *wdchcl.ProviderBlock, body *rayBody, s *Settings) {
+	before := len(b.Diagnostics())
 	s.Address = strings.TrimRight(b.String(body.Address), "/")
 	if body.Address == nil {
 		missing(b, "address", "the Ray dashboard's URL, e.g. \"http://127.0.0.1:8265\"")
+	} else if len(b.Diagnostics()) > before {
+		// Its value was refused already (address = 8265).
 	} else if msg := addressProblem(s.Address); msg != "" {
 		b.Report(wdchcl.AttrError(body.Address, "Invalid address", fmt.Sprintf("Pool %q: %s", b.Pool, msg)))
 	}
@@ -150,10 +153,13 @@ func decodeHead(b *wdchcl.ProviderBlock, body *rayBody, s *Settings) {
 // decodeWdcPath decodes wdc_path: absolute, or a bare name the nodes'
 // PATH finds.
 func decodeWdcPath(b *wdchcl.ProviderBlock, body *rayBody, s *Settings) {
+	before := len(b.Diagnostics())
 	s.WdcPath = b.String(body.WdcPath)
 	switch {
 	case body.WdcPath == nil:
 		missing(b, "wdc_path", "the wdc binary on the Ray nodes, e.g. \"/usr/local/bin/wdc\"")
+	case len(b.Diagnostics()) > before:
+		// Its value was refused already (wdc_path = 5).
 	case strings.TrimSpace(s.WdcPath) == "":
 		b.Report(wdchcl.AttrError(body.WdcPath, "Missing wdc_path", fmt.Sprintf("Pool %q: wdc_path must name the wdc binary on the Ray nodes, e.g. \"/usr/local/bin/wdc\".", b.Pool)))
 	case strings.ContainsAny(s.WdcPath, "\x00\n\r"):

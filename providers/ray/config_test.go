@@ -93,6 +93,7 @@ func TestRayBlockErrors(t *testing.T) {
 		{"address with password", "    address = \"http://u:p@h:8265\"\n    wdc_path = \"/w\"", "put Ray's token in token_file", 4},
 		{"address with query", "    address = \"http://h:8265?x=1\"\n    wdc_path = \"/w\"", "must not have a query", 4},
 		{"bad url", "    address = \"http://h:bad\"\n    wdc_path = \"/w\"", "is not a URL", 4},
+		{"address a number", "    address = 8265\n    wdc_path = \"/w\"", "a string is required, not the number 8265", 4},
 		{"empty wdc_path", "    address = \"http://h:8265\"\n    wdc_path = \" \"", "wdc_path must name the wdc binary", 5},
 		{"relative wdc_path", "    address = \"http://h:8265\"\n    wdc_path = \"bin/wdc\"", "is relative", 5},
 		{"wdc_path line break", "    address = \"http://h:8265\"\n    wdc_path = \"/w\\nx\"", "contains a NUL or a line break", 5},

@@ -504,7 +504,8 @@ type found struct {
 	record *providers.LaunchRecord
 }
 
-// find lists the jobs, on every head the settings name, whose metadata
+// find lists the jobs, on every head the settings and the launch records
+// name, whose metadata
 // says wdc submitted them for this lineage and one of the dead applies
 // (req.ApplyIDs and the apply ids of req.Launches). DRIVER jobs and jobs
 // without wdc's metadata are never taken.
@@ -524,13 +525,26 @@ func (p *Provider) find(ctx context.Context, req providers.ReclaimRequest) ([]fo
 	if len(dead) == 0 {
 		return nil, nil
 	}
-	var out []found
-	seen := map[string]bool{}
+	var heads []*Settings
 	for _, v := range req.Settings {
 		s, err := settings(v)
 		if err != nil {
 			return nil, err
 		}
+		heads = append(heads, s)
+	}
+	// A launch records the head it was submitted to (its Host): the
+	// heads of pools the configuration no longer has are looked at too,
+	// with RAY_AUTH_TOKEN for a token, rather than their jobs taken for
+	// gone.
+	for _, l := range req.Launches {
+		if l.Host != "" && addressProblem(l.Host) == "" {
+			heads = append(heads, &Settings{Address: l.Host})
+		}
+	}
+	var out []found
+	seen := map[string]bool{}
+	for _, s := range heads {
 		if seen[s.Address] {
 			continue
 		}

@@ -459,6 +459,17 @@ func TestReclaimAndLeftovers(t *testing.T) {
 		}
 	}
 
+	// A pool that left the configuration: its launch records name the
+	// head (Host), and its jobs are found there.
+	f.add(JobDetails{Type: "SUBMISSION", SubmissionID: "left-config", Status: StatusRunning, Metadata: meta("lin", "dead3", "1")})
+	gone := providers.ReclaimRequest{Lineage: "lin", Launches: []providers.LaunchRecord{{ApplyID: "dead3", Pool: "old", Seq: 1, ID: "ray:left-config", Host: f.srv.URL}}}
+	if resp, err := p.Reclaim(ctx, gone); err != nil || len(resp.Stopped) != 1 {
+		t.Errorf("Reclaim of a pool no longer configured = %+v, %v; want its job stopped", resp, err)
+	}
+	if _, ok := f.job("left-config"); ok {
+		t.Error("Reclaim left the job of a pool no longer configured")
+	}
+
 	// No lineage, or no dead apply: nothing is looked at.
 	for _, r := range []providers.ReclaimRequest{{ApplyIDs: []string{"dead"}, Settings: []wdchcl.ProviderSettings{s}}, {Lineage: "lin", Settings: []wdchcl.ProviderSettings{s}}} {
 		if resp, err := p.Reclaim(ctx, r); err != nil || len(resp.Stopped)+resp.Orphans != 0 {
