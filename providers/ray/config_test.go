@@ -78,6 +78,12 @@ func TestRayBlock(t *testing.T) {
 	if r.AllowWrites || r.TokenFile != "" || r.EntrypointNumCPUs != 0 || r.Env == nil || r.Metadata == nil || r.EntrypointResources == nil {
 		t.Errorf("defaults: %+v", r)
 	}
+
+	// Without wdc_path the agent travels with the jobs.
+	_, _, r = mustLoad(t, rayConfig("    address  = \"http://h:8265\""))
+	if r.WdcPath != "" {
+		t.Errorf("no wdc_path: %+v", r)
+	}
 }
 
 func TestRayBlockErrors(t *testing.T) {
@@ -86,7 +92,6 @@ func TestRayBlockErrors(t *testing.T) {
 		line              int // of the error's subject, in main.wdc.hcl
 	}{
 		{"no address", `    wdc_path = "/w"`, `The argument "address" is required`, 3},
-		{"no wdc_path", `    address = "http://h:8265"`, `The argument "wdc_path" is required`, 3},
 		{"empty address", "    address = \"\"\n    wdc_path = \"/w\"", "address must be the Ray dashboard's URL", 4},
 		{"ray client address", "    address = \"ray://h:10001\"\n    wdc_path = \"/w\"", "must start with http:// or https://", 4},
 		{"address without host", "    address = \"http://\"\n    wdc_path = \"/w\"", "names no host", 4},

@@ -79,6 +79,15 @@ type Provider struct {
 	PollInterval, LogInterval, StopWait time.Duration
 	// HTTP does the requests (http.DefaultClient when nil).
 	HTTP *http.Client
+	// AgentBinary is the binary a pool without wdc_path uploads to the
+	// head; "" means $WDC_AGENT_BINARY, else wdc-agent beside the running
+	// executable, else the running executable. Set it before the first
+	// launch.
+	AgentBinary string
+
+	pkgMu    sync.Mutex
+	pkg      *Package        // the agent's package, once hashed
+	uploaded map[string]bool // "ADDRESS URI": the head has it
 
 	ctx    context.Context // the pollers'; Close cancels it
 	cancel context.CancelFunc
@@ -186,7 +195,15 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	if err != nil {
 		return providers.LaunchResponse{}, err
 	}
-	sub := Submission(req, s)
+	var workingDir, travel string
+	if s.WdcPath == "" {
+		pk, how, err := p.ensurePackage(ctx, c)
+		if err != nil {
+			return providers.LaunchResponse{}, err
+		}
+		workingDir, travel = pk.URI, "wdc: "+how+"\n"
+	}
+	sub := Submission(req, s, workingDir)
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	_, err = c.Submit(cctx, sub)
@@ -216,7 +233,7 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 				how = "attached to"
 			}
 			line := fmt.Sprintf("wdc: %s Ray job %s on %s (pool %s, launch %d); the agent's output follows\n", how, sub.SubmissionID, s.Address, req.Pool, req.Seq)
-			os.WriteFile(req.LogPath, []byte(line), 0o600) //nolint:errcheck // the log is for people
+			os.WriteFile(req.LogPath, []byte(travel+line), 0o600) //nolint:errcheck // the log is for people
 		}
 	}
 	go p.poll(w)
@@ -674,13 +691,26 @@ func (p *Provider) Close() error {
 
 // RenderLaunch returns the job submission a launch would post, as JSON
 // with the launch credential shown as "(sensitive)" (RenderedObject kind
-// "JobSubmission"). It connects to nothing.
+// "JobSubmission"), after, for a pool without wdc_path, the agent's
+// package it uploads unless the head has it (kind "Package", named by its
+// URI; its body says which binary, its size and hash). It connects to
+// nothing.
 func (p *Provider) RenderLaunch(ctx context.Context, req providers.LaunchRequest) (providers.RenderResponse, error) {
 	s, err := settings(req.Settings)
 	if err != nil {
 		return providers.RenderResponse{}, err
 	}
-	sub := Submission(req, s)
+	var workingDir string
+	var objs []providers.RenderedObject
+	if s.WdcPath == "" {
+		pk, err := p.packageFor()
+		if err != nil {
+			return providers.RenderResponse{}, err
+		}
+		workingDir = pk.URI
+		objs = append(objs, providers.RenderedObject{Kind: "Package", Name: pk.URI, Body: packageBody(pk)})
+	}
+	sub := Submission(req, s, workingDir)
 	body, err := sub.Redacted()
 	if err != nil {
 		return providers.RenderResponse{}, err
@@ -688,7 +718,7 @@ func (p *Provider) RenderLaunch(ctx context.Context, req providers.LaunchRequest
 	return providers.RenderResponse{
 		Argv:    providers.Render(agentRequest(req, s)),
 		Env:     envNames(sub),
-		Objects: []providers.RenderedObject{{Kind: "JobSubmission", Name: sub.SubmissionID, Body: body}},
+		Objects: append(objs, providers.RenderedObject{Kind: "JobSubmission", Name: sub.SubmissionID, Body: body}),
 	}, nil
 }
 
