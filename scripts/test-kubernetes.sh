@@ -8,8 +8,8 @@
 #     ~25 min on 2 cores, cached after) and brings it up; it always brings
 #     it down again on exit, but only a testbed this run brought up,
 #  3. builds bin/wdc (CGO_ENABLED=0) and imports it with /bin/busybox as
-#     the image local/wdc:1, bin/wdc-agent alone as local/wdc-agent:1 (an
-#     agent_image), /bin/busybox alone as local/busybox:1 (a task image
+#     the image local/wdc:1, the image of `make image` (wdc-agent alone)
+#     as local/wdc-agent:1 (an agent_image), /bin/busybox alone as local/busybox:1 (a task image
 #     with no agent), and the providers/builtin test binary as
 #     local/wdc-conformance:1,
 #  4. runs the provider conformance suite (TestConformance/kubernetes) and
@@ -123,8 +123,17 @@ if [ -x "$dir/bin/kubectl" ]; then export PATH="$dir/bin:$PATH"; fi
 
 step "build bin/wdc" env CGO_ENABLED=0 "$GO" build -o bin/wdc ./cmd/wdc
 step "import image local/wdc:1" "$testbed" image wdc bin/wdc /bin/busybox
-step "build bin/wdc-agent" env CGO_ENABLED=0 "$GO" build -o bin/wdc-agent ./cmd/wdc-agent
-step "import image local/wdc-agent:1" "$testbed" image wdc-agent bin/wdc-agent
+# local/wdc-agent:1 is the image `make image` writes, imported as its
+# tarball into the node's containerd (the testbed's socket), so the
+# agent_image scripts run exactly what users push.
+import_agent_image() {
+	local tarball sock=$dir/run/containerd/containerd.sock
+	"$GO" run ./release image -o bin/image -version test >/dev/null || return
+	tarball=$(ls bin/image/wdc-agent-test-linux-*.tar) || return
+	ctr --address "$sock" --namespace k8s.io images import "$tarball" >/dev/null || return
+	ctr --address "$sock" --namespace k8s.io images tag --force docker.io/library/wdc-agent:test docker.io/local/wdc-agent:1 >/dev/null
+}
+step "import image local/wdc-agent:1 (make image)" import_agent_image
 step "import image local/busybox:1" "$testbed" image busybox /bin/busybox
 step "build the conformance test binary" env CGO_ENABLED=0 "$GO" test -c -o bin/builtin.test ./providers/builtin
 step "import image local/wdc-conformance:1" "$testbed" image wdc-conformance bin/builtin.test
