@@ -9,9 +9,10 @@
 #     it down again on exit, but only a testbed this run brought up,
 #  3. builds bin/wdc (CGO_ENABLED=0) and imports it with /bin/busybox as
 #     the image local/wdc:1, the image of `make image` (wdc-agent alone)
-#     as local/wdc-agent:1 (an agent_image), /bin/busybox alone as local/busybox:1 (a task image
-#     with no agent), and the providers/builtin test binary as
-#     local/wdc-conformance:1,
+#     as local/wdc-agent:1 (an agent_image), /bin/busybox alone as
+#     local/busybox:1 (a task image with no agent), a wdc-agent of the
+#     other architecture (amd64 or arm64) as local/wdc-agent-other-arch:1,
+#     and the providers/builtin test binary as local/wdc-conformance:1,
 #  4. runs the provider conformance suite (TestConformance/kubernetes) and
 #     the scripts of testdata/k8s-scripts (TestKubernetesScripts),
 # printing how long each step took. `make test-kubernetes` runs it, and
@@ -135,6 +136,12 @@ import_agent_image() {
 }
 step "import image local/wdc-agent:1 (make image)" import_agent_image
 step "import image local/busybox:1" "$testbed" image busybox /bin/busybox
+# An agent for the other architecture, in an image that says it is for
+# this one: what a user gets who pushes the wrong build.
+other_arch=arm64
+[ "$("$GO" env GOARCH)" = arm64 ] && other_arch=amd64
+step "build bin/other-arch/wdc-agent ($other_arch)" env CGO_ENABLED=0 GOARCH=$other_arch "$GO" build -o bin/other-arch/wdc-agent ./cmd/wdc-agent
+step "import image local/wdc-agent-other-arch:1" "$testbed" image wdc-agent-other-arch bin/other-arch/wdc-agent
 step "build the conformance test binary" env CGO_ENABLED=0 "$GO" test -c -o bin/builtin.test ./providers/builtin
 step "import image local/wdc-conformance:1" "$testbed" image wdc-conformance bin/builtin.test
 

@@ -705,12 +705,33 @@ func (p *Provider) finishWithLog(w *worker, pod, container string, end providers
 	defer cancel()
 	lines, limit := int64(logTailLines), int64(4096)
 	b, err := w.cl.Core.Pods(w.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &lines, LimitBytes: &limit}).DoRaw(ctx)
-	if tail := strings.TrimSpace(string(b)); err == nil && tail != "" {
-		end.Reason += "; the last lines of its log: " + oneLine(tail)
+	if err == nil {
+		end = withLogTail(end, string(b))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.finishLocked(w, end)
+}
+
+// withLogTail is end with the last lines of the container's log quoted.
+// runc reports an executable it could start but the kernel could not run
+// (one for another architecture) in the container's own output, as "exec
+// PATH: exec format error" with status 1: such a line makes the end
+// Permanent, with what to change.
+func withLogTail(end providers.WaitResponse, tail string) providers.WaitResponse {
+	tail = strings.TrimSpace(tail)
+	if tail == "" {
+		return end
+	}
+	end.Reason += "; the last lines of its log: " + oneLine(tail)
+	for _, line := range strings.Split(tail, "\n") {
+		if strings.HasPrefix(line, "exec ") && permanent("", line) {
+			end.Permanent = true
+			end.Reason += advice(line)
+			break
+		}
+	}
+	return end
 }
 
 // oneLine joins the lines of s with " | ", for a message on one line.

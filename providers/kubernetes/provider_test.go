@@ -167,6 +167,28 @@ func TestRenderContainers(t *testing.T) {
 	}
 }
 
+// TestWithLogTail: the last lines of a failed container's log are quoted,
+// and runc's own line about an executable the kernel cannot run makes the
+// end Permanent.
+func TestWithLogTail(t *testing.T) {
+	tests := []struct {
+		tail      string
+		reason    string
+		permanent bool
+	}{
+		{"", "exited", false},
+		{"panic: boom\ngoroutine 1", "exited; the last lines of its log: panic: boom | goroutine 1", false},
+		{"exec /wdc-agent: exec format error\n", "exited; the last lines of its log: exec /wdc-agent: exec format error (the executable is for another architecture", true},
+		{"level=ERROR msg=\"task failed: exec format error\"", "exited; the last lines of its log: level=ERROR", false},
+	}
+	for _, tt := range tests {
+		got := withLogTail(providers.WaitResponse{Reason: "exited"}, tt.tail)
+		if !strings.HasPrefix(got.Reason, tt.reason) || got.Permanent != tt.permanent {
+			t.Errorf("withLogTail(%q) = %q, permanent %v; want %q…, %v", tt.tail, got.Reason, got.Permanent, tt.reason, tt.permanent)
+		}
+	}
+}
+
 func TestLabelValue(t *testing.T) {
 	for _, in := range []string{"ok", "a/b", strings.Repeat("x", 80), "-lead", "___", "0193b0c4-7a1e-7c3f-9d2e-5b8f1a2c3d4e"} {
 		got := labelValue(in)
