@@ -730,7 +730,11 @@ func (p *Provider) RenderLaunch(ctx context.Context, req providers.LaunchRequest
 // no node has) shows only at apply. Errors: ErrUnreachable for a head
 // that cannot be reached or a token file that cannot be read; a refusal
 // for a wrong or missing token, no Jobs API at the address, or a Ray too
-// old. A job of that id that exists already is a warning.
+// old. A job of that id that exists already is a warning. For a pool
+// without wdc_path it also asks the head for the agent's package (GET
+// /api/packages/…, which changes nothing but pins a package the head has
+// for a while), so a head that refuses the token for packages shows at
+// plan.
 func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest) (providers.DryRunResponse, error) {
 	s, err := settings(req.Settings)
 	if err != nil {
@@ -761,6 +765,17 @@ func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest
 	}
 	if !atLeast(v.RayVersion, MinVersion) {
 		return providers.DryRunResponse{}, fmt.Errorf("Ray at %s is version %q; wdc needs Ray %s or later", s.Address, v.RayVersion, MinVersion)
+	}
+	if s.WdcPath == "" {
+		// The agent travels with the jobs: the head must let wdc ask
+		// for its package (the upload itself happens at apply).
+		pk, err := p.packageFor()
+		if err != nil {
+			return providers.DryRunResponse{}, err
+		}
+		if _, err := c.PackageExists(ctx, pk.URI); err != nil {
+			return providers.DryRunResponse{}, refusedOrUnreachable("asking for the agent's package "+pk.URI, err)
+		}
 	}
 	id := SubmissionID(req.Lineage, req.ApplyID, req.Pool, req.Seq)
 	_, err = c.Job(ctx, id)

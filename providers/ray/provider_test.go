@@ -496,6 +496,7 @@ func TestDryRun(t *testing.T) {
 		{"exists", func(f *fakeRay, s *Settings) {
 			f.add(JobDetails{SubmissionID: SubmissionID("lin", "apply-1", "builders", 1), Status: StatusRunning})
 		}, false, "", "exists already"},
+		{"no wdc_path: the package is asked for", func(f *fakeRay, s *Settings) { s.WdcPath = "" }, false, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -520,6 +521,16 @@ func TestDryRun(t *testing.T) {
 			}
 			if n := f.count("POST /api/jobs/"); n != 0 {
 				t.Errorf("the dry run submitted %d jobs", n)
+			}
+			asked := false
+			for _, r := range f.requests {
+				asked = asked || strings.HasPrefix(r, "GET /api/packages/gcs/_ray_pkg_")
+				if strings.HasPrefix(r, "PUT ") {
+					t.Errorf("the dry run uploaded: %s", r)
+				}
+			}
+			if want := s.WdcPath == "" && !tt.unreachable && tt.refusal == ""; asked != want {
+				t.Errorf("the dry run asked for the agent's package: %v, want %v", asked, want)
 			}
 			if _, err := os.Stat(req.LogPath); err == nil {
 				t.Error("the dry run made the log file")
