@@ -165,7 +165,9 @@ gotest() {
 export WDC_TEST_KUBECONFIG=$KUBECONFIG
 scripts=TestKubernetesScripts
 if [ -n "${WDC_K8S_RUN:-}" ]; then
-	scripts="TestKubernetesScripts/$WDC_K8S_RUN"
+	# In parentheses: go test -run splits a top-level "a|b" before the "/",
+	# so "k8s_a|k8s_b" would run k8s_a alone (and every top-level k8s_b).
+	scripts="TestKubernetesScripts/($WDC_K8S_RUN)"
 	log "WDC_K8S_RUN=$WDC_K8S_RUN: only $scripts, no conformance suite"
 else
 	step "conformance: TestConformance/kubernetes" gotest TestConformance/kubernetes \

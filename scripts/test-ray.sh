@@ -105,7 +105,9 @@ gotest() {
 
 scripts=TestRayScripts
 if [ -n "${WDC_RAY_RUN:-}" ]; then
-	scripts="TestRayScripts/$WDC_RAY_RUN"
+	# In parentheses: go test -run splits a top-level "a|b" before the "/",
+	# so "ray_a|ray_b" would run ray_a alone (and every top-level ray_b).
+	scripts="TestRayScripts/($WDC_RAY_RUN)"
 	log "WDC_RAY_RUN=$WDC_RAY_RUN: only $scripts, no conformance suite"
 else
 	step "conformance: TestConformance/ray" gotest TestConformance/ray \
