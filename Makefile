@@ -4,13 +4,21 @@
 # (test-ray; WDC_TEST_RAY=1 runs these alone); .ci/run calls exactly it.
 GO ?= go
 
-.PHONY: build test test-kubernetes test-ray quickstart release release-check
+.PHONY: build image test test-kubernetes test-ray quickstart release release-check
 
 # bin/wdc, and beside it bin/wdc-agent: the worker alone (no configuration
 # language, no cluster clients), what pods and Ray jobs run.
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/wdc ./cmd/wdc
 	CGO_ENABLED=0 $(GO) build -o bin/wdc-agent ./cmd/wdc-agent
+
+# The OCI image of wdc-agent (FROM scratch, wdc-agent its entrypoint: a
+# Kubernetes pool's agent_image), for linux on this machine's architecture
+# (PLATFORM=linux/arm64 for another), into dist/image: a tarball and an OCI
+# layout, made by ./release with go-containerregistry, no container daemon.
+# Push either with a registry client (docs/configuration.md).
+image:
+	$(GO) run ./release image -o dist/image $(if $(PLATFORM),-platform $(PLATFORM)) $(if $(VERSION),-version $(VERSION))
 
 test:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi

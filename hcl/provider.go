@@ -91,11 +91,38 @@ func (b *ProviderBlock) String(attr *hcl.Attribute) string {
 }
 
 // OptionalString evaluates an optional string attribute; set is false
-// when it is absent, null or invalid.
+// when it is absent, null or invalid. Unlike the language's own string
+// arguments it takes no number or bool for a string (image = 5 is an
+// error at the value, not the image "5"): a provider's strings are names,
+// paths and addresses, where a number is a mistake.
 func (b *ProviderBlock) OptionalString(attr *hcl.Attribute) (s string, set bool) {
-	s, set, d := b.ev.str(attr, scope{})
+	if attr == nil {
+		return "", false
+	}
+	v, ok, d := b.ev.typed(attr, scope{}, cty.DynamicPseudoType)
 	b.Report(d...)
-	return s, set
+	if !ok || v.IsNull() {
+		return "", false
+	}
+	if v.Type() != cty.String {
+		b.Report(notString(attr, v))
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+// notString is the error about an attribute whose value v should have
+// been a string.
+func notString(attr *hcl.Attribute, v cty.Value) *hcl.Diagnostic {
+	detail := fmt.Sprintf("Inappropriate value for attribute %q: a string is required, not %s.", attr.Name, v.Type().FriendlyName())
+	switch v.Type() {
+	case cty.Number:
+		n := v.AsBigFloat().Text('f', -1)
+		detail = fmt.Sprintf("Inappropriate value for attribute %q: a string is required, not the number %s; write it in quotes (\"%s\") if that is the value meant.", attr.Name, n, n)
+	case cty.Bool:
+		detail = fmt.Sprintf("Inappropriate value for attribute %q: a string is required, not the bool %t.", attr.Name, v.True())
+	}
+	return attrErr(attr, "Incorrect attribute value type", detail)
 }
 
 // Bool evaluates an optional bool attribute; def when absent or null.

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
@@ -66,7 +67,33 @@ type WaitResponse struct {
 	// Reason says how it ended in the provider's words, for messages:
 	// "exited with status 3", "was killed by SIGKILL", "pod evicted: …".
 	Reason string
+	// Permanent says the worker could not start for a reason another
+	// launch of the same pool would meet again (its executable is not in
+	// the image, its image cannot be had): apply fails the pool at once
+	// instead of launching again.
+	Permanent bool
 }
+
+// ErrPermanent marks a launch error another launch of the same pool would
+// meet again (a head that refuses the agent's package, a binary for another
+// system): apply fails the pool at once instead of launching again.
+// Permanent marks an error so without changing its message.
+var ErrPermanent = errors.New("no other launch would do better")
+
+// Permanent returns err marked as ErrPermanent (errors.Is), its message
+// unchanged; nil for nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string        { return e.err.Error() }
+func (e permanentError) Unwrap() error        { return e.err }
+func (e permanentError) Is(target error) bool { return target == ErrPermanent }
 
 // LeftoverFinder is implemented by providers that can list, stopping
 // nothing, what Reclaim would stop for the same request: `wdc doctor`

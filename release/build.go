@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // platforms are the release targets, GOOS/GOARCH.
@@ -140,7 +143,31 @@ func (r *release) build(dist string) error {
 			}
 		}
 	}
+	for _, p := range platforms {
+		if !strings.HasPrefix(p, "linux/") {
+			continue
+		}
+		if err := r.timed("image wdc-agent "+p, func() error {
+			img, err := agentImage(filepath.Join(dist, r.binaryName("wdc-agent", p)), p, r.version)
+			if err != nil {
+				return err
+			}
+			tag, err := name.NewTag("wdc-agent:" + imageTag(r.version))
+			if err != nil {
+				return err
+			}
+			return tarball.WriteToFile(filepath.Join(dist, r.imageName(p)), tag, img)
+		}); err != nil {
+			return err
+		}
+	}
 	return writeManifest(dist, r.version, r.commit, goVersion())
+}
+
+// imageName is the file name of the agent image's tarball for a linux
+// platform: wdc-agent-VERSION-linux-amd64.image.tar.
+func (r *release) imageName(platform string) string {
+	return r.binaryName("wdc-agent", platform) + ".image.tar"
 }
 
 // goBuild builds ./cmd/<program> of the source tree for platform into

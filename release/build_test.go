@@ -22,6 +22,9 @@ func TestBinaryNames(t *testing.T) {
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("binaries:\n got  %s\n want %s", got, want)
 	}
+	if r.imageName("linux/arm64") != "wdc-agent-1.2.0-linux-arm64.image.tar" {
+		t.Errorf("image %s", r.imageName("linux/arm64"))
+	}
 	if r.archiveName() != "wdc-1.2.0-src.tar.gz" || r.bundleName() != "wdc-1.2.0.bundle" {
 		t.Errorf("archive %s, bundle %s", r.archiveName(), r.bundleName())
 	}

@@ -2,10 +2,13 @@
 //
 //	go run ./release build [-dist DIR] [-version V]
 //	go run ./release check [-dist DIR]
+//	go run ./release image [-o DIR] [-platform linux/ARCH] [-version V]
 //
 // build releases the commit at HEAD. It writes into DIR (default dist): the
 // binaries of wdc and of wdc-agent (the worker alone) for linux and darwin
-// on amd64 and arm64, a source archive made with git archive from the
+// on amd64 and arm64, the OCI image of each linux wdc-agent as a tarball
+// (wdc-agent-VERSION-linux-ARCH.image.tar, as image writes it), a source
+// archive made with git archive from the
 // commit, a git bundle of its history, manifest.json and SHA256SUMS. The
 // binaries are built from the source archive, not from the work tree, so a
 // release is exactly its commit; -trimpath, CGO_ENABLED=0 and
@@ -20,6 +23,12 @@
 // `go build ./cmd/wdc-agent`, `go vet ./...` and the quickstart with the
 // wdc it built.
 //
+// image (make image) builds wdc-agent of the work tree as a release binary
+// and writes its OCI image, FROM scratch with wdc-agent as its entrypoint
+// (a Kubernetes pool's agent_image), into DIR (default dist/image): a
+// tarball and an OCI image layout, made with go-containerregistry (no
+// container daemon), the same bytes for the same binary.
+//
 // docs/release.md describes the release and why it is plain go build.
 package main
 
@@ -28,6 +37,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -42,6 +52,8 @@ func main() {
 		err = runBuild(os.Args[2:])
 	case "check":
 		err = runCheck(os.Args[2:])
+	case "image":
+		err = runImage(os.Args[2:], runtime.GOARCH)
 	default:
 		usage()
 	}
@@ -52,7 +64,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./release build [-dist DIR] [-version V] [-platforms OS/ARCH,…]\n       go run ./release check [-dist DIR]")
+	fmt.Fprintln(os.Stderr, "usage: go run ./release build [-dist DIR] [-version V] [-platforms OS/ARCH,…]\n       go run ./release check [-dist DIR]\n       go run ./release image [-o DIR] [-platform linux/ARCH] [-version V]")
 	os.Exit(2)
 }
 

@@ -8,8 +8,11 @@
 #     ~25 min on 2 cores, cached after) and brings it up; it always brings
 #     it down again on exit, but only a testbed this run brought up,
 #  3. builds bin/wdc (CGO_ENABLED=0) and imports it with /bin/busybox as
-#     the image local/wdc:1, and the providers/builtin test binary as
-#     local/wdc-conformance:1,
+#     the image local/wdc:1, the image of `make image` (wdc-agent alone)
+#     as local/wdc-agent:1 (an agent_image), /bin/busybox alone as
+#     local/busybox:1 (a task image with no agent), a wdc-agent of the
+#     other architecture (amd64 or arm64) as local/wdc-agent-other-arch:1,
+#     and the providers/builtin test binary as local/wdc-conformance:1,
 #  4. runs the provider conformance suite (TestConformance/kubernetes) and
 #     the scripts of testdata/k8s-scripts (TestKubernetesScripts),
 # printing how long each step took. `make test-kubernetes` runs it, and
@@ -121,6 +124,24 @@ if [ -x "$dir/bin/kubectl" ]; then export PATH="$dir/bin:$PATH"; fi
 
 step "build bin/wdc" env CGO_ENABLED=0 "$GO" build -o bin/wdc ./cmd/wdc
 step "import image local/wdc:1" "$testbed" image wdc bin/wdc /bin/busybox
+# local/wdc-agent:1 is the image `make image` writes, imported as its
+# tarball into the node's containerd (the testbed's socket), so the
+# agent_image scripts run exactly what users push.
+import_agent_image() {
+	local tarball sock=$dir/run/containerd/containerd.sock
+	"$GO" run ./release image -o bin/image -version test >/dev/null || return
+	tarball=$(ls bin/image/wdc-agent-test-linux-*.tar) || return
+	ctr --address "$sock" --namespace k8s.io images import "$tarball" >/dev/null || return
+	ctr --address "$sock" --namespace k8s.io images tag --force docker.io/library/wdc-agent:test docker.io/local/wdc-agent:1 >/dev/null
+}
+step "import image local/wdc-agent:1 (make image)" import_agent_image
+step "import image local/busybox:1" "$testbed" image busybox /bin/busybox
+# An agent for the other architecture, in an image that says it is for
+# this one: what a user gets who pushes the wrong build.
+other_arch=arm64
+[ "$("$GO" env GOARCH)" = arm64 ] && other_arch=amd64
+step "build bin/other-arch/wdc-agent ($other_arch)" env CGO_ENABLED=0 GOARCH=$other_arch "$GO" build -o bin/other-arch/wdc-agent ./cmd/wdc-agent
+step "import image local/wdc-agent-other-arch:1" "$testbed" image wdc-agent-other-arch bin/other-arch/wdc-agent
 step "build the conformance test binary" env CGO_ENABLED=0 "$GO" test -c -o bin/builtin.test ./providers/builtin
 step "import image local/wdc-conformance:1" "$testbed" image wdc-conformance bin/builtin.test
 
@@ -144,7 +165,9 @@ gotest() {
 export WDC_TEST_KUBECONFIG=$KUBECONFIG
 scripts=TestKubernetesScripts
 if [ -n "${WDC_K8S_RUN:-}" ]; then
-	scripts="TestKubernetesScripts/$WDC_K8S_RUN"
+	# In parentheses: go test -run splits a top-level "a|b" before the "/",
+	# so "k8s_a|k8s_b" would run k8s_a alone (and every top-level k8s_b).
+	scripts="TestKubernetesScripts/($WDC_K8S_RUN)"
 	log "WDC_K8S_RUN=$WDC_K8S_RUN: only $scripts, no conformance suite"
 else
 	step "conformance: TestConformance/kubernetes" gotest TestConformance/kubernetes \

@@ -7,7 +7,8 @@
 #     5-16 s); it always stops it again on exit, but only a head this run
 #     started,
 #  3. builds bin/wdc (CGO_ENABLED=0), the wdc the Ray jobs run (they run on
-#     this machine),
+#     this machine), and bin/wdc-agent, the agent a pool without wdc_path
+#     uploads to the head,
 #  4. runs the provider conformance suite (TestConformance/ray) and the
 #     scripts of testdata/ray-scripts (TestRayScripts, one at a time: they
 #     share the head's 2 CPUs),
@@ -80,7 +81,8 @@ fi
 [ -n "${WDC_TEST_RAY_ADDRESS:-}" ] || die "no WDC_TEST_RAY_ADDRESS"
 
 step "build bin/wdc" env CGO_ENABLED=0 "$GO" build -o bin/wdc ./cmd/wdc
-export WDC_TEST_RAY_ADDRESS WDC_TEST_RAY_TOKEN_FILE=${WDC_TEST_RAY_TOKEN_FILE:-} WDC_TEST_RAY_WDC=$root/bin/wdc
+step "build bin/wdc-agent" env CGO_ENABLED=0 "$GO" build -o bin/wdc-agent ./cmd/wdc-agent
+export WDC_TEST_RAY_ADDRESS WDC_TEST_RAY_TOKEN_FILE=${WDC_TEST_RAY_TOKEN_FILE:-} WDC_TEST_RAY_WDC=$root/bin/wdc WDC_TEST_RAY_AGENT=$root/bin/wdc-agent
 
 # gotest NAME ARGS...: go test ARGS, failing when the test NAME was skipped
 # or did not run at all (a suite skipped for want of its environment, or
@@ -103,7 +105,9 @@ gotest() {
 
 scripts=TestRayScripts
 if [ -n "${WDC_RAY_RUN:-}" ]; then
-	scripts="TestRayScripts/$WDC_RAY_RUN"
+	# In parentheses: go test -run splits a top-level "a|b" before the "/",
+	# so "ray_a|ray_b" would run ray_a alone (and every top-level ray_b).
+	scripts="TestRayScripts/($WDC_RAY_RUN)"
 	log "WDC_RAY_RUN=$WDC_RAY_RUN: only $scripts, no conformance suite"
 else
 	step "conformance: TestConformance/ray" gotest TestConformance/ray \

@@ -19,7 +19,8 @@ func TestDependencies(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	forbidden := []string{"k8s.io/", "github.com/hashicorp/hcl", "github.com/wdc-dev/wdc/hcl", "github.com/wdc-dev/wdc/state",
-		"github.com/wdc-dev/wdc/engine", "github.com/wdc-dev/wdc/providers", "gorm.io/", "github.com/glebarez/"}
+		"github.com/wdc-dev/wdc/engine", "github.com/wdc-dev/wdc/providers", "gorm.io/", "github.com/glebarez/",
+		"github.com/google/go-containerregistry"}
 	for _, pkg := range strings.Fields(string(out)) {
 		for _, f := range forbidden {
 			if strings.HasPrefix(pkg, f) {

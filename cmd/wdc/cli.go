@@ -25,30 +25,31 @@ type CLI struct {
 	VarFile []string `name:"var-file" sep:"none" placeholder:"FILE" predictor:"file" help:"Read input variable values from an HCL file of NAME = value lines (repeatable)."`
 	NoColor bool     `name:"no-color" help:"Do not color output. Colors are used only on a terminal, and never when NO_COLOR is set."`
 
-	Validate    ValidateCmd    `cmd:"" help:"Check the configuration files and report every problem with its file:line:column."`
-	Fmt         FmtCmd         `cmd:"" help:"Rewrite the configuration files in canonical HCL style (--check lists unformatted files, --diff shows the changes). Never opens the state."`
-	Plan        PlanCmd        `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
-	Apply       ApplyCmd       `cmd:"" help:"Plan under the state lock, confirm, then launch workers and run the tasks until every one is finished."`
-	ForceUnlock ForceUnlockCmd `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
-	Show        ShowCmd        `cmd:"" help:"Show a saved plan as wdc plan would, or with no file the state: pools, workers, tasks, leases."`
-	Status      StatusCmd      `cmd:"" help:"One screen of where things stand: the apply holding the lock, each pool's workers and supervisor, the tasks and the oldest queued one."`
-	Tasks       TasksCmd       `cmd:"" help:"Inspect tasks recorded in the state."`
-	Workers     WorkersCmd     `cmd:"" help:"Inspect workers recorded in the state, or be one by hand against a running apply."`
-	Leases      LeasesCmd      `cmd:"" help:"Inspect leases recorded in the state, or complete one by hand."`
-	Logs        LogsCmd        `cmd:"" help:"Print an attempt's stdout (or --stderr) as its result delivered it."`
-	Artifacts   ArtifactsCmd   `cmd:"" help:"List and get the outputs tasks produced."`
-	Proposals   ProposalsCmd   `cmd:"" help:"List and show proposals: follow-up tasks that tasks recommended through edges, waiting for approval or approved."`
-	Approve     ApproveCmd     `cmd:"" help:"Approve a proposal: the next apply runs it (a running apply picks it up)."`
-	Reject      RejectCmd      `cmd:"" help:"Reject a proposal, with --reason: it never runs, and its edge's streak starts again."`
-	Edges       EdgesCmd       `cmd:"" help:"List the edges: which recommendation of which task proposes which task, the approval mode and each edge's record."`
-	Doctor      DoctorCmd      `cmd:"" help:"Check the state file and what it records (integrity, schema, a dead apply's lock and processes, stale workers, leases left active with no apply, unplaceable tasks); say what is wrong and what to do. Exit 0 clean, 3 warnings, 4 errors."`
-	GC          GCCmd          `cmd:"" name:"gc" help:"Remove the stored logs, outputs and inputs that no attempt of the current definitions refers to (--dry-run lists them); prints what it frees."`
-	JoinToken   JoinTokenCmd   `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`
-	Agent       AgentCmd       `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
-	Providers   ProvidersCmd   `cmd:"" help:"List the providers: name, source, status, what each supports (render, dry run, cluster writes) and which pools of the configuration use it. Never opens the state."`
-	Demo        DemoCmd        `cmd:"" help:"Demonstrations that run wdc's own code on a temporary state and check what they show (worker-leases)."`
-	Version     VersionCmd     `cmd:"" help:"Print the wdc version."`
-	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script for bash, zsh or fish (completes commands, flags, and task addresses from the configuration)."`
+	Validate     ValidateCmd     `cmd:"" help:"Check the configuration files and report every problem with its file:line:column."`
+	Fmt          FmtCmd          `cmd:"" help:"Rewrite the configuration files in canonical HCL style (--check lists unformatted files, --diff shows the changes). Never opens the state."`
+	Plan         PlanCmd         `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
+	Apply        ApplyCmd        `cmd:"" help:"Plan under the state lock, confirm, then launch workers and run the tasks until every one is finished."`
+	ForceUnlock  ForceUnlockCmd  `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
+	Show         ShowCmd         `cmd:"" help:"Show a saved plan as wdc plan would, or with no file the state: pools, workers, tasks, leases."`
+	Status       StatusCmd       `cmd:"" help:"One screen of where things stand: the apply holding the lock, each pool's workers and supervisor, the tasks and the oldest queued one."`
+	Tasks        TasksCmd        `cmd:"" help:"Inspect tasks recorded in the state."`
+	Workers      WorkersCmd      `cmd:"" help:"Inspect workers recorded in the state, or be one by hand against a running apply."`
+	Leases       LeasesCmd       `cmd:"" help:"Inspect leases recorded in the state, or complete one by hand."`
+	Logs         LogsCmd         `cmd:"" help:"Print an attempt's stdout (or --stderr) as its result delivered it."`
+	Artifacts    ArtifactsCmd    `cmd:"" help:"List and get the outputs tasks produced."`
+	Proposals    ProposalsCmd    `cmd:"" help:"List and show proposals: follow-up tasks that tasks recommended through edges, waiting for approval or approved."`
+	Approve      ApproveCmd      `cmd:"" help:"Approve a proposal: the next apply runs it (a running apply picks it up)."`
+	Reject       RejectCmd       `cmd:"" help:"Reject a proposal, with --reason: it never runs, and its edge's streak starts again."`
+	Edges        EdgesCmd        `cmd:"" help:"List the edges: which recommendation of which task proposes which task, the approval mode and each edge's record."`
+	Doctor       DoctorCmd       `cmd:"" help:"Check the state file and what it records (integrity, schema, a dead apply's lock and processes, stale workers, leases left active with no apply, unplaceable tasks); say what is wrong and what to do. Exit 0 clean, 3 warnings, 4 errors."`
+	GC           GCCmd           `cmd:"" name:"gc" help:"Remove the stored logs, outputs and inputs that no attempt of the current definitions refers to (--dry-run lists them); prints what it frees."`
+	JoinToken    JoinTokenCmd    `cmd:"" name:"join-token" help:"Make, list and revoke join tokens: credentials with which workers join an apply from any machine."`
+	Agent        AgentCmd        `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
+	InstallAgent InstallAgentCmd `cmd:"" name:"install-agent" help:"Copy this binary to DEST (the init container of a Kubernetes pool with agent_image runs it)."`
+	Providers    ProvidersCmd    `cmd:"" help:"List the providers: name, source, status, what each supports (render, dry run, cluster writes) and which pools of the configuration use it. Never opens the state."`
+	Demo         DemoCmd         `cmd:"" help:"Demonstrations that run wdc's own code on a temporary state and check what they show (worker-leases)."`
+	Version      VersionCmd      `cmd:"" help:"Print the wdc version."`
+	Completion   CompletionCmd   `cmd:"" help:"Print a shell completion script for bash, zsh or fish (completes commands, flags, and task addresses from the configuration)."`
 }
 
 // TasksCmd groups the task inspection commands.

@@ -26,6 +26,10 @@ import (
 //	                     of this command) and /busybox, run with
 //	                     imagePullPolicy Never
 //
+// The node also has local/wdc-agent:1 (wdc-agent alone, its entrypoint)
+// and local/busybox:1 (busybox alone): the scripts of agent_image use
+// them by name.
+//
 // Scripts get, besides what TestScripts gives them, $KUBECONFIG (so
 // kubectl and wdc use the cluster: HOME is the script's own), $K8S_IMAGE,
 // and $NAMESPACE, a namespace name unique to the run of the script; a

@@ -29,6 +29,10 @@ import (
 //	WDC_TEST_RAY_TOKEN_FILE  a file holding its token (token authentication)
 //	WDC_TEST_RAY_WDC         the wdc binary the Ray jobs run (they run on
 //	                         this machine); without it the test builds one
+//	WDC_TEST_RAY_AGENT       the agent a pool without wdc_path uploads
+//	                         (the scripts' WDC_AGENT_BINARY; default
+//	                         WDC_TEST_RAY_WDC: the test binary that runs
+//	                         the scripts as wdc is no agent)
 //
 // Scripts get, besides what TestScripts gives them, $RAY_ADDRESS,
 // $RAY_TOKEN_FILE and $RAY_WDC, and the same as the input variables
@@ -66,6 +70,13 @@ func TestRayScripts(t *testing.T) {
 	if _, err := os.Stat(wdc); err != nil {
 		t.Fatalf("WDC_TEST_RAY_WDC: %v", err)
 	}
+	agentBin := os.Getenv("WDC_TEST_RAY_AGENT")
+	if agentBin == "" {
+		agentBin = wdc
+	}
+	if agentBin, err = filepath.Abs(agentBin); err != nil {
+		t.Fatal(err)
+	}
 	head := rayHead{address: strings.TrimRight(address, "/"), tokenFile: tokenFile}
 	if _, err := head.do(http.MethodGet, "/api/version"); err != nil {
 		t.Fatalf("the Ray head at %s does not answer: %v", address, err)
@@ -78,7 +89,7 @@ func TestRayScripts(t *testing.T) {
 		}
 		env.Values[rayHeadKey{}] = head
 		for k, v := range map[string]string{
-			"RAY_ADDRESS": head.address, "RAY_TOKEN_FILE": tokenFile, "RAY_WDC": wdc,
+			"RAY_ADDRESS": head.address, "RAY_TOKEN_FILE": tokenFile, "RAY_WDC": wdc, "WDC_AGENT_BINARY": agentBin,
 			"WDC_VAR_ray_address": head.address, "WDC_VAR_ray_token_file": tokenFile, "WDC_VAR_wdc_path": wdc,
 		} {
 			env.Setenv(k, v)

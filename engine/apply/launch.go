@@ -102,7 +102,9 @@ func isDiskFull(err error) bool {
 
 // launch starts one worker of pool p with a fresh one-time credential, why
 // being the supervisor's reason. A launch that fails counts toward failing
-// the pool (poolRun.failedInRow); a full disk stops the apply.
+// the pool (poolRun.failedInRow), or fails it at once when the provider
+// says no other launch would do better (providers.ErrPermanent); a full
+// disk stops the apply.
 func (l *launcher) launch(ctx context.Context, p *poolRun, why string) {
 	a := l.a
 	p.seq++
@@ -115,6 +117,9 @@ func (l *launcher) launch(ctx context.Context, p *poolRun, why string) {
 		}
 		p.failedInRow++
 		p.lastLaunchErr = err
+		if errors.Is(err, providers.ErrPermanent) {
+			p.cannotStart, p.lastExit = true, fmt.Sprintf("worker %d %s: %v", seq, what, err)
+		}
 		a.emit(coordinator.Event{At: a.now(), Kind: EventExited, Pool: name, Message: fmt.Sprintf("worker %d %s: %v", seq, what, err)})
 	}
 	cred, err := a.coord.IssueLaunch(ctx, name, seq, p.cfg.Provider, p.cfg.LaunchTimeout)
@@ -240,6 +245,9 @@ func (l *launcher) workerExited(ctx context.Context, ex workerExit) {
 			a.opts.logger().Warn("closing the launch of a worker that exited", "pool", w.pool.name(), "seq", w.seq, "err", err)
 		}
 		w.pool.lastExit = msg
+		if ex.err == nil && ex.resp.Permanent {
+			w.pool.cannotStart = true
+		}
 	}
 	a.emit(coordinator.Event{At: a.now(), Kind: EventExited, Pool: w.pool.name(), WorkerID: w.workerID, Launch: w.seq, Message: msg})
 	a.ended(ctx, l.provider(w), w, msg)

@@ -48,6 +48,10 @@ type poolRun struct {
 	// never registered ended. The pool's failure quotes them.
 	lastLaunchErr error
 	lastExit      string
+	// cannotStart: the pool's last worker that never registered could
+	// not start for a reason its next launch would meet again
+	// (providers.WaitResponse.Permanent); lastExit says which.
+	cannotStart bool
 	// failed: the pool failed; its tasks are failed and it launches no
 	// more.
 	failed bool
@@ -70,6 +74,7 @@ type poolFacts struct {
 	Live         int // registered workers active or draining
 	WaitingSince time.Time
 	FailedInRow  int
+	CannotStart  bool // a worker could not start for a reason that will not change
 	Now          time.Time
 	SuperviseDue bool
 }
@@ -94,12 +99,16 @@ type poolStep struct {
 	// NeverRegistered (poolFail of a launched pool): neverRegisteredLimit
 	// launches in a row never registered.
 	NeverRegistered bool
+	// CannotStart (poolFail of a launched pool): a worker could not start
+	// for a reason another launch would meet again.
+	CannotStart bool
 }
 
 // decidePool decides one step of a pool from what was observed: an
 // external pool waits for a worker to join while it has work and none is
 // live, and fails after its launch_timeout of that; a launched pool fails
-// after neverRegisteredLimit launches in a row that never registered, and
+// after neverRegisteredLimit launches in a row that never registered, or at
+// once when a worker could not start for a reason that will not change, and
 // is otherwise supervised when the supervisor's tick is due. A failed pool
 // and a pool with no planned work are left alone. It reads nothing but
 // its argument.
@@ -118,6 +127,8 @@ func decidePool(f poolFacts, launchTimeout time.Duration) poolStep {
 			st.Kind, st.TimedOut = poolFail, true
 		}
 		return st
+	case f.CannotStart:
+		st.Kind, st.CannotStart = poolFail, true
 	case f.FailedInRow >= neverRegisteredLimit:
 		st.Kind, st.NeverRegistered = poolFail, true
 	case f.SuperviseDue:
@@ -273,7 +284,7 @@ func (a *applier) step(ctx context.Context) {
 		st := decidePool(poolFacts{
 			External: p.cfg.Provider == providers.External, Failed: p.failed, Planned: p.cfg.Workers,
 			Unfinished: pp.Unfinished, Live: pp.Active + pp.Draining,
-			WaitingSince: p.waitingSince, FailedInRow: p.failedInRow, Now: now, SuperviseDue: superviseDue,
+			WaitingSince: p.waitingSince, FailedInRow: p.failedInRow, CannotStart: p.cannotStart, Now: now, SuperviseDue: superviseDue,
 		}, p.cfg.LaunchTimeout)
 		p.waitingSince = st.WaitingSince
 		var err error
@@ -302,6 +313,9 @@ func (a *applier) failReason(p *poolRun, st poolStep) string {
 		}
 		return fmt.Sprintf("%s within its launch_timeout of %s (join with: wdc join-token create %s, then wdc agent --join-file)",
 			what, p.cfg.LaunchTimeout, name)
+	}
+	if st.CannotStart {
+		return "a worker could not start, and no other launch would: " + p.lastExit
 	}
 	why := fmt.Sprintf("%d workers launched in a row never registered with the coordinator (see the worker logs under %s)",
 		neverRegisteredLimit, a.logDir)

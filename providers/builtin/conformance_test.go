@@ -246,7 +246,7 @@ pool "g" {
 	}
 	want := []string{
 		`2: There is no provider named "docker". The available providers are: external, kubernetes, local, ray.`,
-		`5: Pool "b" uses provider "ray", so it needs a ray { } block with at least address = "http://…:8265" (the Ray dashboard) and wdc_path = "…" (the wdc binary on the Ray nodes).`,
+		`5: Pool "b" uses provider "ray", so it needs a ray { } block with at least address = "http://…:8265" (the Ray dashboard).`,
 		`9: Pool "c" uses provider "kubernetes", so it needs a kubernetes { } block with at least image = "…" (an image holding the wdc binary).`,
 	}
 	if !slices.Equal(got, want) {

@@ -33,13 +33,21 @@ type Settings struct {
 	// Namespace is where the Jobs, Secrets and Leases go; "" means the
 	// context's namespace, else "default".
 	Namespace string
-	// Image holds the wdc binary (the container runs `wdc agent …`);
+	// Image holds the wdc or wdc-agent binary (the container runs
+	// `agent …` as the arguments of its entrypoint, or of Command);
 	// ImagePullPolicy is Always, IfNotPresent or Never ("" leaves the
 	// cluster's default).
 	Image, ImagePullPolicy string
-	// Command is the wdc binary's path in the image (default "wdc", looked
-	// up in the image's PATH).
+	// Command is the agent binary's path in the image; "" runs the
+	// image's own ENTRYPOINT with the agent's arguments, as Kubernetes
+	// does for a container without a command.
 	Command string
+	// AgentImage, when set, is an image whose entrypoint is wdc-agent (or
+	// wdc): an init container runs it with `install-agent`, which copies
+	// the binary into an emptyDir the agent container mounts, and the
+	// agent container runs Image (the tasks' own image, which holds no
+	// agent) with that copy as its command. It excludes Command.
+	AgentImage string
 	// ServiceAccount runs the pods ("" is the namespace's default).
 	ServiceAccount string
 	// Requests and Limits are Kubernetes quantities ("500m", "256Mi");
@@ -107,6 +115,7 @@ type kubernetesBody struct {
 	Image            *hcl.Attribute  `hcl:"image"`
 	ImagePullPolicy  *hcl.Attribute  `hcl:"image_pull_policy,optional"`
 	Command          *hcl.Attribute  `hcl:"command,optional"`
+	AgentImage       *hcl.Attribute  `hcl:"agent_image,optional"`
 	ServiceAccount   *hcl.Attribute  `hcl:"service_account,optional"`
 	NodeSelector     *hcl.Attribute  `hcl:"node_selector,optional"`
 	Labels           *hcl.Attribute  `hcl:"labels,optional"`
@@ -173,13 +182,16 @@ func decodeBlock(b *wdchcl.ProviderBlock) wdchcl.ProviderSettings {
 
 // decodeContainer decodes the image, its pull policy and the command.
 func decodeContainer(b *wdchcl.ProviderBlock, body *kubernetesBody, s *Settings) {
+	before := len(b.Diagnostics())
 	s.Image = b.String(body.Image)
 	if body.Image == nil {
 		b.Report(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing required argument",
-			Detail:  fmt.Sprintf("The argument \"image\" is required: pool %q's kubernetes block must name the container image that holds the wdc binary.", b.Pool),
+			Detail:  fmt.Sprintf("The argument \"image\" is required: pool %q's kubernetes block must name the container image its tasks run in (holding the agent, or with agent_image beside it).", b.Pool),
 			Subject: b.Body.MissingItemRange().Ptr()})
+	} else if len(b.Diagnostics()) > before {
+		// Its value was refused already (image = 5).
 	} else if strings.TrimSpace(s.Image) == "" {
-		b.Report(wdchcl.AttrError(body.Image, "Missing image", fmt.Sprintf("Pool %q: image must name the container image that holds the wdc binary, e.g. \"registry.example.com/wdc:1.0\".", b.Pool)))
+		b.Report(wdchcl.AttrError(body.Image, "Missing image", fmt.Sprintf("Pool %q: image must name the container image its tasks run in, e.g. \"registry.example.com/wdc:1.0\" (holding the agent) or \"python:3.12\" with agent_image.", b.Pool)))
 	} else if strings.ContainsAny(s.Image, " \t\n") {
 		b.Report(wdchcl.AttrError(body.Image, "Invalid image", fmt.Sprintf("Pool %q: image %q contains white space.", b.Pool, s.Image)))
 	}
@@ -190,7 +202,21 @@ func decodeContainer(b *wdchcl.ProviderBlock, body *kubernetesBody, s *Settings)
 			fmt.Sprintf("image_pull_policy must be \"Always\", \"IfNotPresent\" or \"Never\", not %q.", s.ImagePullPolicy)))
 	}
 	if s.Command = b.String(body.Command); body.Command != nil && s.Command == "" {
-		b.Report(wdchcl.AttrError(body.Command, "Empty command", "command is the wdc binary's path in the image, e.g. \"/wdc\"; leave it out for \"wdc\" in the image's PATH."))
+		b.Report(wdchcl.AttrError(body.Command, "Empty command", "command is the agent binary's path in the image, e.g. \"/wdc\"; leave it out to run the image's own entrypoint with the agent's arguments."))
+	}
+	if body.AgentImage == nil {
+		return
+	}
+	before = len(b.Diagnostics())
+	s.AgentImage = b.String(body.AgentImage)
+	switch {
+	case len(b.Diagnostics()) > before:
+	case strings.TrimSpace(s.AgentImage) == "":
+		b.Report(wdchcl.AttrError(body.AgentImage, "Missing agent_image", fmt.Sprintf("Pool %q: agent_image must name an image whose entrypoint is wdc-agent or wdc (`make image` writes one), e.g. \"registry.example.com/wdc-agent:1.0\"; leave it out when image holds the agent.", b.Pool)))
+	case strings.ContainsAny(s.AgentImage, " \t\n"):
+		b.Report(wdchcl.AttrError(body.AgentImage, "Invalid agent_image", fmt.Sprintf("Pool %q: agent_image %q contains white space.", b.Pool, s.AgentImage)))
+	case body.Command != nil:
+		b.Report(wdchcl.AttrError(body.Command, "command with agent_image", fmt.Sprintf("Pool %q: with agent_image the pod runs the agent that image brings, not a command of image; remove command, or remove agent_image to run command from image.", b.Pool)))
 	}
 }
 

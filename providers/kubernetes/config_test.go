@@ -92,6 +92,12 @@ func TestKubernetesBlock(t *testing.T) {
 		t.Errorf("launch_timeout %s, want the kubernetes default 5m", cfg.Pools[0].LaunchTimeout)
 	}
 
+	_, cfg = mustLoad(t, kubernetesConfig(`    image = "python:3.12"
+    agent_image = "registry.example/wdc-agent:1"`))
+	if k = cfg.Pools[0].Settings.(*Settings); k.AgentImage != "registry.example/wdc-agent:1" || k.Command != "" {
+		t.Errorf("agent_image: %+v", k)
+	}
+
 	_, cfg = mustLoad(t, kubernetesConfig(`    image = "wdc"
     limits {
       cpu = "1"
@@ -110,6 +116,9 @@ func TestKubernetesBlockErrors(t *testing.T) {
 		{"no image", `    namespace = "x"`, `The argument "image" is required`, 3},
 		{"empty image", `    image = ""`, "Missing image", 4},
 		{"image with a space", `    image = "a b"`, "contains white space", 4},
+		{"image a number", `    image = 5`, `a string is required, not the number 5; write it in quotes ("5")`, 4},
+		{"namespace a bool", "    image = \"w\"\n    namespace = true", "a string is required, not the bool true", 5},
+		{"command a list", "    image = \"w\"\n    command = [\"/wdc\"]", "a string is required, not tuple", 5},
 		{"namespace", "    image = \"w\"\n    namespace = \"Bad_NS\"", `namespace "Bad_NS" is not a valid Kubernetes name`, 5},
 		{"service account", "    image = \"w\"\n    service_account = \"-x\"", `service_account "-x" is not a valid Kubernetes name`, 5},
 		{"pull policy", "    image = \"w\"\n    image_pull_policy = \"Sometimes\"", `image_pull_policy must be "Always", "IfNotPresent" or "Never"`, 5},
@@ -127,6 +136,9 @@ func TestKubernetesBlockErrors(t *testing.T) {
 		{"toleration without key", "    image = \"w\"\n    toleration {\n      value = \"v\"\n    }", "Missing toleration key", 0},
 		{"toleration seconds", "    image = \"w\"\n    toleration {\n      key = \"k\"\n      toleration_seconds = 5\n    }", "toleration_seconds only applies", 7},
 		{"allow_writes type", "    image = \"w\"\n    allow_writes = \"yes\"", "allow_writes", 5},
+		{"empty agent_image", "    image = \"w\"\n    agent_image = \"\"", "Missing agent_image", 5},
+		{"agent_image with a space", "    image = \"w\"\n    agent_image = \"a b\"", "contains white space", 5},
+		{"agent_image and command", "    image = \"w\"\n    command = \"/wdc\"\n    agent_image = \"wdc-agent:1\"", "with agent_image the pod runs the agent that image brings", 5},
 		{"unknown attribute", "    image = \"w\"\n    replicas = 3", `An argument named "replicas" is not expected here`, 5},
 	}
 	for _, tt := range tests {

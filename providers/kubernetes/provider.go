@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,53 @@ var (
 // never get its image: the launch has failed, at once.
 var imageFatal = map[string]bool{"ErrImageNeverPull": true, "InvalidImageName": true, "ErrImagePull": true}
 
+// startFailed are the container waiting reasons of a container the
+// runtime could not create or start; the kubelet tries again, so only a
+// message that permanent recognises ends the launch at once.
+var startFailed = map[string]bool{"CreateContainerError": true, "CreateContainerConfigError": true, "RunContainerError": true, "CrashLoopBackOff": true}
+
+// permanentWords are what the container runtime says when a container
+// can never start from its image, whatever the next launch does: its
+// executable is not there, or is for another architecture.
+var permanentWords = []string{"executable file not found", "no such file or directory", "exec format error", "permission denied"}
+
+// permanent reports whether a container's waiting or terminated reason
+// and message say it will never start: an image that cannot be had
+// (never pulled, an invalid name, a pull the registry refused for good),
+// or an executable the runtime cannot run.
+func permanent(reason, message string) bool {
+	m := strings.ToLower(message)
+	switch reason {
+	case "ErrImageNeverPull", "InvalidImageName":
+		return true
+	case "ErrImagePull", "ImagePullBackOff":
+		return strings.Contains(m, "not found") || strings.Contains(m, "manifest unknown") || strings.Contains(m, "unauthorized")
+	}
+	for _, w := range permanentWords {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// advice says what to change for a container the runtime could not start,
+// by the runtime's message: "" when it has nothing to add.
+func advice(message string) string {
+	m := strings.ToLower(message)
+	switch {
+	case strings.Contains(m, "executable file not found"), strings.Contains(m, "no such file or directory"):
+		return " (the image holds no such executable: set command to the agent's path in the image, e.g. \"/wdc\", leave command out to run the image's own entrypoint, or set agent_image to bring the agent in an init container)"
+	case strings.Contains(m, "exec format error"):
+		return " (the executable is for another architecture or is no program: use an image built for the node's architecture)"
+	}
+	return ""
+}
+
+// logTailLines is how many of its last log lines a container that ended
+// with an error has quoted in its end's reason.
+const logTailLines = 5
+
 // Provider launches workers as batch/v1 Jobs. Each launch creates a Secret
 // (the launch credential), the Job (its pod runs `wdc agent`, reading the
 // credential from the Secret) and a Lease (the worker's liveness, for
@@ -106,6 +154,12 @@ type worker struct {
 	pod     string // the pod's name, once seen
 	killing bool   // Stop(Kill) deleted the pod: its end is a kill
 	holder  string // the Lease's holderIdentity, once set
+	// ending: the end was seen and is being completed (its log's last
+	// lines fetched); later observations are ignored.
+	ending bool
+	// waiting is the last waiting reason and message written to the
+	// launch log, so each is written once.
+	waiting string
 }
 
 // clusterFor returns the clients for a block, connecting the first time.
@@ -138,14 +192,14 @@ func namespace(s *Settings, cl *cluster) string {
 	return cl.Namespace
 }
 
-// podArgv is the command the pod runs: req's, with the image's wdc binary
-// and the pod's work folder.
+// podRequest is req as the pod runs it: the agent agent_image brings, else
+// the block's command, else the image's entrypoint (shown as
+// imageEntrypoint); and the pod's work folder.
 func podRequest(req providers.LaunchRequest, s *Settings) providers.LaunchRequest {
-	command := s.Command
-	if command == "" {
-		command = defaultCommand
+	req.Executable, req.WorkDir = cmp.Or(s.Command, imageEntrypoint), podWorkDir
+	if s.AgentImage != "" {
+		req.Executable = agentPath
 	}
-	req.Executable, req.WorkDir = command, podWorkDir
 	return req
 }
 
@@ -489,16 +543,24 @@ func (p *Provider) MirrorLiveness(ctx context.Context, req providers.LivenessReq
 	return nil
 }
 
-// finish records a worker's end, once.
+// finishLocked records a worker's end, once; an end other than exit
+// status 0 is written to the launch log too.
 func (p *Provider) finishLocked(w *worker, end providers.WaitResponse) {
 	if w.killing && end.ExitCode == nil && end.Signal == "" {
 		end.Signal = "SIGKILL"
+	}
+	if !w.end.Ended() && w.logPath != "" && (end.ExitCode == nil || *end.ExitCode != 0) {
+		appendLog(w.logPath, "wdc: "+end.Reason+"\n")
 	}
 	w.end.Finish(end)
 }
 
 // observePod updates the worker of a pod from the pod's state (deleted
-// when the watch reported it gone).
+// when the watch reported it gone). The end of a container that ran and
+// failed quotes the last lines of its log, fetched before the end is
+// recorded; a container the runtime could not start quotes the runtime's
+// reason and message, and is Permanent when they say no launch would do
+// better (permanent).
 func (p *Provider) observePod(pod *corev1.Pod, deleted bool) {
 	job := ownerJob(pod)
 	if job == "" {
@@ -507,7 +569,7 @@ func (p *Provider) observePod(pod *corev1.Pod, deleted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.workers["job:"+pod.Namespace+"/"+job]
-	if w == nil || w.end.Ended() {
+	if w == nil || w.end.Ended() || w.ending {
 		return
 	}
 	w.pod = pod.Name
@@ -521,6 +583,11 @@ func (p *Provider) observePod(pod *corev1.Pod, deleted bool) {
 		w.logging = true
 		go p.streamLog(w, pod.Name)
 	}
+	for i := range pod.Status.InitContainerStatuses {
+		if ic := &pod.Status.InitContainerStatuses[i]; ic.Name == installContainerName && p.installFailedLocked(w, pod, ic) {
+			return
+		}
+	}
 	switch {
 	case agent != nil && agent.State.Terminated != nil:
 		t := agent.State.Terminated
@@ -528,6 +595,9 @@ func (p *Provider) observePod(pod *corev1.Pod, deleted bool) {
 		end := providers.WaitResponse{ExitCode: &code, Reason: fmt.Sprintf("pod %s: the agent exited with status %d", pod.Name, code)}
 		if t.Reason != "" && t.Reason != "Completed" && t.Reason != "Error" {
 			end.Reason += " (" + t.Reason + ")"
+		}
+		if t.Message != "" {
+			end.Reason += ": " + oneLine(t.Message)
 		}
 		switch code {
 		case 137:
@@ -538,20 +608,146 @@ func (p *Provider) observePod(pod *corev1.Pod, deleted bool) {
 		if pod.Status.Reason != "" {
 			end.Reason += "; pod " + pod.Status.Reason + ": " + pod.Status.Message
 		}
-		p.finishLocked(w, end)
+		if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
+			end.Reason += advice(t.Message)
+			end.Permanent = permanent(t.Reason, t.Message)
+			p.finishLocked(w, end)
+			return
+		}
+		if code == 0 || end.Signal != "" {
+			p.finishLocked(w, end)
+			return
+		}
+		w.ending = true
+		go p.finishWithLog(w, pod.Name, containerName, end)
 	case pod.Status.Phase == corev1.PodFailed:
 		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("pod %s failed: %s: %s", pod.Name, pod.Status.Reason, pod.Status.Message)})
 	case deleted:
 		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("pod %s was deleted", pod.Name)})
 	case agent != nil && agent.State.Waiting != nil && imageFatal[agent.State.Waiting.Reason]:
 		wt := agent.State.Waiting
-		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("pod %s cannot get its image %q: %s: %s", pod.Name, agent.Image, wt.Reason, wt.Message)})
-		go func() { // the pod would wait for its image forever
-			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-			defer cancel()
-			deleteJob(ctx, w.cl.Batch.Jobs(w.namespace), w.name, nil) //nolint:errcheck // Cleanup tries again
-		}()
+		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("pod %s cannot get its image %q: %s: %s", pod.Name, agent.Image, wt.Reason, oneLine(wt.Message)),
+			Permanent: permanent(wt.Reason, wt.Message)})
+		p.deleteLater(w) // the pod would wait for its image forever
+	case agent != nil && agent.State.Waiting != nil && startFailed[agent.State.Waiting.Reason]:
+		wt := agent.State.Waiting
+		why := fmt.Sprintf("pod %s: the container runtime cannot start the agent: %s: %s", pod.Name, wt.Reason, oneLine(wt.Message))
+		if permanent(wt.Reason, wt.Message) {
+			why += advice(wt.Message)
+			p.finishLocked(w, providers.WaitResponse{Reason: why, Permanent: true})
+			p.deleteLater(w) // the kubelet would try again forever
+			return
+		}
+		if why != w.waiting && w.logPath != "" {
+			w.waiting = why
+			appendLog(w.logPath, "wdc: "+why+"\n")
+		}
 	}
+}
+
+// deleteLater deletes w's Job in the background (Cleanup tries again).
+func (p *Provider) deleteLater(w *worker) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		deleteJob(ctx, w.cl.Batch.Jobs(w.namespace), w.name, nil) //nolint:errcheck // Cleanup tries again
+	}()
+}
+
+// installFailedLocked ends w when the init container of agent_image (ic)
+// shows that the agent will never be there: its image cannot be had, the
+// runtime cannot start it, or it exited with an error (an image whose
+// entrypoint is no wdc-agent). Such an end is Permanent, and the Job of a
+// pod that would wait forever is deleted. It reports whether it ended w.
+func (p *Provider) installFailedLocked(w *worker, pod *corev1.Pod, ic *corev1.ContainerStatus) bool {
+	const change = " (agent_image must be an image whose entrypoint is wdc-agent or wdc, which `make image` writes; the init container runs it with install-agent)"
+	what := fmt.Sprintf("pod %s: the init container from agent_image %q", pod.Name, ic.Image)
+	switch {
+	case ic.State.Terminated != nil && ic.State.Terminated.ExitCode != 0:
+		t := ic.State.Terminated
+		end := providers.WaitResponse{Permanent: true, Reason: fmt.Sprintf("%s could not install the agent: it exited with status %d", what, t.ExitCode)}
+		if t.Reason != "" && t.Reason != "Error" {
+			end.Reason += " (" + t.Reason + ")"
+		}
+		if t.Message != "" {
+			end.Reason += ": " + oneLine(t.Message)
+		}
+		end.Reason += change
+		// The pod failed (restartPolicy Never): nothing to delete before
+		// its log is read; Cleanup deletes the Job.
+		if t.Reason == "StartError" || t.Reason == "ContainerCannotRun" {
+			p.finishLocked(w, end)
+			return true
+		}
+		w.ending = true
+		go p.finishWithLog(w, pod.Name, installContainerName, end)
+		return true
+	case ic.State.Waiting != nil && imageFatal[ic.State.Waiting.Reason]:
+		wt := ic.State.Waiting
+		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("%s cannot get its image: %s: %s", what, wt.Reason, oneLine(wt.Message)),
+			Permanent: permanent(wt.Reason, wt.Message)})
+		p.deleteLater(w)
+		return true
+	case ic.State.Waiting != nil && startFailed[ic.State.Waiting.Reason] && permanent(ic.State.Waiting.Reason, ic.State.Waiting.Message):
+		wt := ic.State.Waiting
+		p.finishLocked(w, providers.WaitResponse{Reason: fmt.Sprintf("%s cannot start: %s: %s%s", what, wt.Reason, oneLine(wt.Message), change), Permanent: true})
+		p.deleteLater(w)
+		return true
+	}
+	return false
+}
+
+// finishWithLog records end with the last lines of the container's log
+// (logTailLines of them, at most 4 KiB) quoted, as far as the API server
+// gives them within a few seconds.
+func (p *Provider) finishWithLog(w *worker, pod, container string, end providers.WaitResponse) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lines, limit := int64(logTailLines), int64(4096)
+	b, err := w.cl.Core.Pods(w.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &lines, LimitBytes: &limit}).DoRaw(ctx)
+	if err == nil {
+		end = withLogTail(end, string(b))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.finishLocked(w, end)
+}
+
+// withLogTail is end with the last lines of the container's log quoted.
+// runc reports an executable it could start but the kernel could not run
+// (one for another architecture) in the container's own output, as "exec
+// PATH: exec format error" with status 1: such a line makes the end
+// Permanent, with what to change.
+func withLogTail(end providers.WaitResponse, tail string) providers.WaitResponse {
+	tail = strings.TrimSpace(tail)
+	if tail == "" {
+		return end
+	}
+	end.Reason += "; the last lines of its log: " + oneLine(tail)
+	for _, line := range strings.Split(tail, "\n") {
+		if strings.HasPrefix(line, "exec ") && permanent("", line) {
+			end.Permanent = true
+			end.Reason += advice(line)
+			break
+		}
+	}
+	return end
+}
+
+// oneLine joins the lines of s with " | ", for a message on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.TrimSpace(s), func(r rune) bool { return r == '\n' || r == '\r' }), " | ")
+}
+
+// appendLog appends a line to a launch's log file (best effort: the log
+// is for people).
+func appendLog(path, line string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	f.WriteString(line) //nolint:errcheck // best effort
+	f.Close()
 }
 
 // observeJob updates the worker of a Job from the Job's state.
@@ -559,7 +755,7 @@ func (p *Provider) observeJob(job *batchv1.Job, deleted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.workers["job:"+job.Namespace+"/"+job.Name]
-	if w == nil || w.end.Ended() {
+	if w == nil || w.end.Ended() || w.ending {
 		return
 	}
 	for _, c := range job.Status.Conditions {

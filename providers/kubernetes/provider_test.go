@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,94 @@ func TestObjectName(t *testing.T) {
 			t.Errorf("%q is not unique", n)
 		}
 		seen[n] = true
+	}
+}
+
+// TestRenderContainers: what the pod runs, by the block's command.
+func TestRenderContainers(t *testing.T) {
+	tests := []struct {
+		name     string
+		change   func(*Settings)
+		command  []string // the agent container's
+		argv0    string   // of the argv wdc shows
+		initArgs []string // the init container's; nil: none
+	}{
+		{name: "command set", change: func(*Settings) {}, command: []string{"/wdc"}, argv0: "/wdc"},
+		{name: "the image's entrypoint", change: func(s *Settings) { s.Command = "" }, command: nil, argv0: imageEntrypoint},
+		{name: "agent_image", change: func(s *Settings) { s.Command, s.Image, s.AgentImage = "", "local/busybox:1", "local/wdc-agent:1" },
+			command: []string{agentPath}, argv0: agentPath, initArgs: []string{"install-agent", agentPath}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := block()
+			tt.change(s)
+			req := request(t, 1)
+			req.Settings = s
+			objs, err := Render(req, s, "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := objs.Job.Spec.Template.Spec
+			c := spec.Containers[0]
+			if !slices.Equal(c.Command, tt.command) {
+				t.Errorf("command %q, want %q", c.Command, tt.command)
+			}
+			if len(c.Args) == 0 || c.Args[0] != "agent" {
+				t.Errorf("args %q, want agent …", c.Args)
+			}
+			if argv := providers.Render(podRequest(req, s)); argv[0] != tt.argv0 || !slices.Equal(argv[1:], c.Args) {
+				t.Errorf("shown argv %q, want %s and the container's args %q", argv, tt.argv0, c.Args)
+			}
+			var initArgs []string
+			for _, ic := range spec.InitContainers {
+				initArgs = append(initArgs, ic.Args...)
+			}
+			if !slices.Equal(initArgs, tt.initArgs) {
+				t.Errorf("init containers' args %q, want %q", initArgs, tt.initArgs)
+			}
+			if s.AgentImage == "" {
+				return
+			}
+			ic := spec.InitContainers[0]
+			if ic.Image != s.AgentImage || ic.Command != nil || c.Image != s.Image {
+				t.Errorf("init container %s %q, agent container %s: want the agent image's entrypoint, then the task image", ic.Image, ic.Command, c.Image)
+			}
+			mounted := func(c corev1.Container) (corev1.VolumeMount, bool) {
+				for _, m := range c.VolumeMounts {
+					if m.MountPath == agentDir {
+						return m, true
+					}
+				}
+				return corev1.VolumeMount{}, false
+			}
+			im, ok1 := mounted(ic)
+			am, ok2 := mounted(c)
+			if !ok1 || !ok2 || im.Name != am.Name || im.ReadOnly || !am.ReadOnly {
+				t.Errorf("the agent's folder: init %+v, agent %+v; want one volume, written by the init container, read-only for the agent", im, am)
+			}
+		})
+	}
+}
+
+// TestWithLogTail: the last lines of a failed container's log are quoted,
+// and runc's own line about an executable the kernel cannot run makes the
+// end Permanent.
+func TestWithLogTail(t *testing.T) {
+	tests := []struct {
+		tail      string
+		reason    string
+		permanent bool
+	}{
+		{"", "exited", false},
+		{"panic: boom\ngoroutine 1", "exited; the last lines of its log: panic: boom | goroutine 1", false},
+		{"exec /wdc-agent: exec format error\n", "exited; the last lines of its log: exec /wdc-agent: exec format error (the executable is for another architecture", true},
+		{"level=ERROR msg=\"task failed: exec format error\"", "exited; the last lines of its log: level=ERROR", false},
+	}
+	for _, tt := range tests {
+		got := withLogTail(providers.WaitResponse{Reason: "exited"}, tt.tail)
+		if !strings.HasPrefix(got.Reason, tt.reason) || got.Permanent != tt.permanent {
+			t.Errorf("withLogTail(%q) = %q, permanent %v; want %q…, %v", tt.tail, got.Reason, got.Permanent, tt.reason, tt.permanent)
+		}
 	}
 }
 
@@ -273,6 +362,7 @@ func TestWaitReportsTheEnd(t *testing.T) {
 		reason     []string
 		exitCode   int // -1: none
 		jobDeleted bool
+		permanent  bool
 	}{
 		{
 			name: "the agent exits with a code",
@@ -280,7 +370,25 @@ func TestWaitReportsTheEnd(t *testing.T) {
 				_, err := cs.CoreV1().Pods("jobs").Create(ctx, pod(objs, agentStatus(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}})), metav1.CreateOptions{})
 				return err
 			},
-			reason: []string{"exited with status 3"}, exitCode: 3,
+			reason: []string{"exited with status 3", "the last lines of its log: fake logs"}, exitCode: 3,
+		},
+		{
+			name: "the runtime cannot find the executable",
+			act: func(ctx context.Context, cs *fake.Clientset, objs *Objects) error {
+				_, err := cs.CoreV1().Pods("jobs").Create(ctx, pod(objs, agentStatus(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError",
+					Message: `failed to create containerd task: exec: "wdc": executable file not found in $PATH: unknown`}})), metav1.CreateOptions{})
+				return err
+			},
+			reason: []string{"exited with status 128 (StartError)", `exec: "wdc": executable file not found in $PATH`}, exitCode: 128, permanent: true,
+		},
+		{
+			name: "the runtime cannot create the container, for good",
+			act: func(ctx context.Context, cs *fake.Clientset, objs *Objects) error {
+				_, err := cs.CoreV1().Pods("jobs").Create(ctx, pod(objs, agentStatus(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+					Reason: "RunContainerError", Message: "exec format error"}})), metav1.CreateOptions{})
+				return err
+			},
+			reason: []string{"cannot start the agent: RunContainerError: exec format error"}, exitCode: -1, jobDeleted: true, permanent: true,
 		},
 		{
 			name: "the image cannot be had",
@@ -289,7 +397,18 @@ func TestWaitReportsTheEnd(t *testing.T) {
 					Reason: "ErrImageNeverPull", Message: `Container image "local/wdc:1" is not present with pull policy of Never`}})), metav1.CreateOptions{})
 				return err
 			},
-			reason: []string{"ErrImageNeverPull", `"local/wdc:1"`, "is not present"}, exitCode: -1, jobDeleted: true,
+			reason: []string{"ErrImageNeverPull", `"local/wdc:1"`, "is not present"}, exitCode: -1, jobDeleted: true, permanent: true,
+		},
+		{
+			name: "agent_image holds no agent",
+			act: func(ctx context.Context, cs *fake.Clientset, objs *Objects) error {
+				st := corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: []corev1.ContainerStatus{{Name: installContainerName, Image: "local/busybox:1",
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 127, Reason: "Error"}}}}}
+				_, err := cs.CoreV1().Pods("jobs").Create(ctx, pod(objs, st), metav1.CreateOptions{})
+				return err
+			},
+			reason: []string{`the init container from agent_image "local/busybox:1" could not install the agent: it exited with status 127`,
+				"fake logs", "entrypoint is wdc-agent or wdc"}, exitCode: -1, permanent: true,
 		},
 		{
 			name: "the pod is evicted",
@@ -350,6 +469,9 @@ func TestWaitReportsTheEnd(t *testing.T) {
 				if !strings.Contains(end.Reason, want) {
 					t.Errorf("reason %q, want it to say %q", end.Reason, want)
 				}
+			}
+			if end.Permanent != tt.permanent {
+				t.Errorf("Permanent = %v, want %v", end.Permanent, tt.permanent)
 			}
 			switch {
 			case tt.exitCode < 0 && end.ExitCode != nil:

@@ -40,8 +40,16 @@ const (
 	podWorkDir = "/wdc-work"
 	// containerName is the agent's container.
 	containerName = "agent"
-	// defaultCommand is the wdc binary, looked up in the image's PATH.
-	defaultCommand = "wdc"
+	// agentDir is where, with agent_image, the init container puts the
+	// agent binary (an emptyDir beside the work folder, so only / is
+	// above the work folder still) and agentPath the binary.
+	agentDir  = "/wdc-agent-bin"
+	agentPath = agentDir + "/wdc-agent"
+	// installContainerName is the init container of agent_image.
+	installContainerName = "install-agent"
+	// imageEntrypoint stands for the image's own ENTRYPOINT in the argv
+	// wdc shows: without command the pod sets only the arguments.
+	imageEntrypoint = "<image entrypoint>"
 )
 
 // Objects are what one launch creates: the Secret holding the launch
@@ -130,8 +138,11 @@ func SelectorLabels(lineage, applyID, pool string) map[string]string {
 
 // Render builds the objects of one launch from the pool's kubernetes block
 // (s, with namespace already resolved) and the launch request, without a
-// cluster. The Job runs `wdc agent` (providers.Render, with the image's
-// wdc binary and the pod's work folder) with the launch credential from
+// cluster. The Job runs `agent …` (providers.Render, with the pod's work
+// folder) as the arguments of the image's own entrypoint, or of command
+// when the block sets it; with agent_image, an init container from that
+// image copies its agent (`install-agent`) into an emptyDir at agentDir,
+// and the container runs image with that copy as its command, with the launch credential from
 // the Secret through secretKeyRef; parallelism and completions 1,
 // backoffLimit 0, restartPolicy Never, activeDeadlineSeconds and
 // ttlSecondsAfterFinished from the block, a termination grace of the
@@ -156,13 +167,11 @@ func Render(req providers.LaunchRequest, s *Settings, namespace string) (*Object
 	meta := func() metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: copyMap(labels), Annotations: copyMap(s.Annotations)}
 	}
-	command := s.Command
-	if command == "" {
-		command = defaultCommand
+	argv := providers.Render(podRequest(req, s))
+	var command []string
+	if argv[0] != imageEntrypoint {
+		command = argv[:1]
 	}
-	areq := req
-	areq.Executable, areq.WorkDir = command, podWorkDir
-	argv := providers.Render(areq)
 
 	env := []corev1.EnvVar{{Name: protocol.LaunchCredentialEnv, ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: credentialKey}}}}
@@ -210,7 +219,7 @@ func Render(req providers.LaunchRequest, s *Settings, namespace string) (*Object
 						Name:            containerName,
 						Image:           s.Image,
 						ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
-						Command:         argv[:1],
+						Command:         command,
 						Args:            argv[1:],
 						Env:             env,
 						Resources:       res,
@@ -220,6 +229,19 @@ func Render(req providers.LaunchRequest, s *Settings, namespace string) (*Object
 				},
 			},
 		},
+	}
+	if s.AgentImage != "" {
+		ps := &job.Spec.Template.Spec
+		ps.Volumes = append(ps.Volumes, corev1.Volume{Name: "agent", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		ps.InitContainers = []corev1.Container{{
+			Name:            installContainerName,
+			Image:           s.AgentImage,
+			ImagePullPolicy: corev1.PullPolicy(s.ImagePullPolicy),
+			Args:            []string{"install-agent", agentPath},
+			Resources:       res,
+			VolumeMounts:    []corev1.VolumeMount{{Name: "agent", MountPath: agentDir}},
+		}}
+		ps.Containers[0].VolumeMounts = append(ps.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "agent", MountPath: agentDir, ReadOnly: true})
 	}
 	if s.HostNetwork {
 		job.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet

@@ -73,9 +73,13 @@ type JobSubmission struct {
 }
 
 // RuntimeEnv is the part of a job's runtime_env wdc sets: the entrypoint's
-// environment variables.
+// environment variables and working folder.
 type RuntimeEnv struct {
-	EnvVars map[string]string `json:"env_vars,omitempty"`
+	// WorkingDir is the URI of a package Ray unpacks on the node that
+	// runs the entrypoint, and runs it in (the agent's package, for a
+	// pool without wdc_path).
+	WorkingDir string            `json:"working_dir,omitempty"`
+	EnvVars    map[string]string `json:"env_vars,omitempty"`
 }
 
 // Job statuses (JobDetails.Status). The last three are terminal: they
@@ -140,20 +144,30 @@ const maxBody = 64 << 20
 // do sends one request and returns the answer's body when Ray answered
 // 2xx; otherwise the typed error.
 func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, error) {
+	if in == nil {
+		return c.send(ctx, method, path, nil, "")
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("ray: encoding %s %s: %w", method, path, err)
+	}
+	return c.send(ctx, method, path, b, "application/json")
+}
+
+// send sends one request with body (none when nil) of contentType and
+// returns the answer's body when Ray answered 2xx; otherwise the typed
+// error.
+func (c *Client) send(ctx context.Context, method, path string, in []byte, contentType string) ([]byte, error) {
 	var body io.Reader
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return nil, fmt.Errorf("ray: encoding %s %s: %w", method, path, err)
-		}
-		body = bytes.NewReader(b)
+		body = bytes.NewReader(in)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.Address+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("ray: %w", err)
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "wdc")
@@ -279,6 +293,44 @@ func (c *Client) Submit(ctx context.Context, s JobSubmission) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// packagePath is the Jobs API path of a package's URI
+// ("gcs://NAME.zip" is /api/packages/gcs/NAME.zip).
+func packagePath(uri string) (string, error) {
+	proto, name, ok := strings.Cut(uri, "://")
+	if !ok || proto == "" || name == "" || strings.Contains(name, "/") {
+		return "", fmt.Errorf("ray: %q is not a package URI (gcs://NAME.zip)", uri)
+	}
+	return "/api/packages/" + url.PathEscape(proto) + "/" + url.PathEscape(name), nil
+}
+
+// PackageExists reports whether the head has the package uri (GET
+// /api/packages/PROTOCOL/NAME: 200, or 404 for none). Ray pins a package
+// it is asked about for a while, so that it stays until a job names it.
+func (c *Client) PackageExists(ctx context.Context, uri string) (bool, error) {
+	p, err := packagePath(uri)
+	if err != nil {
+		return false, err
+	}
+	_, err = c.send(ctx, http.MethodGet, p, nil, "")
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// UploadPackage puts the zip data on the head as the package uri (PUT
+// /api/packages/PROTOCOL/NAME), as `ray job submit --working-dir` does.
+// Ray answers a package it cannot store (larger than its gRPC message
+// limit) with a 500 and its traceback.
+func (c *Client) UploadPackage(ctx context.Context, uri string, data []byte) error {
+	p, err := packagePath(uri)
+	if err != nil {
+		return err
+	}
+	_, err = c.send(ctx, http.MethodPut, p, data, "application/zip")
+	return err
 }
 
 // Job returns GET /api/jobs/{id}; ErrNotFound when Ray has no such job.

@@ -41,7 +41,9 @@ type Settings struct {
 	// loads.
 	TokenFile string
 	// WdcPath is the wdc binary on the Ray nodes: an absolute path, or a
-	// bare name looked up in the PATH of the node's job.
+	// bare name looked up in the PATH of the node's job. "" means the
+	// agent travels with the jobs: apply uploads it to the head as a Ray
+	// package (Package), and each job's runtime_env.working_dir names it.
 	WdcPath string
 	// EntrypointNumCPUs and EntrypointNumGPUs are the CPUs and GPUs Ray
 	// reserves for each worker's entrypoint (>= 0; 0, Ray's default,
@@ -102,7 +104,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func decodeBlock(b *wdchcl.ProviderBlock) wdchcl.ProviderSettings {
 	if b.Body == nil {
 		b.Report(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing ray block",
-			Detail:  fmt.Sprintf("Pool %q uses provider \"ray\", so it needs a ray { } block with at least address = \"http://…:8265\" (the Ray dashboard) and wdc_path = \"…\" (the wdc binary on the Ray nodes).", b.Pool),
+			Detail:  fmt.Sprintf("Pool %q uses provider \"ray\", so it needs a ray { } block with at least address = \"http://…:8265\" (the Ray dashboard).", b.Pool),
 			Subject: b.DefRange.Ptr()})
 		return nil
 	}
@@ -132,9 +134,12 @@ func missing(b *wdchcl.ProviderBlock, name, what string) {
 
 // decodeHead decodes the address of the Ray head and its token_file.
 func decodeHead(b *wdchcl.ProviderBlock, body *rayBody, s *Settings) {
+	before := len(b.Diagnostics())
 	s.Address = strings.TrimRight(b.String(body.Address), "/")
 	if body.Address == nil {
 		missing(b, "address", "the Ray dashboard's URL, e.g. \"http://127.0.0.1:8265\"")
+	} else if len(b.Diagnostics()) > before {
+		// Its value was refused already (address = 8265).
 	} else if msg := addressProblem(s.Address); msg != "" {
 		b.Report(wdchcl.AttrError(body.Address, "Invalid address", fmt.Sprintf("Pool %q: %s", b.Pool, msg)))
 	}
@@ -148,14 +153,17 @@ func decodeHead(b *wdchcl.ProviderBlock, body *rayBody, s *Settings) {
 }
 
 // decodeWdcPath decodes wdc_path: absolute, or a bare name the nodes'
-// PATH finds.
+// PATH finds; left out, the agent is uploaded with the jobs.
 func decodeWdcPath(b *wdchcl.ProviderBlock, body *rayBody, s *Settings) {
+	before := len(b.Diagnostics())
 	s.WdcPath = b.String(body.WdcPath)
 	switch {
 	case body.WdcPath == nil:
-		missing(b, "wdc_path", "the wdc binary on the Ray nodes, e.g. \"/usr/local/bin/wdc\"")
+		// The agent travels with the jobs, as a Ray package.
+	case len(b.Diagnostics()) > before:
+		// Its value was refused already (wdc_path = 5).
 	case strings.TrimSpace(s.WdcPath) == "":
-		b.Report(wdchcl.AttrError(body.WdcPath, "Missing wdc_path", fmt.Sprintf("Pool %q: wdc_path must name the wdc binary on the Ray nodes, e.g. \"/usr/local/bin/wdc\".", b.Pool)))
+		b.Report(wdchcl.AttrError(body.WdcPath, "Missing wdc_path", fmt.Sprintf("Pool %q: wdc_path must name the wdc binary on the Ray nodes, e.g. \"/usr/local/bin/wdc\"; leave it out to have apply upload the agent with the jobs.", b.Pool)))
 	case strings.ContainsAny(s.WdcPath, "\x00\n\r"):
 		b.Report(wdchcl.AttrError(body.WdcPath, "Invalid wdc_path", fmt.Sprintf("Pool %q: wdc_path %q contains a NUL or a line break.", b.Pool, s.WdcPath)))
 	case strings.Contains(s.WdcPath, "/") && !path.IsAbs(s.WdcPath):

@@ -78,6 +78,12 @@ func TestRayBlock(t *testing.T) {
 	if r.AllowWrites || r.TokenFile != "" || r.EntrypointNumCPUs != 0 || r.Env == nil || r.Metadata == nil || r.EntrypointResources == nil {
 		t.Errorf("defaults: %+v", r)
 	}
+
+	// Without wdc_path the agent travels with the jobs.
+	_, _, r = mustLoad(t, rayConfig("    address  = \"http://h:8265\""))
+	if r.WdcPath != "" {
+		t.Errorf("no wdc_path: %+v", r)
+	}
 }
 
 func TestRayBlockErrors(t *testing.T) {
@@ -86,13 +92,13 @@ func TestRayBlockErrors(t *testing.T) {
 		line              int // of the error's subject, in main.wdc.hcl
 	}{
 		{"no address", `    wdc_path = "/w"`, `The argument "address" is required`, 3},
-		{"no wdc_path", `    address = "http://h:8265"`, `The argument "wdc_path" is required`, 3},
 		{"empty address", "    address = \"\"\n    wdc_path = \"/w\"", "address must be the Ray dashboard's URL", 4},
 		{"ray client address", "    address = \"ray://h:10001\"\n    wdc_path = \"/w\"", "must start with http:// or https://", 4},
 		{"address without host", "    address = \"http://\"\n    wdc_path = \"/w\"", "names no host", 4},
 		{"address with password", "    address = \"http://u:p@h:8265\"\n    wdc_path = \"/w\"", "put Ray's token in token_file", 4},
 		{"address with query", "    address = \"http://h:8265?x=1\"\n    wdc_path = \"/w\"", "must not have a query", 4},
 		{"bad url", "    address = \"http://h:bad\"\n    wdc_path = \"/w\"", "is not a URL", 4},
+		{"address a number", "    address = 8265\n    wdc_path = \"/w\"", "a string is required, not the number 8265", 4},
 		{"empty wdc_path", "    address = \"http://h:8265\"\n    wdc_path = \" \"", "wdc_path must name the wdc binary", 5},
 		{"relative wdc_path", "    address = \"http://h:8265\"\n    wdc_path = \"bin/wdc\"", "is relative", 5},
 		{"wdc_path line break", "    address = \"http://h:8265\"\n    wdc_path = \"/w\\nx\"", "contains a NUL or a line break", 5},

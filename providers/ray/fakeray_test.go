@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,10 +39,14 @@ type fakeRay struct {
 	// without its metadata, once, as Ray's job manager does when the
 	// job's supervisor actor dies after the delete (0: never).
 	resurrect time.Duration
+	// packages are the uploaded packages by name; maxPackage, when not
+	// 0, refuses a larger upload as Ray does (a 500 and its traceback).
+	packages   map[string][]byte
+	maxPackage int
 }
 
 func newFakeRay(t *testing.T) *fakeRay {
-	f := &fakeRay{t: t, version: "2.60.0", jobs: map[string]*JobDetails{}, logs: map[string]string{}}
+	f := &fakeRay{t: t, version: "2.60.0", jobs: map[string]*JobDetails{}, logs: map[string]string{}, packages: map[string][]byte{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -121,6 +126,22 @@ func (f *fakeRay) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, Version{Version: "4", RayVersion: f.version, RayCommit: "abc", SessionName: "session_x"})
 	case r.Method == http.MethodPost && path == "/api/jobs/":
 		f.submit(w, r)
+	case strings.HasPrefix(path, "/api/packages/gcs/"):
+		name := strings.TrimPrefix(path, "/api/packages/gcs/")
+		switch r.Method {
+		case http.MethodGet:
+			if _, ok := f.packages[name]; !ok {
+				text(w, http.StatusNotFound, "Package gcs://"+name+" does not exist")
+				return
+			}
+		case http.MethodPut:
+			data, _ := io.ReadAll(r.Body)
+			if f.maxPackage > 0 && len(data) > f.maxPackage {
+				text(w, http.StatusInternalServerError, "Traceback (most recent call last):\n  ...\nValueError: Package size (5.00MiB) exceeds the maximum size of 1.00MiB.")
+				return
+			}
+			f.packages[name] = data
+		}
 	case r.Method == http.MethodGet && path == "/api/jobs/":
 		list := []JobDetails{{Type: "DRIVER", Status: StatusRunning, Entrypoint: "python x.py"}}
 		for _, id := range f.order {

@@ -79,6 +79,15 @@ type Provider struct {
 	PollInterval, LogInterval, StopWait time.Duration
 	// HTTP does the requests (http.DefaultClient when nil).
 	HTTP *http.Client
+	// AgentBinary is the binary a pool without wdc_path uploads to the
+	// head; "" means $WDC_AGENT_BINARY, else wdc-agent beside the running
+	// executable, else the running executable. Set it before the first
+	// launch.
+	AgentBinary string
+
+	pkgMu    sync.Mutex
+	pkg      *Package        // the agent's package, once hashed
+	uploaded map[string]bool // "ADDRESS URI": the head has it
 
 	ctx    context.Context // the pollers'; Close cancels it
 	cancel context.CancelFunc
@@ -186,7 +195,15 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 	if err != nil {
 		return providers.LaunchResponse{}, err
 	}
-	sub := Submission(req, s)
+	var workingDir, travel string
+	if s.WdcPath == "" {
+		pk, how, err := p.ensurePackage(ctx, c)
+		if err != nil {
+			return providers.LaunchResponse{}, err
+		}
+		workingDir, travel = pk.URI, "wdc: "+how+"\n"
+	}
+	sub := Submission(req, s, workingDir)
 	cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	_, err = c.Submit(cctx, sub)
@@ -216,7 +233,7 @@ func (p *Provider) Launch(ctx context.Context, req providers.LaunchRequest) (pro
 				how = "attached to"
 			}
 			line := fmt.Sprintf("wdc: %s Ray job %s on %s (pool %s, launch %d); the agent's output follows\n", how, sub.SubmissionID, s.Address, req.Pool, req.Seq)
-			os.WriteFile(req.LogPath, []byte(line), 0o600) //nolint:errcheck // the log is for people
+			os.WriteFile(req.LogPath, []byte(travel+line), 0o600) //nolint:errcheck // the log is for people
 		}
 	}
 	go p.poll(w)
@@ -504,7 +521,8 @@ type found struct {
 	record *providers.LaunchRecord
 }
 
-// find lists the jobs, on every head the settings name, whose metadata
+// find lists the jobs, on every head the settings and the launch records
+// name, whose metadata
 // says wdc submitted them for this lineage and one of the dead applies
 // (req.ApplyIDs and the apply ids of req.Launches). DRIVER jobs and jobs
 // without wdc's metadata are never taken.
@@ -524,13 +542,26 @@ func (p *Provider) find(ctx context.Context, req providers.ReclaimRequest) ([]fo
 	if len(dead) == 0 {
 		return nil, nil
 	}
-	var out []found
-	seen := map[string]bool{}
+	var heads []*Settings
 	for _, v := range req.Settings {
 		s, err := settings(v)
 		if err != nil {
 			return nil, err
 		}
+		heads = append(heads, s)
+	}
+	// A launch records the head it was submitted to (its Host): the
+	// heads of pools the configuration no longer has are looked at too,
+	// with RAY_AUTH_TOKEN for a token, rather than their jobs taken for
+	// gone.
+	for _, l := range req.Launches {
+		if l.Host != "" && addressProblem(l.Host) == "" {
+			heads = append(heads, &Settings{Address: l.Host})
+		}
+	}
+	var out []found
+	seen := map[string]bool{}
+	for _, s := range heads {
 		if seen[s.Address] {
 			continue
 		}
@@ -660,13 +691,26 @@ func (p *Provider) Close() error {
 
 // RenderLaunch returns the job submission a launch would post, as JSON
 // with the launch credential shown as "(sensitive)" (RenderedObject kind
-// "JobSubmission"). It connects to nothing.
+// "JobSubmission"), after, for a pool without wdc_path, the agent's
+// package it uploads unless the head has it (kind "Package", named by its
+// URI; its body says which binary, its size and hash). It connects to
+// nothing.
 func (p *Provider) RenderLaunch(ctx context.Context, req providers.LaunchRequest) (providers.RenderResponse, error) {
 	s, err := settings(req.Settings)
 	if err != nil {
 		return providers.RenderResponse{}, err
 	}
-	sub := Submission(req, s)
+	var workingDir string
+	var objs []providers.RenderedObject
+	if s.WdcPath == "" {
+		pk, err := p.packageFor()
+		if err != nil {
+			return providers.RenderResponse{}, err
+		}
+		workingDir = pk.URI
+		objs = append(objs, providers.RenderedObject{Kind: "Package", Name: pk.URI, Body: packageBody(pk)})
+	}
+	sub := Submission(req, s, workingDir)
 	body, err := sub.Redacted()
 	if err != nil {
 		return providers.RenderResponse{}, err
@@ -674,7 +718,7 @@ func (p *Provider) RenderLaunch(ctx context.Context, req providers.LaunchRequest
 	return providers.RenderResponse{
 		Argv:    providers.Render(agentRequest(req, s)),
 		Env:     envNames(sub),
-		Objects: []providers.RenderedObject{{Kind: "JobSubmission", Name: sub.SubmissionID, Body: body}},
+		Objects: append(objs, providers.RenderedObject{Kind: "JobSubmission", Name: sub.SubmissionID, Body: body}),
 	}, nil
 }
 
@@ -686,7 +730,11 @@ func (p *Provider) RenderLaunch(ctx context.Context, req providers.LaunchRequest
 // no node has) shows only at apply. Errors: ErrUnreachable for a head
 // that cannot be reached or a token file that cannot be read; a refusal
 // for a wrong or missing token, no Jobs API at the address, or a Ray too
-// old. A job of that id that exists already is a warning.
+// old. A job of that id that exists already is a warning. For a pool
+// without wdc_path it also asks the head for the agent's package (GET
+// /api/packages/…, which changes nothing but pins a package the head has
+// for a while), so a head that refuses the token for packages shows at
+// plan.
 func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest) (providers.DryRunResponse, error) {
 	s, err := settings(req.Settings)
 	if err != nil {
@@ -717,6 +765,17 @@ func (p *Provider) DryRunLaunch(ctx context.Context, req providers.LaunchRequest
 	}
 	if !atLeast(v.RayVersion, MinVersion) {
 		return providers.DryRunResponse{}, fmt.Errorf("Ray at %s is version %q; wdc needs Ray %s or later", s.Address, v.RayVersion, MinVersion)
+	}
+	if s.WdcPath == "" {
+		// The agent travels with the jobs: the head must let wdc ask
+		// for its package (the upload itself happens at apply).
+		pk, err := p.packageFor()
+		if err != nil {
+			return providers.DryRunResponse{}, err
+		}
+		if _, err := c.PackageExists(ctx, pk.URI); err != nil {
+			return providers.DryRunResponse{}, refusedOrUnreachable("asking for the agent's package "+pk.URI, err)
+		}
 	}
 	id := SubmissionID(req.Lineage, req.ApplyID, req.Pool, req.Seq)
 	_, err = c.Job(ctx, id)

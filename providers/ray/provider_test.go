@@ -459,6 +459,17 @@ func TestReclaimAndLeftovers(t *testing.T) {
 		}
 	}
 
+	// A pool that left the configuration: its launch records name the
+	// head (Host), and its jobs are found there.
+	f.add(JobDetails{Type: "SUBMISSION", SubmissionID: "left-config", Status: StatusRunning, Metadata: meta("lin", "dead3", "1")})
+	gone := providers.ReclaimRequest{Lineage: "lin", Launches: []providers.LaunchRecord{{ApplyID: "dead3", Pool: "old", Seq: 1, ID: "ray:left-config", Host: f.srv.URL}}}
+	if resp, err := p.Reclaim(ctx, gone); err != nil || len(resp.Stopped) != 1 {
+		t.Errorf("Reclaim of a pool no longer configured = %+v, %v; want its job stopped", resp, err)
+	}
+	if _, ok := f.job("left-config"); ok {
+		t.Error("Reclaim left the job of a pool no longer configured")
+	}
+
 	// No lineage, or no dead apply: nothing is looked at.
 	for _, r := range []providers.ReclaimRequest{{ApplyIDs: []string{"dead"}, Settings: []wdchcl.ProviderSettings{s}}, {Lineage: "lin", Settings: []wdchcl.ProviderSettings{s}}} {
 		if resp, err := p.Reclaim(ctx, r); err != nil || len(resp.Stopped)+resp.OrphanWorkers != 0 {
@@ -485,6 +496,7 @@ func TestDryRun(t *testing.T) {
 		{"exists", func(f *fakeRay, s *Settings) {
 			f.add(JobDetails{SubmissionID: SubmissionID("lin", "apply-1", "builders", 1), Status: StatusRunning})
 		}, false, "", "exists already"},
+		{"no wdc_path: the package is asked for", func(f *fakeRay, s *Settings) { s.WdcPath = "" }, false, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -509,6 +521,16 @@ func TestDryRun(t *testing.T) {
 			}
 			if n := f.count("POST /api/jobs/"); n != 0 {
 				t.Errorf("the dry run submitted %d jobs", n)
+			}
+			asked := false
+			for _, r := range f.requests {
+				asked = asked || strings.HasPrefix(r, "GET /api/packages/gcs/_ray_pkg_")
+				if strings.HasPrefix(r, "PUT ") {
+					t.Errorf("the dry run uploaded: %s", r)
+				}
+			}
+			if want := s.WdcPath == "" && !tt.unreachable && tt.refusal == ""; asked != want {
+				t.Errorf("the dry run asked for the agent's package: %v, want %v", asked, want)
 			}
 			if _, err := os.Stat(req.LogPath); err == nil {
 				t.Error("the dry run made the log file")

@@ -45,9 +45,13 @@ func SubmissionID(lineage, applyID, pool string, seq int) string {
 	return "wdc-" + p + "-" + strconv.Itoa(seq) + "-" + hex.EncodeToString(sum[:])[:10]
 }
 
-// agentRequest is req with the Ray nodes' wdc binary.
+// agentRequest is req with the Ray nodes' wdc binary, or, for a pool
+// without wdc_path, the packaged agent in the job's working folder.
 func agentRequest(req providers.LaunchRequest, s *Settings) providers.LaunchRequest {
 	req.Executable = s.WdcPath
+	if s.WdcPath == "" {
+		req.Executable = "./" + packagedAgent
+	}
 	return req
 }
 
@@ -75,10 +79,12 @@ func Entrypoint(argv []string) string {
 
 // Submission builds the job submission of one launch from the pool's ray
 // block and the request: the entrypoint runs `wdc agent` (providers.Render
-// with the block's wdc_path), runtime_env.env_vars holds the block's env,
-// req.Env and the launch credential (WDC_LAUNCH_CREDENTIAL; nowhere
-// else), and metadata the block's and wdc's own keys (Meta*).
-func Submission(req providers.LaunchRequest, s *Settings) JobSubmission {
+// with the block's wdc_path, or ./wdc-agent from the agent's package,
+// workingDir, when it has none), runtime_env.env_vars holds the block's
+// env, req.Env and the launch credential (WDC_LAUNCH_CREDENTIAL; nowhere
+// else), runtime_env.working_dir the package, and metadata the block's
+// and wdc's own keys (Meta*).
+func Submission(req providers.LaunchRequest, s *Settings, workingDir string) JobSubmission {
 	env := maps.Clone(s.Env)
 	if env == nil {
 		env = map[string]string{}
@@ -93,7 +99,7 @@ func Submission(req providers.LaunchRequest, s *Settings) JobSubmission {
 	return JobSubmission{
 		Entrypoint:          Entrypoint(providers.Render(agentRequest(req, s))),
 		SubmissionID:        SubmissionID(req.Lineage, req.ApplyID, req.Pool, req.Seq),
-		RuntimeEnv:          &RuntimeEnv{EnvVars: env},
+		RuntimeEnv:          &RuntimeEnv{WorkingDir: workingDir, EnvVars: env},
 		Metadata:            meta,
 		EntrypointNumCPUs:   s.EntrypointNumCPUs,
 		EntrypointNumGPUs:   s.EntrypointNumGPUs,
@@ -128,7 +134,7 @@ func (s JobSubmission) Redacted() (string, error) {
 		if _, ok := env[protocol.LaunchCredentialEnv]; ok {
 			env[protocol.LaunchCredentialEnv] = "(sensitive)"
 		}
-		c.RuntimeEnv = &RuntimeEnv{EnvVars: env}
+		c.RuntimeEnv = &RuntimeEnv{WorkingDir: s.RuntimeEnv.WorkingDir, EnvVars: env}
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {

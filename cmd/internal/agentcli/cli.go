@@ -35,10 +35,12 @@ func (e *Env) getenv(name string) string {
 }
 
 // CLI is the command line of wdc-agent: the agent command as `wdc agent`
-// has it, and the version.
+// has it, the version, and install-agent (what an agent_image's init
+// container runs).
 type CLI struct {
-	Agent   AgentCmd   `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
-	Version VersionCmd `cmd:"" help:"Print the wdc-agent version."`
+	Agent        AgentCmd        `cmd:"" help:"Run one worker against a coordinator (apply's providers start it with a one-time credential; --join-file joins from anywhere)."`
+	Version      VersionCmd      `cmd:"" help:"Print the wdc-agent version."`
+	InstallAgent InstallAgentCmd `cmd:"" name:"install-agent" help:"Copy this binary to DEST (the init container of a Kubernetes pool with agent_image runs it)."`
 }
 
 // kongExit is the panic value used to turn kong's exit calls (after --help)
@@ -51,7 +53,7 @@ type kongExit struct{ code int }
 func NewParser(cli *CLI, b Build, stdout, stderr io.Writer) (*kong.Kong, error) {
 	return kong.New(cli,
 		kong.Name(b.Name),
-		kong.Description("The wdc worker alone: runs `agent` against a coordinator, as `wdc agent` does (no configuration language, no cluster clients)."),
+		kong.Description("The wdc worker alone: runs `agent` against a coordinator, as `wdc agent` does (no configuration language, no cluster clients); install-agent copies it where a pod's task image can run it."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(c int) { panic(kongExit{c}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
