@@ -75,6 +75,11 @@ type Options struct {
 	// By default every attempt is confined where this machine allows it,
 	// and run unconfined, with a warning at start, where it does not.
 	Unconfined bool
+	// HideFiles are files of this agent no confined attempt may read (its
+	// join file, whose credential registers workers): covered by an empty
+	// file where the attempt has a mount namespace of its own. Absolute
+	// paths.
+	HideFiles []string
 	// KillGrace is the time between SIGTERM and SIGKILL when the agent
 	// stops an attempt's process group (default 5 s).
 	KillGrace time.Duration
@@ -1173,6 +1178,10 @@ func (a *Agent) logConfinement() {
 		a.log.Warn("attempts are not confined (--unconfined): a task can read the work folder (the state, this worker's session) and signal this agent")
 	case st.Confined && st.Limits != "":
 		a.log.Info("attempts are confined", "by", st.Mechanism, "limits", st.Limits)
+		if len(a.opts.HideFiles) > 0 {
+			a.log.Warn("attempts can read the join file: without a mount namespace it cannot be hidden from them, and its credential registers workers; keep it where no task runs, or remove it once this worker joined (it rejoins with it after its apply ended)",
+				"join_file", a.opts.HideFiles)
+		}
 	case st.Confined:
 		a.log.Info("attempts are confined", "by", st.Mechanism)
 	default:
@@ -1224,7 +1233,7 @@ func (a *Agent) starter(paths attemptPaths) startFunc {
 		return startPlain
 	}
 	own, named := a.hiddenFolders()
-	p := confine.Policy{Hide: append(slices.Clip(own), named...), Show: []string{paths.scratch}, ReadOnly: []string{"/sys/fs/cgroup"}}
+	p := confine.Policy{Hide: append(slices.Clip(own), named...), Show: []string{paths.scratch}, ReadOnly: []string{"/sys", "/proc/sys"}, HideFiles: a.opts.HideFiles}
 	return func(cmd *exec.Cmd) (func(), error) {
 		release, err := confine.Start(cmd, p)
 		switch {

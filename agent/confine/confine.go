@@ -47,10 +47,19 @@ type Policy struct {
 	// read-write as they are (its attempt folder). Absolute paths.
 	Show []string
 	// ReadOnly lists folders the command may read but not change, even as
-	// root (the cgroup file system, through which a root command could
-	// freeze or kill its agent). Absolute paths; one that does not exist
-	// is left out.
+	// root: /sys (its cgroups, through which a root command could freeze
+	// or kill its agent) and /proc/sys (a core_pattern would run a program
+	// of its choosing as root, outside any confinement). Absolute paths;
+	// one that does not exist is left out. Confined by Landlock rules
+	// alone, a folder of /proc is left to the mounts (containers mount
+	// /proc/sys read-only themselves).
 	ReadOnly []string
+	// HideFiles lists files the command must not read (an agent's join
+	// file): each is covered by an empty read-only file. Only a mount
+	// namespace does it: Landlock rules, which cannot take rights back in a
+	// folder the command writes in, leave them as they are. Absolute paths;
+	// one that does not exist is left out.
+	HideFiles []string
 }
 
 // Status says what confinement this process can give its attempts.

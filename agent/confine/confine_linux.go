@@ -51,6 +51,9 @@ var dropped = []uintptr{
 	unix.CAP_CHECKPOINT_RESTORE, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE,
 	// open_by_handle_at opens a file by its inode number, past any cover
 	unix.CAP_DAC_READ_SEARCH,
+	// a raw socket on the loopback reads the bearer tokens of every call
+	// to the coordinator; an interface could be reconfigured
+	unix.CAP_NET_RAW, unix.CAP_NET_ADMIN,
 }
 
 var probed struct {
@@ -257,7 +260,7 @@ func resolve(p Policy) (Policy, error) {
 		in       []string
 		out      *[]string
 		optional bool
-	}{{p.Hide, &out.Hide, false}, {p.Show, &out.Show, false}, {p.ReadOnly, &out.ReadOnly, true}} {
+	}{{p.Hide, &out.Hide, false}, {p.Show, &out.Show, false}, {p.ReadOnly, &out.ReadOnly, true}, {p.HideFiles, &out.HideFiles, true}} {
 		for _, d := range list.in {
 			r, err := filepath.EvalSymlinks(d)
 			if list.optional && errors.Is(err, fs.ErrNotExist) {
@@ -307,6 +310,12 @@ func enter(p Policy, mech mechanism, rulesetFD int) error {
 // inheritable and ambient sets, so a command run as root gets none of them
 // back.
 func dropCapabilities() error {
+	if unix.Geteuid() != 0 && !holdsAnyCapability() {
+		// An ordinary user without CAP_SETPCAP cannot drop them, and needs
+		// not: its command gets none of the bounding set (no_new_privs
+		// stops setuid and file capabilities).
+		return clearInheritable()
+	}
 	for _, c := range dropped {
 		held, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0)
 		if err != nil || held == 0 {
@@ -317,6 +326,17 @@ func dropCapabilities() error {
 		}
 	}
 	return clearInheritable()
+}
+
+// holdsAnyCapability reports whether the calling thread has a permitted
+// capability.
+func holdsAnyCapability() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return true // say so, and let the drops fail with their reason
+	}
+	return data[0].Permitted != 0 || data[1].Permitted != 0
 }
 
 // clearInheritable empties the thread's inheritable and ambient

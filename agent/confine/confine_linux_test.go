@@ -36,7 +36,8 @@ func run(t *testing.T, mech mechanism, work, attempt, dir, script string) (strin
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	release, err := startWith(cmd, Policy{Hide: []string{work}, Show: []string{attempt}, ReadOnly: []string{cgroups}}, mech)
+	release, err := startWith(cmd, Policy{Hide: []string{work}, Show: []string{attempt}, ReadOnly: []string{"/sys", "/proc/sys"},
+		HideFiles: []string{filepath.Join(filepath.Dir(dir), "join.json")}}, mech)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +105,9 @@ func testConfinedAttempt(t *testing.T, mech mechanism) {
 		t.Fatal(err)
 	}
 	attempt := fixture(t, work)
+	if err := os.WriteFile(filepath.Join(base, "join.json"), []byte(`{"credential":"wdcj_secret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	other := t.TempDir() // beside base, not above the work folder
 	// a process outside the attempt: the test itself stands for the agent,
 	// sleep for a sibling
@@ -150,7 +154,13 @@ func testConfinedAttempt(t *testing.T, mech mechanism) {
 		{"a sibling's environment is unreadable", `cat /proc/` + sib + `/environ`, 0, 1, "denied"},
 		{"the agent's root is unreachable", `ls /proc/` + self + `/root/`, 0, 2, "denied"},
 		{"the agent's memory cannot be opened", `exec 3</proc/` + self + `/mem && echo opened`, 0, 2, "denied"},
+		{"the folders above the work folder stay where they are", `mv ` + filepath.Dir(work) + ` ` + filepath.Dir(work) + `.moved || echo refused`, 0, 0, "refused"},
+		{"the join file reads empty", `cat ` + filepath.Join(base, "join.json") + ` && echo read`, byMount, 0, "read"},
 		{"the cgroups cannot be changed", `mkdir ` + cgroups + `/wdc-confine-test || echo refused`, 0, 0, "refused"},
+		{"the kernel's settings cannot be changed", `cat /proc/sys/kernel/core_pattern > /dev/null && (cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern) 2>/dev/null || echo refused`, byMount, 0, "refused"},
+		// CAP_NET_ADMIN and CAP_NET_RAW (bits 12 and 13) would sniff the
+		// loopback's bearer tokens
+		{"no raw socket is opened", `grep -q '^CapBnd:.*[048c][0-9a-f]\{3\}$' /proc/self/status && echo dropped`, 0, 0, "dropped"},
 		// CAP_DAC_READ_SEARCH (bit 2) would open files by handle past the cover
 		{"no file is opened by handle", `grep -q '^CapBnd:.*[0-9a-f]*[0-389ab]$' /proc/self/status && echo dropped`, 0, 0, "dropped"},
 	}
@@ -355,5 +365,35 @@ func TestNoThreadOfTheAgentCanBeSignalled(t *testing.T) {
 				t.Fatalf("mechanism %d, try %d: the command may signal threads of its agent: %q (%v)", mech, i, out.String(), err)
 			}
 		}
+	}
+}
+
+// TestOrdinaryUserConfines: an agent run by an ordinary user (no
+// capabilities, the bounding set whole, as a login gives it) confines its
+// attempts by Landlock rules: it cannot drop capabilities from the bounding
+// set, and needs not.
+func TestOrdinaryUserConfines(t *testing.T) {
+	requireConfinement(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv to become an ordinary user")
+	}
+	// the test binary where the user may run it
+	exe := filepath.Join(t.TempDir(), "confine.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", "--", exe)
+	cmd.Env = append(os.Environ(), probeEnv+"=start")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "started by Landlock") || !strings.Contains(string(out), "wait <nil>") {
+		t.Fatalf("as an ordinary user: %q (%v); want a command started by Landlock rules, ended well", out, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -161,6 +162,10 @@ func (c *ruleCache) refresh(hide, readOnly []string) error {
 		return nil
 	}
 	c.drop()
+	// procfs makes and drops a folder per process: rules cannot be
+	// walked beside a folder of it (a read-only one there is left to the
+	// mounts, which containers make read-only themselves).
+	readOnly = slices.DeleteFunc(slices.Clone(readOnly), func(r string) bool { return within(r, "/proc") })
 	above, walk := map[string]bool{}, []string{}
 	for _, h := range append(append([]string(nil), hide...), readOnly...) {
 		for d := filepath.Dir(h); ; d = filepath.Dir(d) {

@@ -5,6 +5,7 @@ package confine
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"testing"
@@ -18,8 +19,12 @@ import (
 func init() { runtime.LockOSThread() }
 
 func TestMain(m *testing.M) {
-	if os.Getenv(probeEnv) == "tgkill" {
+	switch os.Getenv(probeEnv) {
+	case "tgkill":
 		probeThreads() // a confined command of TestNoThreadOfTheAgentCanBeSignalled
+		return
+	case "start":
+		probeStart() // an ordinary user's agent of TestOrdinaryUserConfines
 		return
 	}
 	var tid int
@@ -58,4 +63,31 @@ func probeThreads() {
 		}
 	}
 	fmt.Printf("%d of %d\n", allowed, len(entries))
+}
+
+// probeStart confines /bin/true in a fresh work folder and prints how it
+// went.
+func probeStart() {
+	work, err := os.MkdirTemp("", "wdc-confine-user-")
+	if err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	defer os.RemoveAll(work)
+	attempt := work + "/scratch/t/1"
+	if err := os.MkdirAll(attempt, 0o700); err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	st := Probe()
+	cmd := exec.Command("/bin/true")
+	cmd.Dir = attempt
+	release, err := Start(cmd, Policy{Hide: []string{work}, Show: []string{attempt}, ReadOnly: []string{"/sys"}})
+	if err != nil {
+		fmt.Println("error", err, "by", st.Mechanism)
+		return
+	}
+	err = cmd.Wait()
+	release()
+	fmt.Println("started by", st.Mechanism, "wait", err)
 }

@@ -5,6 +5,8 @@ package confine
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +28,16 @@ func hide(p Policy) error {
 		}
 		trees = append(trees, fd)
 	}
+	// Each folder above a Hide folder becomes a mount of its own (bound
+	// onto itself), which no rename or removal in this namespace can move
+	// (EBUSY): a root command that renamed one would otherwise leave the
+	// work folder under a new name, uncovered for the next attempt, and a
+	// decoy where the agent looks for it.
+	for _, a := range foldersAbove(p.Hide) {
+		if err := unix.Mount(a, a, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("confining the attempt: pinning %s: %w", a, err)
+		}
+	}
 	for _, h := range p.Hide {
 		if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
 			return fmt.Errorf("confining the attempt: hiding %s: %w", h, err)
@@ -42,6 +54,11 @@ func hide(p Policy) error {
 	for _, r := range p.ReadOnly {
 		if err := readOnly(r); err != nil {
 			return fmt.Errorf("confining the attempt: %s read-only: %w", r, err)
+		}
+	}
+	for _, f := range p.HideFiles {
+		if err := coverFile(f); err != nil {
+			return fmt.Errorf("confining the attempt: hiding %s: %w", f, err)
 		}
 	}
 	for _, h := range p.Hide {
@@ -67,4 +84,35 @@ func readOnly(dir string) error {
 		err = unix.MountSetattr(unix.AT_FDCWD, dir, unix.AT_RECURSIVE, attr)
 	}
 	return err
+}
+
+// foldersAbove lists the folders above the hidden ones, / left out,
+// outermost first, each once.
+func foldersAbove(hidden []string) []string {
+	var out []string
+	for _, h := range hidden {
+		var chain []string
+		for d := filepath.Dir(h); d != "/" && d != "."; d = filepath.Dir(d) {
+			chain = append(chain, d)
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			if !slices.Contains(out, chain[i]) {
+				out = append(out, chain[i])
+			}
+		}
+	}
+	return out
+}
+
+// coverFile covers the regular file path with /dev/null, read-only: it
+// reads empty and takes no write. Anything else at path is left alone.
+func coverFile(path string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	return unix.Mount("", path, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, "")
 }

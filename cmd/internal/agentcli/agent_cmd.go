@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -91,6 +92,7 @@ func (c *AgentCmd) run(e *Env) error {
 		DrainTimeout: c.DrainTimeout,
 		Spool:        c.Spool,
 		Unconfined:   c.Unconfined,
+		HideFiles:    joinFiles(c.JoinFile),
 		Logger:       logger,
 		Version:      e.Build.Version,
 		Environ:      e.Environ,
@@ -203,4 +205,16 @@ func normalizePin(s string) string {
 		return p
 	}
 	return s
+}
+
+// joinFiles is the join file, absolute, for an attempt not to read
+// (agent.Options.HideFiles), or none.
+func joinFiles(path string) []string {
+	if path == "" {
+		return nil
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return []string{abs}
+	}
+	return nil
 }
