@@ -76,6 +76,11 @@ func (c *ApplyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if b, err := e.stateBackend(cfg); err != nil {
+		return err
+	} else if b != nil {
+		return errBackendUnsupported("wdc apply", b)
+	}
 	e.warnUnconfined(cfg)
 	serve, err := e.serveSettings(cfg)
 	if err != nil {

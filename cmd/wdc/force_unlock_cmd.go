@@ -22,6 +22,9 @@ type ForceUnlockCmd struct {
 // Run removes the lock if its ID matches. Errors: no lock, another ID, or
 // (without --force) a holder alive on this host.
 func (c *ForceUnlockCmd) Run(e *env) error {
+	if err := e.refuseBackend("wdc force-unlock"); err != nil {
+		return err
+	}
 	path, err := e.statePathForReading()
 	if err != nil {
 		return err

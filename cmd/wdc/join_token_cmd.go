@@ -68,6 +68,11 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if b, err := e.stateBackend(cfg); err != nil {
+		return err
+	} else if b != nil {
+		return errBackendUnsupported("wdc join-token create", b)
+	}
 	// Check where the join file goes before a token exists that nobody
 	// could hold: never over an existing file (a configuration, a device).
 	var out string
@@ -228,7 +233,7 @@ type JoinTokenRevokeCmd struct {
 // apply holds the lock (its workers are asked to drain), else under the
 // lock for one transaction.
 func (c *JoinTokenRevokeCmd) Run(e *env) error {
-	store, path, err := e.openExistingState("there is no join token to revoke")
+	store, path, err := e.openExistingState("wdc join-token revoke", "there is no join token to revoke")
 	if err != nil {
 		return err
 	}

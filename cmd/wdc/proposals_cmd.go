@@ -292,7 +292,7 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 			return err
 		}
 	}
-	store, path, err := e.openExistingState("there is no proposal to decide")
+	store, path, err := e.openExistingState(verb, "there is no proposal to decide")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/wdc-dev/wdc/backend"
+	"github.com/wdc-dev/wdc/engine/apply"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/providers"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// defaultBackendWorkPath is, with a backend, the local working copy of
+// the state an apply works on (relative to the configuration
+// directory); its folder is the apply's work folder (logs, scratch).
+const defaultBackendWorkPath = ".wdc/backend/state.db"
+
+// stateBackend returns the configuration's backend, or nil when it has
+// no backend block (the state is the local file). --state and WDC_STATE
+// name a local file, and are refused beside a backend.
+func (e *env) stateBackend(cfg *wdchcl.Config) (*backend.S3, error) {
+	if cfg == nil || cfg.Settings.Backend == nil {
+		return nil, nil
+	}
+	bs := cfg.Settings.Backend
+	name := "s3://" + bs.Bucket + "/" + bs.Key
+	switch {
+	case e.flags.State != "":
+		return nil, fmt.Errorf("--state names a local state file, and the configuration keeps the state in backend %s: drop --state, or the backend block", name)
+	case e.getenv("WDC_STATE") != "":
+		return nil, fmt.Errorf("WDC_STATE names a local state file, and the configuration keeps the state in backend %s: unset WDC_STATE, or drop the backend block", name)
+	}
+	return backend.NewS3(backend.S3Config{Bucket: bs.Bucket, Key: bs.Key, Endpoint: bs.Endpoint, Region: bs.Region,
+		PathStyle: bs.PathStyle, Profile: bs.Profile, LockTTL: bs.LockTTL}, e.getenv)
+}
+
+// quietConfig loads the configuration for its wdc block only, as the
+// commands that only read the state do: a configuration that does not
+// load (a missing variable) gives what it could decode. Nil when there is
+// none.
+func (e *env) quietConfig() *wdchcl.Config {
+	dir, err := e.configDir()
+	if err != nil {
+		return nil
+	}
+	cfg, _ := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, Environ: e.environ, Providers: providers.Schemas()})
+	return cfg
+}
+
+// atExit registers f to run when the command has ended.
+func (e *env) atExit(f func()) { e.cleanups = append(e.cleanups, f) }
+
+// pullForReading downloads the backend's state into a temporary file,
+// removed when the command ends, and returns its path: a consistent copy
+// to read. With an empty key the path names no file (an empty state).
+func (e *env) pullForReading(ctx context.Context, b *backend.S3) (string, error) {
+	dir, err := os.MkdirTemp("", "wdc-state-")
+	if err != nil {
+		return "", err
+	}
+	e.atExit(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "state.db")
+	_, found, err := b.Get(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	if found {
+		if _, _, err := stateInfo(ctx, path); err != nil {
+			return "", notAState(b, err)
+		}
+	}
+	return path, nil
+}
+
+// notAState is the error for a state object that is not a state this
+// wdc can use.
+func notAState(b *backend.S3, err error) error {
+	// The state's own words name the temporary copy and what to do with
+	// a local file; what counts here is what the object is.
+	why := err.Error()
+	var newer *state.NewerSchemaError
+	switch {
+	case errors.As(err, &newer):
+		why = "a newer wdc wrote it: use that wdc or a later one"
+	case errors.Is(err, state.ErrCorrupt):
+		why = "it is damaged"
+	case errors.Is(err, state.ErrNotState):
+		why = "it is not a wdc state file"
+	}
+	return &backend.Error{Backend: b.Name(), Op: "read the state", Object: b.Key(), Err: errors.New(why),
+		Hint: "if it was damaged, wdc state push FILE puts a good copy in its place"}
+}
+
+// planningState returns the state a plan is made from, to read only:
+// the local state file, or, with a backend, a copy pulled from it; and
+// the backend's lock when one is held (nil otherwise), for the plan's
+// "an apply is running" warning.
+func (e *env) planningState(ctx context.Context, cfg *wdchcl.Config) (path string, held *state.Lock, err error) {
+	b, err := e.stateBackend(cfg)
+	if err != nil || b == nil {
+		path, err = e.statePath(cfg)
+		return path, nil, err
+	}
+	if path, err = e.pullForReading(ctx, b); err != nil {
+		return "", nil, err
+	}
+	l, _, err := b.ReadLock(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if l != nil && !l.Free(e.now()) {
+		held = asStateLock(*l)
+	}
+	return path, held, nil
+}
+
+// asStateLock is a backend lock as the messages about a state lock show
+// it.
+func asStateLock(l backend.Lock) *state.Lock {
+	return &state.Lock{ID: l.ID, Holder: l.Holder, Host: l.Host, PID: l.PID, StartedAt: l.StartedAt, ExpiresAt: l.ExpiresAt}
+}
+
+// errBackendUnsupported refuses a command that changes the state without
+// an apply, with a backend: it would change a copy.
+func errBackendUnsupported(verb string, b *backend.S3) error {
+	return fmt.Errorf("%s does not work with a backend yet: it would change a copy of the state, not the state in %s; "+
+		"do it from an apply's configuration without the backend block, or wait for a wdc that has it", verb, b.Name())
+}
+
+// refuseBackend is errBackendUnsupported when the configuration has a
+// backend, nil otherwise.
+func (e *env) refuseBackend(verb string) error {
+	b, err := e.stateBackend(e.quietConfig())
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		return errBackendUnsupported(verb, b)
+	}
+	return nil
+}
+
+// pushState uploads the state file path to b with a conditional PUT on
+// etag ("" for a key that held nothing), from a consistent copy made
+// beside it. A conflict (someone else wrote the state) is an error that
+// says the local copy is kept.
+func pushState(ctx context.Context, b *backend.S3, path, etag string) (backend.Object, error) {
+	tmp := path + ".push"
+	os.Remove(tmp)
+	if err := state.Copy(ctx, path, tmp); err != nil {
+		return backend.Object{}, err
+	}
+	defer os.Remove(tmp)
+	obj, err := b.Put(ctx, tmp, etag)
+	if errors.Is(err, backend.ErrConflict) {
+		return obj, fmt.Errorf("%w; the state this command wrote is kept in %s", err, path)
+	}
+	return obj, err
+}
+
+// lockHolder names this process for a lock: user@host, the host, the pid.
+func lockHolder(e *env) (holder, host string, pid int) {
+	host, _ = os.Hostname()
+	name := e.getenv("USER")
+	if name == "" {
+		name = "unknown"
+	}
+	return name + "@" + host, host, os.Getpid()
+}
+
+// deadOnThisHost is the backend lock's TakeOver: a lock of this host
+// whose pid does not run any more is taken at once (as a local state's
+// is), without waiting for it to expire.
+func deadOnThisHost(host string) func(backend.Lock) bool {
+	return func(l backend.Lock) bool {
+		return l.Host == host && l.PID != os.Getpid() && !apply.ProcessAlive(l.PID)
+	}
+}
+
+// remoteApply is an apply's hold on a backend: its lock, and the state
+// pulled into the local working copy (with the ETag it had).
+type remoteApply struct {
+	b      *backend.S3
+	lock   *backend.HeldLock
+	path   string // the working copy
+	etag   string // "" when the key held nothing
+	serial int64  // the pulled state's serial (0 for none)
+}
+
+// lockAndPull takes the backend's lock for an apply (waiting up to wait,
+// telling onWait once) and pulls the state into the working copy path,
+// replacing what an earlier apply on this machine left there: the
+// backend's state is the one that counts.
+func lockAndPull(ctx context.Context, e *env, b *backend.S3, path string, wait time.Duration, onWait func(backend.Lock)) (*remoteApply, error) {
+	holder, host, pid := lockHolder(e)
+	held, err := b.AcquireLock(ctx, backend.LockRequest{Operation: "apply", Holder: holder, Host: host, PID: pid,
+		Wait: wait, TakeOver: deadOnThisHost(host), OnWait: onWait})
+	if err != nil {
+		return nil, err
+	}
+	held.KeepAlive()
+	r := &remoteApply{b: b, lock: held, path: path}
+	if err := r.pull(ctx); err != nil {
+		held.Release(context.Background()) //nolint:errcheck // it expires anyway
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *remoteApply) pull(ctx context.Context) error {
+	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
+		return err
+	}
+	for _, p := range []string{r.path, r.path + "-wal", r.path + "-shm", r.path + "-journal"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("replace the working copy of the state: %w", err)
+		}
+	}
+	obj, found, err := r.b.Get(ctx, r.path)
+	if err != nil || !found {
+		return err
+	}
+	r.etag = obj.ETag
+	if _, r.serial, err = stateInfo(ctx, r.path); err != nil {
+		return notAState(r.b, err)
+	}
+	return nil
+}
+
+// finish pushes the working copy back when the apply changed it (a
+// conditional PUT on the ETag pulled; a failure other than a conflict is
+// tried again, three times in all), then releases the lock. A lost lock
+// pushes nothing and is the error.
+func (r *remoteApply) finish(ctx context.Context) error {
+	defer r.lock.Release(context.Background()) //nolint:errcheck // a lock not released expires
+	if err := r.lock.LostError(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(r.path); errors.Is(err, fs.ErrNotExist) {
+		return nil // the apply made no state
+	}
+	if r.etag != "" {
+		st, err := state.OpenReadOnly(ctx, r.path)
+		if err != nil {
+			return err
+		}
+		_, serial, err := st.Info(ctx)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		if serial == r.serial {
+			return nil // nothing changed
+		}
+	}
+	// Last, make sure the lock is still this apply's: a holder that lost
+	// it must not write the state.
+	var err error
+	for try := range 3 {
+		if err = r.lock.Renew(ctx); err == nil {
+			var obj backend.Object
+			if obj, err = pushState(ctx, r.b, r.path, r.etag); err == nil {
+				r.etag = obj.ETag
+				return nil
+			}
+		}
+		if errors.Is(err, backend.ErrConflict) || errors.Is(err, backend.ErrLockLost) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * time.Second)
+	}
+	return fmt.Errorf("%w (the apply's state is kept in %s; once the cause is fixed, wdc state push %s puts it in the backend)", err, r.path, r.path)
+}
