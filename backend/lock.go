@@ -89,7 +89,9 @@ func ParseLock(data []byte) (Lock, error) {
 // expired.
 func (l Lock) Free(now time.Time) bool { return l.Released || !l.ExpiresAt.After(now) }
 
-func (l Lock) encode() []byte {
+// Encode returns the lock object as wdc writes it: indented JSON with
+// format_version LockFormatVersion.
+func (l Lock) Encode() []byte {
 	l.FormatVersion = LockFormatVersion
 	b, _ := json.MarshalIndent(l, "", "  ")
 	return append(b, '\n')
@@ -126,7 +128,7 @@ func (b *S3) ReadLock(ctx context.Context) (*Lock, string, error) {
 // writeLock writes l as the lock object: on the ETag ifMatch, or only
 // when there is none ("").
 func (b *S3) writeLock(ctx context.Context, op string, l Lock, ifMatch string) (string, error) {
-	data := l.encode()
+	data := l.Encode()
 	obj, err := b.put(ctx, op, b.cfg.Key+LockSuffix, bytes.NewReader(data), int64(len(data)), "application/json", ifMatch)
 	return obj.ETag, err
 }

@@ -10,7 +10,7 @@ func TestParseLock(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	good := Lock{ID: "0123456789abcdef0123456789abcdef", Operation: "apply", Holder: "a@h", Host: "h", PID: 7,
 		StartedAt: t0, RenewedAt: t0.Add(time.Second), ExpiresAt: t0.Add(time.Minute)}
-	if l, err := ParseLock(good.encode()); err != nil || l.ID != good.ID || !l.ExpiresAt.Equal(good.ExpiresAt) {
+	if l, err := ParseLock(good.Encode()); err != nil || l.ID != good.ID || !l.ExpiresAt.Equal(good.ExpiresAt) {
 		t.Fatalf("round trip = %+v, %v", l, err)
 	}
 	for _, tc := range []struct {
@@ -57,7 +57,7 @@ func TestLockFree(t *testing.T) {
 // encodes to a lock it accepts again, unchanged.
 func FuzzParseLock(f *testing.F) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	f.Add(Lock{ID: "0123456789abcdef0123456789abcdef", Holder: "a@h", StartedAt: t0, RenewedAt: t0, ExpiresAt: t0.Add(time.Minute)}.encode())
+	f.Add(Lock{ID: "0123456789abcdef0123456789abcdef", Holder: "a@h", StartedAt: t0, RenewedAt: t0, ExpiresAt: t0.Add(time.Minute)}.Encode())
 	f.Add([]byte(`{"format_version":"1.9","id":"0123456789abcdef0123456789abcdef","holder":"x","started_at":"2026-12-01T10:00:00Z","renewed_at":"2026-12-01T10:00:00Z","expires_at":"2026-12-01T10:00:00Z","released":true}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -65,7 +65,7 @@ func FuzzParseLock(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := ParseLock(l.encode())
+		again, err := ParseLock(l.Encode())
 		if err != nil {
 			t.Fatalf("re-encoded lock refused: %v", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/wdc-dev/wdc/backend"
 	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/demo"
@@ -828,4 +829,18 @@ func TestSchemaPlanWithProposals(t *testing.T) {
 		t.Errorf("plan changes %+v, waiting %+v; want proposal.1 to run and proposal.2 waiting", doc.Changes, doc.WaitingProposals)
 	}
 	validateDoc(t, stateSchema, "show --json (proposals)", wdcOut(t, "--chdir", dir, "show", "--json"))
+}
+
+// TestBackendLockSchema: the lock object the backend writes, held and
+// released, matches its schema.
+func TestBackendLockSchema(t *testing.T) {
+	sch := loadSchema(t, "backend-lock.schema.json")
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	held := backend.Lock{ID: "0123456789abcdef0123456789abcdef", Operation: "apply", Holder: "ci@runner-7", Host: "runner-7", PID: 4242,
+		StartedAt: t0, RenewedAt: t0.Add(10 * time.Second), ExpiresAt: t0.Add(70 * time.Second)}
+	released := held
+	released.Released, released.ReleasedAt, released.ExpiresAt, released.ForcedBy = true, t0.Add(20*time.Second), t0.Add(20*time.Second), "op@laptop"
+	for name, l := range map[string]backend.Lock{"held": held, "released": released} {
+		validateDoc(t, sch, name+" lock", l.Encode())
+	}
 }

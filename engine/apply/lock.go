@@ -74,7 +74,11 @@ type HeldLock struct {
 	stop     chan struct{}
 	done     chan struct{}
 	lost     chan struct{}
+	lostOnce sync.Once
 }
+
+// markLost closes Lost, once.
+func (l *HeldLock) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
 
 // ID returns the lock's ID (what `wdc force-unlock` takes).
 func (l *HeldLock) ID() string { return l.lock.ID }
@@ -196,7 +200,7 @@ func (l *HeldLock) KeepAlive(ctx context.Context) {
 				return
 			case <-t.C:
 				if _, err := l.store.RenewLock(ctx, l.lock.ID, l.opts.TTL, l.opts.Now()); errors.Is(err, state.ErrLockLost) {
-					close(l.lost)
+					l.markLost()
 					return
 				}
 			}

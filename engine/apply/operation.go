@@ -60,6 +60,13 @@ type Operation struct {
 	// Abort, when closed, stops at once (a second interrupt): workers are
 	// killed instead of drained. Cancelling Run's ctx stops cleanly.
 	Abort <-chan struct{}
+	// Fence, when closed, says that a lock held outside this state (a
+	// backend's lock over this working copy of its state) was lost: the
+	// apply stops as for the loss of its own lock, at once. Its own lock
+	// row is removed, so that the state refuses every later write of
+	// this apply (the next grant of a lease included), its workers are
+	// killed, and View.LockLost is told. Nil for no outer lock.
+	Fence <-chan struct{}
 }
 
 // OperationView is told what an Operation does, in order, from Run's
@@ -262,6 +269,9 @@ func (op *Operation) lock(ctx context.Context, store *state.Store) (*HeldLock, e
 	// From here on every write of this apply checks, in its own
 	// transaction, that the lock is still ours.
 	store.GuardWrites(lock.ID())
+	if op.Fence != nil {
+		go FenceLock(store, lock, op.Fence, op.Now)
+	}
 	if op.Saved != nil {
 		// Taking the lock does not move the serial; anything that did
 		// means another apply ran between the check and the lock.
@@ -344,4 +354,20 @@ func (op *Operation) apply(ctx context.Context, store *state.Store, lock *HeldLo
 		Config:          op.Config,
 		SavedPlan:       op.Saved != nil,
 	})
+}
+
+// FenceLock ties lock, this apply's lock of store, to an outer lock: when
+// fence is closed (the outer lock was lost) before lock is released, the
+// lock row is removed, so that the state refuses every later write of
+// this apply (GuardWrites: the next grant of a lease included), and Lost
+// is closed, which stops the apply as for the loss of its own lock. It
+// returns when either happened.
+func FenceLock(store *state.Store, lock *HeldLock, fence <-chan struct{}, now func() time.Time) {
+	select {
+	case <-fence:
+	case <-lock.stop:
+		return
+	}
+	store.ForceUnlock(context.Background(), lock.ID(), now()) //nolint:errcheck // the lock may be released already
+	lock.markLost()
 }
