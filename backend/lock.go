@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/minio/minio-go/v7"
 )
 
 // LockFormatVersion is the format_version of the lock object this wdc
@@ -101,28 +99,17 @@ func (l Lock) Encode() []byte {
 // An object that is not a lock is an *Error saying what to do.
 func (b *S3) ReadLock(ctx context.Context) (*Lock, string, error) {
 	key := b.cfg.Key + LockSuffix
-	r, err := b.client.GetObject(ctx, b.cfg.Bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		return nil, "", b.fail(ctx, "read the lock", key, err)
+	var buf bytes.Buffer
+	obj, found, err := b.fetch(ctx, "read the lock", key, &buf, maxLockSize+1, func() error { buf.Reset(); return nil })
+	if err != nil || !found {
+		return nil, "", err
 	}
-	defer r.Close()
-	info, err := r.Stat()
-	if err != nil {
-		if isNotFound(err) {
-			return nil, "", b.noBucket(ctx, "read the lock", key)
-		}
-		return nil, "", b.fail(ctx, "read the lock", key, err)
-	}
-	data, err := io.ReadAll(io.LimitReader(r, maxLockSize+1))
-	if err != nil {
-		return nil, "", b.fail(ctx, "read the lock", key, err)
-	}
-	l, err := ParseLock(data)
+	l, err := ParseLock(buf.Bytes())
 	if err != nil {
 		return nil, "", &Error{Backend: b.Name(), Object: key, Op: "read the lock", Err: err,
 			Hint: "if no apply is running on this state, remove the object by hand (wdc never overwrites what it cannot read)"}
 	}
-	return &l, strings.Trim(info.ETag, `"`), nil
+	return &l, obj.ETag, nil
 }
 
 // writeLock writes l as the lock object: on the ETag ifMatch, or only
@@ -334,6 +321,15 @@ func (h *HeldLock) markLost(why error) {
 			Hint: "this apply stopped granting leases; what it did since its last checkpoint is not in the backend"}
 		close(h.lost)
 	})
+}
+
+// Abandon gives the lock up as lost, for why (a write of the state found
+// that another writer replaced it): Lost is closed. The lock object is
+// left as it is.
+func (h *HeldLock) Abandon(why error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.markLost(why)
 }
 
 // Lost is closed when the lock is lost: a renewal found it replaced, or

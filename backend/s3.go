@@ -160,35 +160,26 @@ func (b *S3) LockTTL() time.Duration { return b.cfg.LockTTL }
 // when it exists) and returns its ETag; found is false, and dest is not
 // made, when the key holds nothing.
 func (b *S3) Get(ctx context.Context, dest string) (obj Object, found bool, err error) {
-	r, err := b.client.GetObject(ctx, b.cfg.Bucket, b.cfg.Key, minio.GetObjectOptions{})
-	if err != nil {
-		return Object{}, false, b.fail(ctx, "read the state", b.cfg.Key, err)
-	}
-	defer r.Close()
-	info, err := r.Stat()
-	if err != nil {
-		if isNotFound(err) {
-			return Object{}, false, b.noBucket(ctx, "read the state", b.cfg.Key)
-		}
-		return Object{}, false, b.fail(ctx, "read the state", b.cfg.Key, err)
-	}
 	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*")
 	if err != nil {
 		return Object{}, false, fmt.Errorf("backend %s: read the state: %w", b.Name(), err)
 	}
 	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, r)
-	if err == nil {
-		err = tmp.Sync()
+	defer tmp.Close()
+	obj, found, err = b.fetch(ctx, "read the state", b.cfg.Key, tmp, 0, func() error {
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		return tmp.Truncate(0)
+	})
+	if err != nil || !found {
+		return Object{}, found, err
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err := tmp.Sync(); err != nil {
+		return Object{}, false, fmt.Errorf("backend %s: read the state: %w", b.Name(), err)
 	}
-	if err == nil && n != info.Size {
-		err = fmt.Errorf("read %d bytes of %d", n, info.Size)
-	}
-	if err != nil {
-		return Object{}, false, b.fail(ctx, "read the state", b.cfg.Key, err)
+	if err := tmp.Close(); err != nil {
+		return Object{}, false, fmt.Errorf("backend %s: read the state: %w", b.Name(), err)
 	}
 	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
 		return Object{}, false, err
@@ -196,7 +187,51 @@ func (b *S3) Get(ctx context.Context, dest string) (obj Object, found bool, err 
 	if err := os.Rename(tmp.Name(), dest); err != nil {
 		return Object{}, false, fmt.Errorf("backend %s: read the state: %w", b.Name(), err)
 	}
-	return Object{ETag: strings.Trim(info.ETag, `"`), Size: n}, true, nil
+	return obj, true, nil
+}
+
+// fetch reads the object key into w (at most limit bytes, when limit >
+// 0) with its ETag; found is false when the key holds nothing. The client
+// reads an object in more than one request, each on the first one's ETag:
+// an object replaced meanwhile (a checkpoint, a renewal) fails the read,
+// which is then tried again from the start (reset empties w), a few
+// times.
+func (b *S3) fetch(ctx context.Context, op, key string, w io.Writer, limit int64, reset func() error) (Object, bool, error) {
+	for try := 0; ; try++ {
+		r, err := b.client.GetObject(ctx, b.cfg.Bucket, key, minio.GetObjectOptions{})
+		if err != nil {
+			return Object{}, false, b.fail(ctx, op, key, err)
+		}
+		var src io.Reader = r
+		if limit > 0 {
+			src = io.LimitReader(r, limit)
+		}
+		// Read first: the first read's request gives the object's
+		// information, which Stat then returns without another request.
+		n, err := io.Copy(w, src)
+		var info minio.ObjectInfo
+		if err == nil {
+			info, err = r.Stat()
+		}
+		r.Close()
+		// (after the read, Stat's Size is what is left unread)
+		if err == nil && info.Size != 0 && (limit <= 0 || n < limit) {
+			err = fmt.Errorf("read %d bytes of %d", n, n+info.Size)
+		}
+		switch {
+		case err == nil:
+			return Object{ETag: strings.Trim(info.ETag, `"`), Size: n}, true, nil
+		case isNotFound(err):
+			return Object{}, false, b.noBucket(ctx, op, key)
+		case minio.ToErrorResponse(err).StatusCode == 412 && try < 4 && ctx.Err() == nil:
+			if err := reset(); err != nil {
+				return Object{}, false, err
+			}
+			continue
+		default:
+			return Object{}, false, b.fail(ctx, op, key, err)
+		}
+	}
 }
 
 // Stat returns the state object's ETag and size without its content;

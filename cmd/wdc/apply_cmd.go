@@ -136,6 +136,8 @@ func (c *ApplyCmd) Run(e *env) error {
 		Replace: c.Replace, LockTimeout: c.LockTimeout, View: view, Now: e.now, Redact: jsonplan.NewRedactor(cfg).Text, Abort: abort}
 	if remote != nil {
 		op.Fence = remote.lock.Lost()
+		op.Checkpoints = remote
+		view.backend = true
 	}
 	if !c.AutoApprove {
 		op.Confirm = func(*plan.Plan) (bool, error) { return e.confirm() }
@@ -150,6 +152,10 @@ func (c *ApplyCmd) Run(e *env) error {
 				fmt.Fprintf(e.stderr, "wdc: error: %v\n", err)
 			}
 			return ferr
+		}
+		if errors.Is(err, apply.ErrCheckpointFailed) {
+			err = fmt.Errorf("%w (backend %s: the working copy %s keeps what this apply did; wdc state push %s puts it in the backend once the cause is fixed)",
+				err, b.Name(), path, path)
 		}
 	}
 	switch {
@@ -242,6 +248,9 @@ type applyCmdView struct {
 
 	mu     sync.Mutex
 	locked bool // an interrupt from now on drains workers
+	// backend: the state is a backend's working copy; a takeover was
+	// told from the backend's lock, not again from the copy's.
+	backend bool
 }
 
 var _ apply.OperationView = (*applyCmdView)(nil)
@@ -296,6 +305,9 @@ func (v *applyCmdView) LockLost() {
 }
 
 func (v *applyCmdView) TookOver(prev state.Lock, dead bool) {
+	if v.backend {
+		return
+	}
 	why := "that is gone"
 	if !dead {
 		why = "that stopped renewing it (its lock expired at " + views.FormatTime(prev.ExpiresAt) + ")"
@@ -352,7 +364,7 @@ func (v *applyCmdView) Event(ev coordinator.Event) { v.out.Event(ev) }
 // and succeeds; otherwise it refuses, having written nothing.
 func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config) error {
 	ctx := context.Background()
-	path, _, err := e.planningState(ctx, cfg)
+	path, backendRef, _, err := e.planningState(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -375,6 +387,7 @@ func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config) error {
 	if err != nil {
 		return err
 	}
+	doc.State.Backend = backendRef
 	var out views.Apply = views.NewApplyText(e.stdout, nil)
 	if c.JSON {
 		out = views.NewApplyJSON(e.stdout)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/backend"
+	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/engine/apply"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
@@ -60,22 +61,29 @@ func (e *env) atExit(f func()) { e.cleanups = append(e.cleanups, f) }
 // removed when the command ends, and returns its path: a consistent copy
 // to read. With an empty key the path names no file (an empty state).
 func (e *env) pullForReading(ctx context.Context, b *backend.S3) (string, error) {
+	path, _, err := e.pullCopy(ctx, b)
+	return path, err
+}
+
+// pullCopy is pullForReading, with the ETag of the object pulled ("" for
+// an empty key).
+func (e *env) pullCopy(ctx context.Context, b *backend.S3) (path, etag string, err error) {
 	dir, err := os.MkdirTemp("", "wdc-state-")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	e.atExit(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "state.db")
-	_, found, err := b.Get(ctx, path)
+	path = filepath.Join(dir, "state.db")
+	obj, found, err := b.Get(ctx, path)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if found {
 		if _, _, err := stateInfo(ctx, path); err != nil {
-			return "", notAState(b, err)
+			return "", "", notAState(b, err)
 		}
 	}
-	return path, nil
+	return path, obj.ETag, nil
 }
 
 // notAState is the error for a state object that is not a state this
@@ -98,26 +106,28 @@ func notAState(b *backend.S3, err error) error {
 }
 
 // planningState returns the state a plan is made from, to read only:
-// the local state file, or, with a backend, a copy pulled from it; and
+// the local state file, or, with a backend, a copy pulled from it (ref
+// names the backend and the object's ETag, for the plan document); and
 // the backend's lock when one is held (nil otherwise), for the plan's
 // "an apply is running" warning.
-func (e *env) planningState(ctx context.Context, cfg *wdchcl.Config) (path string, held *state.Lock, err error) {
+func (e *env) planningState(ctx context.Context, cfg *wdchcl.Config) (path string, ref *jsonplan.BackendRef, held *state.Lock, err error) {
 	b, err := e.stateBackend(cfg)
 	if err != nil || b == nil {
 		path, err = e.statePath(cfg)
-		return path, nil, err
+		return path, nil, nil, err
 	}
-	if path, err = e.pullForReading(ctx, b); err != nil {
-		return "", nil, err
+	path, etag, err := e.pullCopy(ctx, b)
+	if err != nil {
+		return "", nil, nil, err
 	}
 	l, _, err := b.ReadLock(ctx)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if l != nil && !l.Free(e.now()) {
 		held = asStateLock(*l)
 	}
-	return path, held, nil
+	return path, &jsonplan.BackendRef{Name: b.Name(), ETag: etag}, held, nil
 }
 
 // asStateLock is a backend lock as the messages about a state lock show
@@ -233,47 +243,33 @@ func (r *remoteApply) pull(ctx context.Context) error {
 	return nil
 }
 
-// finish pushes the working copy back when the apply changed it (a
-// conditional PUT on the ETag pulled; a failure other than a conflict is
-// tried again, three times in all), then releases the lock. A lost lock
-// pushes nothing and is the error.
-func (r *remoteApply) finish(ctx context.Context) error {
-	defer r.lock.Release(context.Background()) //nolint:errcheck // a lock not released expires
-	if err := r.lock.LostError(); err != nil {
+// Put is the apply's Checkpointer: it renews the lock (a holder that lost
+// it writes nothing), then puts the consistent copy at path in place of
+// the state with a conditional PUT on the ETag pulled or last put. A
+// conflict (another writer replaced the state) gives the lock up, which
+// stops the apply (Operation.Fence).
+func (r *remoteApply) Put(ctx context.Context, path string) error {
+	if err := r.lock.Renew(ctx); err != nil {
 		return err
 	}
-	if _, err := os.Stat(r.path); errors.Is(err, fs.ErrNotExist) {
-		return nil // the apply made no state
+	obj, err := r.b.Put(ctx, path, r.etag)
+	if errors.Is(err, backend.ErrConflict) {
+		r.lock.Abandon(fmt.Errorf("%w: the state was replaced by another writer", backend.ErrLockLost))
+		return err
 	}
-	if r.etag != "" {
-		st, err := state.OpenReadOnly(ctx, r.path)
-		if err != nil {
-			return err
-		}
-		_, serial, err := st.Info(ctx)
-		st.Close()
-		if err != nil {
-			return err
-		}
-		if serial == r.serial {
-			return nil // nothing changed
-		}
+	if err != nil {
+		return err
 	}
-	// Last, make sure the lock is still this apply's: a holder that lost
-	// it must not write the state.
-	var err error
-	for try := range 3 {
-		if err = r.lock.Renew(ctx); err == nil {
-			var obj backend.Object
-			if obj, err = pushState(ctx, r.b, r.path, r.etag); err == nil {
-				r.etag = obj.ETag
-				return nil
-			}
-		}
-		if errors.Is(err, backend.ErrConflict) || errors.Is(err, backend.ErrLockLost) || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(try+1) * time.Second)
+	r.etag = obj.ETag
+	return nil
+}
+
+// finish releases the lock, once the apply put its last checkpoint. A
+// lost lock is the error (the apply put nothing after it).
+func (r *remoteApply) finish(ctx context.Context) error {
+	defer r.lock.Release(ctx) //nolint:errcheck // a lock not released expires
+	if err := r.lock.LostError(); err != nil {
+		return fmt.Errorf("%w (the working copy %s keeps what this apply did)", err, r.path)
 	}
-	return fmt.Errorf("%w (the apply's state is kept in %s; once the cause is fixed, wdc state push %s puts it in the backend)", err, r.path, r.path)
+	return nil
 }

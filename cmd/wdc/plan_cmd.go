@@ -34,7 +34,7 @@ func (c *PlanCmd) Run(e *env) error {
 	}
 	// With a backend, a copy pulled from it (the plan reads; it never
 	// writes, nor takes the lock).
-	path, backendLock, err := e.planningState(ctx, cfg)
+	path, backendRef, backendLock, err := e.planningState(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -79,6 +79,7 @@ func (c *PlanCmd) Run(e *env) error {
 		return err
 	}
 	doc.AddLaunchPreviews(previews)
+	doc.State.Backend = backendRef
 	if c.Out != "" {
 		dir, err := e.configDir()
 		if err != nil {

@@ -298,10 +298,22 @@ func TestSchemaRejectsBrokenDocuments(t *testing.T) {
 	if err := checkDoc(planSchema, valid); err != nil {
 		t.Fatalf("the valid document is refused: %v", err)
 	}
+	// A plan read from a backend names it (1.8).
+	var withBackend map[string]any
+	if err := json.Unmarshal(valid, &withBackend); err != nil {
+		t.Fatal(err)
+	}
+	withBackend["state"].(map[string]any)["backend"] = map[string]any{"name": "s3://ci-state/wdc/state.db", "etag": "0cc175b9c0f1b6a831c399e269772661"}
+	if data, _ := json.Marshal(withBackend); checkDoc(planSchema, data) != nil {
+		t.Errorf("a plan with a backend is refused: %v", checkDoc(planSchema, data))
+	}
 	mutations := []struct {
 		name   string
 		mutate func(doc map[string]any)
 	}{
+		{"backend without an etag", func(d map[string]any) {
+			d["state"].(map[string]any)["backend"] = map[string]any{"name": "s3://ci-state/wdc/state.db"}
+		}},
 		{"unknown action", func(d map[string]any) { change(d, 0)["action"] = "explode" }},
 		{"symbol does not match the action", func(d map[string]any) { change(d, 0)["symbol"] = "~" }},
 		{"missing summary", func(d map[string]any) { delete(d, "summary") }},
