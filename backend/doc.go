@@ -9,9 +9,10 @@
 // profile, never from the configuration), the state object (read with
 // its ETag; written only with a conditional PUT, If-None-Match: * for a
 // key that holds nothing, If-Match on the ETag read before), and the lock
-// object beside it (KEY.lock, a JSON document: docs/json.md, "Backend
+// object beside it (KEY.lock, a JSON document: docs/json.md, "The backend
 // lock object"), taken with a conditional create, renewed and released
-// with conditional writes on its ETag, and judged on the wall clock.
+// with conditional writes on its ETag, and judged on the wall clock; and
+// the blobs (KEY.blobs/SHA256), each written once.
 //
 // It does not own the state's content: the SQLite file is package state's
 // (state.Copy makes the consistent copy that is uploaded), and this

@@ -271,3 +271,40 @@ func mustOpen(t *testing.T, p string) *os.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+func TestBlobs(t *testing.T) {
+	srv := s3test.Start(t)
+	b := newTestBackend(t, srv, 0)
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "blob")
+	os.WriteFile(src, []byte("hello\n"), 0o600)
+	const hash = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03" // sha256("hello\n")
+	const other = "0000000000000000000000000000000000000000000000000000000000000000"
+	for _, tc := range []struct {
+		name      string
+		do        func(*strings.Builder) (bool, error)
+		wantFound bool
+		wantErr   string
+		wantBody  string
+	}{
+		{"put", func(*strings.Builder) (bool, error) { return true, b.PutBlob(ctx, hash, src) }, true, "", ""},
+		{"put again is a no-op", func(*strings.Builder) (bool, error) { return true, b.PutBlob(ctx, hash, src) }, true, "", ""},
+		{"get", func(w *strings.Builder) (bool, error) { return b.GetBlob(ctx, hash, w) }, true, "", "hello\n"},
+		{"get a missing blob", func(w *strings.Builder) (bool, error) { return b.GetBlob(ctx, other, w) }, false, "", ""},
+		{"not a hash", func(w *strings.Builder) (bool, error) { return b.GetBlob(ctx, "../state.db", w) }, false, "not a SHA-256 hash", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w strings.Builder
+			found, err := tc.do(&w)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || found != tc.wantFound || w.String() != tc.wantBody {
+				t.Fatalf("= %v, %v, %q; want %v, %q", found, err, w.String(), tc.wantFound, tc.wantBody)
+			}
+		})
+	}
+}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/backend"
 	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/engine/apply"
@@ -74,6 +76,10 @@ func (e *env) pullCopy(ctx context.Context, b *backend.S3) (path, etag string, e
 	}
 	e.atExit(func() { os.RemoveAll(dir) })
 	path = filepath.Join(dir, "state.db")
+	if e.pulled == nil {
+		e.pulled = map[string]*backend.S3{}
+	}
+	e.pulled[path] = b
 	obj, found, err := b.Get(ctx, path)
 	if err != nil {
 		return "", "", err
@@ -201,6 +207,8 @@ type remoteApply struct {
 	path   string // the working copy
 	etag   string // "" when the key held nothing
 	serial int64  // the pulled state's serial (0 for none)
+	// uploaded holds the blobs put in the bucket by this apply.
+	uploaded map[string]bool
 }
 
 // lockAndPull takes the backend's lock for an apply (waiting up to wait,
@@ -252,6 +260,11 @@ func (r *remoteApply) Put(ctx context.Context, path string) error {
 	if err := r.lock.Renew(ctx); err != nil {
 		return err
 	}
+	// The blobs first: a state in the bucket never names a blob that is
+	// not there.
+	if err := r.putBlobs(ctx); err != nil {
+		return err
+	}
 	obj, err := r.b.Put(ctx, path, r.etag)
 	if errors.Is(err, backend.ErrConflict) {
 		r.lock.Abandon(fmt.Errorf("%w: the state was replaced by another writer", backend.ErrLockLost))
@@ -262,6 +275,72 @@ func (r *remoteApply) Put(ctx context.Context, path string) error {
 	}
 	r.etag = obj.ETag
 	return nil
+}
+
+// putBlobs uploads the blobs of the working copy's artifact store (logs,
+// outputs, inputs) that this apply has not uploaded yet, under their
+// content hash (backend.PutBlob: a blob there already is left alone).
+func (r *remoteApply) putBlobs(ctx context.Context) error {
+	store, err := artifact.OpenForReading(apply.ArtifactFolder(filepath.Dir(r.path)))
+	if errors.Is(err, artifact.ErrNotFound) {
+		return nil // no blob yet
+	}
+	if err != nil {
+		return err
+	}
+	if r.uploaded == nil {
+		r.uploaded = map[string]bool{}
+	}
+	return store.Walk(func(hash string, size int64) error {
+		if r.uploaded[hash] {
+			return nil
+		}
+		if err := r.b.PutBlob(ctx, hash, store.Path(hash)); err != nil {
+			return err
+		}
+		r.uploaded[hash] = true
+		return nil
+	})
+}
+
+// errBlobMissing: the bucket does not hold a blob the state names.
+var errBlobMissing = errors.New("the backend's bucket does not hold it")
+
+// blobStore returns the artifact store that holds the blobs of the state
+// at path: its work folder's; for a copy pulled from a backend
+// (pullCopy), a store beside the copy, into which the blobs named by
+// hashes that it lacks are fetched from the bucket first (each checked
+// against its hash). A blob the bucket lacks is left out: reading it
+// fails as for a blob missing from a work folder.
+func (e *env) blobStore(ctx context.Context, path string, hashes ...string) (*artifact.Store, error) {
+	dir := apply.ArtifactFolder(filepath.Dir(path))
+	b := e.pulled[path]
+	if b == nil {
+		return artifact.OpenForReading(dir)
+	}
+	store, err := artifact.Open(dir, 1<<62)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hashes {
+		if _, ok, err := store.Stat(h); err != nil || ok {
+			continue
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			found, err := b.GetBlob(ctx, h, pw)
+			if err == nil && !found {
+				err = errBlobMissing
+			}
+			pw.CloseWithError(err)
+		}()
+		_, err := store.Put(ctx, h, pr)
+		pr.Close()
+		if err != nil && !errors.Is(err, errBlobMissing) {
+			return nil, err
+		}
+	}
+	return store, nil
 }
 
 // finish releases the lock, once the apply put its last checkpoint. A

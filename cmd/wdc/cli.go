@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/wdc-dev/wdc/backend"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
 	"github.com/wdc-dev/wdc/state"
 	"github.com/willabides/kongplete"
@@ -87,6 +88,9 @@ type env struct {
 	now     func() time.Time
 	// cleanups run when the command has ended (atExit).
 	cleanups []func()
+	// pulled maps each state copy pulled from a backend (pullCopy) to
+	// it, for the blobs its readers fetch from the bucket (blobStore).
+	pulled map[string]*backend.S3
 }
 
 // getenv looks name up in the command's environment.
