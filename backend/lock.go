@@ -29,7 +29,8 @@ type Lock struct {
 	// ID is the random ID of this acquisition: the apply's id, what
 	// force-unlock takes.
 	ID string `json:"id"`
-	// Operation is what holds it: "apply", "state push".
+	// Operation is what holds it: "apply", "state push", or the command
+	// that writes without an apply ("wdc approve").
 	Operation string    `json:"operation"`
 	Holder    string    `json:"holder"` // user@host
 	Host      string    `json:"host"`

@@ -13,7 +13,9 @@ import (
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/backend"
 	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
+	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -351,4 +353,75 @@ func (r *remoteApply) finish(ctx context.Context) error {
 		return fmt.Errorf("%w (the working copy %s keeps what this apply did)", err, r.path)
 	}
 	return nil
+}
+
+// backendOperator is the operator of the state in b, for verb (the
+// commands that change the state without an apply): each operation takes
+// the backend's lock (refused while an apply holds it), pulls the state,
+// writes the copy, puts it back with a conditional write when it
+// changed, and releases the lock.
+func (e *env) backendOperator(verb string, b *backend.S3) *operator.Backend {
+	return &operator.Backend{Now: e.now,
+		Pin: func() (string, error) {
+			return "", fmt.Errorf("%s with a backend makes no join file: the coordinator's CA lives in each apply's work folder", verb)
+		},
+		Checkout: func(ctx context.Context) (*state.Store, string, func(context.Context, bool) error, error) {
+			holder, host, pid := lockHolder(e)
+			held, err := b.AcquireLock(ctx, backend.LockRequest{Operation: verb, Holder: holder, Host: host, PID: pid, TakeOver: deadOnThisHost(host)})
+			if err != nil {
+				return nil, "", nil, err
+			}
+			dir, err := os.MkdirTemp("", "wdc-operator-")
+			if err != nil {
+				held.Release(context.Background()) //nolint:errcheck // it expires anyway
+				return nil, "", nil, err
+			}
+			release := func() {
+				held.Release(context.Background()) //nolint:errcheck // it expires anyway
+				os.RemoveAll(dir)
+			}
+			path := filepath.Join(dir, "state.db")
+			obj, found, err := b.Get(ctx, path)
+			if err == nil && !found {
+				err = fmt.Errorf("backend %s holds no state yet: there is nothing for %s to change", b.Name(), verb)
+			}
+			if err == nil {
+				if _, _, ierr := stateInfo(ctx, path); ierr != nil {
+					err = notAState(b, ierr)
+				}
+			}
+			var store *state.Store
+			if err == nil {
+				store, err = state.Open(ctx, path)
+			}
+			var snap *state.Snapshot
+			if err == nil {
+				if snap, err = store.Snapshot(ctx); err == nil && snap.Lock != nil {
+					store.Close()
+					l := snap.Lock
+					err = fmt.Errorf("the state in backend %s was left by an apply that stopped without giving its lock back (%s, host %s, pid %d, since %s): run wdc apply, which takes it over and finishes what it left, then %s again",
+						b.Name(), l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt), verb)
+				}
+			}
+			if err != nil {
+				release()
+				return nil, "", nil, err
+			}
+			commit := func(ctx context.Context, ok bool) error {
+				defer release()
+				_, serial, err := store.Info(ctx)
+				if cerr := store.Close(); err == nil {
+					err = cerr
+				}
+				if !ok || err != nil || serial == snap.Serial {
+					return err
+				}
+				if err := held.Renew(ctx); err != nil {
+					return err
+				}
+				_, err = pushState(ctx, b, path, obj.ETag)
+				return err
+			}
+			return store, apply.ArtifactFolder(dir), commit, nil
+		}}
 }
