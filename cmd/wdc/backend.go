@@ -138,6 +138,20 @@ func (e *env) planningState(ctx context.Context, cfg *wdchcl.Config) (path strin
 	return path, &jsonplan.BackendRef{Name: b.Name(), ETag: etag}, held, nil
 }
 
+// readingPath is the state a command that only reads it and has loaded
+// the configuration reads: the local state file, or a copy pulled from
+// the backend (removed when the command ends).
+func (e *env) readingPath(cfg *wdchcl.Config) (string, error) {
+	b, err := e.stateBackend(cfg)
+	if err != nil || b == nil {
+		if err != nil {
+			return "", err
+		}
+		return e.statePath(cfg)
+	}
+	return e.pullForReading(context.Background(), b)
+}
+
 // asStateLock is a backend lock as the messages about a state lock show
 // it.
 func asStateLock(l backend.Lock) *state.Lock {

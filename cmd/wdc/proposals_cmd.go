@@ -413,7 +413,7 @@ func (c *EdgesListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	path, err := e.statePath(cfg)
+	path, err := e.readingPath(cfg)
 	if err != nil {
 		return err
 	}
