@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/wdc-dev/wdc/internal/s3test"
 )
 
@@ -304,6 +305,40 @@ func TestBlobs(t *testing.T) {
 			}
 			if err != nil || found != tc.wantFound || w.String() != tc.wantBody {
 				t.Fatalf("= %v, %v, %q; want %v, %q", found, err, w.String(), tc.wantFound, tc.wantBody)
+			}
+		})
+	}
+}
+
+// TestFail: the store's refusals become errors that say what they are
+// and what to do, naming the backend and the key.
+func TestFail(t *testing.T) {
+	b, err := NewS3(S3Config{Bucket: "wdc-b", Key: "ci/state.db", Endpoint: "http://127.0.0.1:9", PathStyle: true}, testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		want     error
+		wantText string
+	}{
+		{"precondition", minio.ErrorResponse{StatusCode: 412, Code: "PreconditionFailed"}, ErrConflict, ""},
+		{"conditional conflict", minio.ErrorResponse{StatusCode: 409, Code: "ConditionalRequestConflict"}, ErrConflict, ""},
+		{"no conditional writes", minio.ErrorResponse{StatusCode: 501, Code: "NotImplemented", Message: "If-None-Match"}, ErrNoConditionalWrites, "use a store that does"},
+		{"no bucket", minio.ErrorResponse{StatusCode: 404, Code: "NoSuchBucket"}, ErrNoBucket, "wdc never creates buckets"},
+		{"wrong key id", minio.ErrorResponse{StatusCode: 403, Code: "InvalidAccessKeyId", Message: "no such key"}, ErrCredentials, "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"},
+		{"wrong secret", minio.ErrorResponse{StatusCode: 403, Code: "SignatureDoesNotMatch"}, ErrCredentials, "may read and write s3://wdc-b/ci/state.db*"},
+		{"expired token", minio.ErrorResponse{StatusCode: 400, Code: "ExpiredToken"}, ErrCredentials, ""},
+		{"access denied", minio.ErrorResponse{StatusCode: 403, Code: "AccessDenied"}, ErrCredentials, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := b.fail(context.Background(), "write the state", "ci/state.db", tc.err)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("fail = %v, want %v", err, tc.want)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "backend s3://wdc-b/ci/state.db: write the state (key ci/state.db): ") || !strings.Contains(msg, tc.wantText) {
+				t.Fatalf("message %q, want the backend, the key and %q", msg, tc.wantText)
 			}
 		})
 	}
