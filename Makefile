@@ -1,4 +1,6 @@
-# `make test` runs every check and test, the release check last, then, when
+# `make test` runs every check and test (with CI=true or WDC_TEST_S3=1 it
+# first installs the S3 test server the backend tests need:
+# scripts/moto.sh), the release check last, then, when
 # CI=true or WDC_TEST_KUBERNETES=1, the Kubernetes end-to-end tests
 # (test-kubernetes: needs root) and after them the Ray end-to-end tests
 # (test-ray; WDC_TEST_RAY=1 runs these alone); .ci/run calls exactly it.
@@ -25,6 +27,11 @@ test:
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/wdc
 	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/wdc-agent
+	@if [ "$$CI" = true ] || [ "$$WDC_TEST_S3" = 1 ]; then \
+		scripts/moto.sh install; \
+	else \
+		echo "moto install skipped: set WDC_TEST_S3=1 (or CI=true) to install the S3 test server (the backend tests skip without it)"; \
+	fi
 	$(GO) test -count=1 -timeout 20m ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./state/... ./engine/... ./agent/... ./artifact/ ./providers/...
 	$(MAKE) --no-print-directory release-check

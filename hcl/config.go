@@ -60,6 +60,9 @@ type Settings struct {
 	// MaxArtifactSize is the largest log or output a worker may upload, in
 	// bytes (max_artifact_size, default DefaultMaxArtifactSize).
 	MaxArtifactSize int64
+	// Backend is the backend block: where the state is kept instead of
+	// the local file; nil without one (the state is the local file).
+	Backend *BackendSettings
 	// StateRange, ListenRange and AdvertiseRange are the ranges of the
 	// attributes, or the zero Range when they are absent.
 	StateRange     hcl.Range
@@ -69,6 +72,22 @@ type Settings struct {
 	// block's header (zero when absent).
 	InsecureRange hcl.Range
 	TLSRange      hcl.Range
+}
+
+// BackendSettings is the wdc block's backend "s3" { } block. Credentials
+// are never in it: they come from the environment or a profile.
+type BackendSettings struct {
+	Type      string // "s3"
+	Bucket    string
+	Key       string // the state object's key; the lock is KEY.lock
+	Endpoint  string // the store's URL, or "" for AWS S3
+	Region    string // or "" for the default
+	PathStyle bool
+	Profile   string // a profile of the shared credentials file, or ""
+	// LockTTL is lock_ttl (default DefaultBackendLockTTL).
+	LockTTL time.Duration
+	// Range is the block's range.
+	Range hcl.Range
 }
 
 // TLSSettings is the wdc block's tls { } block. Relative paths are made

@@ -43,7 +43,31 @@ type wdcBody struct {
 	TLS       *tlsBody       `hcl:"tls,block"`
 	// MaxArtifactSize: the largest blob a worker may upload, e.g. "1GiB".
 	MaxArtifactSize *hcl.Attribute `hcl:"max_artifact_size,optional"`
+	Backends        []*backendBody `hcl:"backend,block"`
 }
+
+// backendBody is the wdc block's backend "TYPE" { } block. The
+// credential attributes are decoded only to be refused with a message
+// that says where credentials come from.
+type backendBody struct {
+	Type      string         `hcl:"type,label"`
+	Bucket    *hcl.Attribute `hcl:"bucket,optional"`
+	Key       *hcl.Attribute `hcl:"key,optional"`
+	Endpoint  *hcl.Attribute `hcl:"endpoint,optional"`
+	Region    *hcl.Attribute `hcl:"region,optional"`
+	PathStyle *hcl.Attribute `hcl:"path_style,optional"`
+	Profile   *hcl.Attribute `hcl:"profile,optional"`
+	LockTTL   *hcl.Attribute `hcl:"lock_ttl,optional"`
+	AccessKey *hcl.Attribute `hcl:"access_key,optional"`
+	SecretKey *hcl.Attribute `hcl:"secret_key,optional"`
+	Token     *hcl.Attribute `hcl:"token,optional"`
+	Body      hcl.Body       `hcl:",body"`
+}
+
+// DefaultBackendLockTTL is the backend block's lock_ttl default: a
+// lock whose holder stopped renewing it expires this long after its
+// last renewal.
+const DefaultBackendLockTTL = 60 * time.Second
 
 // DefaultMaxArtifactSize is max_artifact_size's default, 1 GiB.
 const DefaultMaxArtifactSize = 1 << 30
@@ -121,6 +145,9 @@ func (l *loader) settings(blocks hcl.Blocks) {
 				}
 			}
 		}
+		if len(body.Backends) > 0 {
+			l.backend(body.Backends, body.State)
+		}
 		if tb := body.TLS; tb != nil {
 			for _, f := range []struct {
 				name string
@@ -141,6 +168,69 @@ func (l *loader) settings(blocks hcl.Blocks) {
 			}
 		}
 	}
+}
+
+// backend decodes the wdc block's backend block (at most one; state and
+// backend exclude each other) into Settings.Backend.
+func (l *loader) backend(blocks []*backendBody, stateAttr *hcl.Attribute) {
+	bb := blocks[0]
+	rng := bb.Body.MissingItemRange()
+	if sb, ok := bb.Body.(*hclsyntax.Body); ok {
+		rng = sb.SrcRange
+	}
+	for _, dup := range blocks[1:] {
+		r := dup.Body.MissingItemRange()
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate backend block",
+			Detail: "The wdc block has at most one backend block: the state lives in one place.", Subject: &r})
+	}
+	if bb.Type != "s3" {
+		l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown backend type",
+			Detail:  fmt.Sprintf("Backend type %q is not one this wdc has; it has \"s3\" (any S3-compatible store). Without a backend block the state is the local file.", bb.Type),
+			Subject: &rng})
+		return
+	}
+	if stateAttr != nil {
+		l.add(attrErr(stateAttr, "State file and backend both set",
+			"The wdc block has a backend block, which keeps the state in the store; remove state (the local file) or the backend block."))
+	}
+	for _, a := range []*hcl.Attribute{bb.AccessKey, bb.SecretKey, bb.Token} {
+		if a != nil {
+			l.add(attrErr(a, "Credentials in the configuration",
+				fmt.Sprintf("%s is never read from the configuration (it would end up in git): set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN in the environment, or name a profile of the shared credentials file with profile.", a.Name)))
+		}
+	}
+	b := &BackendSettings{Type: bb.Type, Range: rng}
+	for _, f := range []struct {
+		attr *hcl.Attribute
+		dst  *string
+		need bool
+	}{{bb.Bucket, &b.Bucket, true}, {bb.Key, &b.Key, true}, {bb.Endpoint, &b.Endpoint, false}, {bb.Region, &b.Region, false}, {bb.Profile, &b.Profile, false}} {
+		if f.attr == nil {
+			if f.need {
+				l.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing required argument",
+					Detail: "The backend \"s3\" block needs bucket and key: the bucket and the object key that hold the state.", Subject: &rng})
+			}
+			continue
+		}
+		*f.dst = l.setting(f.attr)
+	}
+	if bb.Endpoint != nil && b.Endpoint != "" {
+		if u, err := url.Parse(b.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			l.add(attrErr(bb.Endpoint, "Invalid endpoint", fmt.Sprintf("endpoint %q must be a URL of the form https://HOST[:PORT] (http:// for a store on this machine).", b.Endpoint)))
+		}
+	}
+	if bb.Key != nil && b.Key != "" && (strings.HasPrefix(b.Key, "/") || strings.HasSuffix(b.Key, "/")) {
+		l.add(attrErr(bb.Key, "Invalid key", fmt.Sprintf("key %q must not start or end with /: it names one object, e.g. \"ci/wdc/state.db\".", b.Key)))
+	}
+	var d hcl.Diagnostics
+	b.PathStyle, d = l.ev.boolean(bb.PathStyle, scope{}, false)
+	l.add(d...)
+	b.LockTTL, _, d = l.ev.duration(bb.LockTTL, scope{}, DefaultBackendLockTTL)
+	l.add(d...)
+	if bb.LockTTL != nil && b.LockTTL > 0 && b.LockTTL < time.Second {
+		l.add(attrErr(bb.LockTTL, "Lock TTL too short", "lock_ttl must be at least 1s: the lock is renewed every sixth of it."))
+	}
+	l.cfg.Settings.Backend = b
 }
 
 // setting evaluates a string attribute of the wdc block; "" when absent,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -90,6 +91,9 @@ func grantWritesTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string
 	var token int64
 	if err := tx.QueryRowContext(ctx, `UPDATE fencing_counter SET last_token = last_token + 1
 		WHERE id = 1 RETURNING last_token`).Scan(&token); err != nil {
+		if strings.Contains(err.Error(), "fencing token beyond the reserved block") {
+			return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, ErrTokensNotReserved)
+		}
 		return Lease{}, fmt.Errorf("grant lease for %s: fencing token: %w", req.Task, err)
 	}
 	nowMS := ms(now)

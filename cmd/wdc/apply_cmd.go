@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/wdc-dev/wdc/backend"
 	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/cmd/internal/planfile"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
@@ -76,6 +77,10 @@ func (c *ApplyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	b, err := e.stateBackend(cfg)
+	if err != nil {
+		return err
+	}
 	e.warnUnconfined(cfg, path)
 	serve, err := e.serveSettings(cfg)
 	if err != nil {
@@ -85,13 +90,9 @@ func (c *ApplyCmd) Run(e *env) error {
 	// confirm means nothing to refuse (an up-to-date configuration applies
 	// as a no-op, as with Terraform), and a refusal touches nothing.
 	if !c.AutoApprove && c.PlanFile == "" && (c.JSON || !e.stdinIsTerminal()) {
-		return c.applyUnconfirmed(e, cfg, path)
+		return c.applyUnconfirmed(e, cfg)
 	}
-	saved, savedPlan, err := c.readSaved(e, cfg)
-	if err != nil {
-		return err
-	}
-	view := &applyCmdView{e: e, cfg: cfg, replace: c.Replace, saved: saved}
+	view := &applyCmdView{e: e, cfg: cfg, replace: c.Replace}
 	if c.JSON {
 		view.out = views.NewApplyJSON(e.stdout)
 	} else {
@@ -99,14 +100,63 @@ func (c *ApplyCmd) Run(e *env) error {
 	}
 	ctx, abort, stop := view.interrupts()
 	defer stop()
+	var remote *remoteApply
+	if b != nil {
+		// The backend's credentials never reach a worker or a task:
+		// they were read, and the processes apply starts inherit this
+		// environment.
+		for _, k := range backend.CredentialEnvs {
+			os.Unsetenv(k)
+		}
+		// The backend's lock, then its state into the working copy:
+		// from here on the apply runs as on a local state, and its end
+		// puts the state back.
+		remote, err = lockAndPull(ctx, e, b, path, c.LockTimeout, func(l backend.Lock) {
+			view.LockWaiting(*asStateLock(l), c.LockTimeout)
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return apply.ErrInterruptedLocking
+			}
+			return err
+		}
+		if prev := remote.lock.Previous; prev != nil {
+			view.TookOver(*asStateLock(*prev), deadOnThisHost(prev.Host)(*prev))
+		}
+	}
+	saved, savedPlan, err := c.readSaved(e, cfg, path)
+	if err != nil {
+		if remote != nil {
+			remote.lock.Release(context.Background()) //nolint:errcheck // it expires anyway
+		}
+		return err
+	}
+	view.saved = saved
 	op := &apply.Operation{Config: cfg, StatePath: path, Serve: serve, Saved: savedPlan, SavedName: c.PlanFile,
 		Replace: c.Replace, LockTimeout: c.LockTimeout, View: view, Now: e.now, Redact: jsonplan.NewRedactor(cfg).Text, Abort: abort}
+	if remote != nil {
+		op.Fence = remote.lock.Lost()
+		op.Checkpoints = remote
+		view.backend = true
+	}
 	if !c.AutoApprove {
 		op.Confirm = func(*plan.Plan) (bool, error) { return e.confirm() }
 	}
 	res, err := op.Run(ctx)
 	if view.shown {
 		view.out.Close()
+	}
+	if remote != nil {
+		if ferr := remote.finish(context.Background()); ferr != nil {
+			if err != nil && !errors.Is(err, state.ErrLockLost) {
+				fmt.Fprintf(e.stderr, "wdc: error: %v\n", err)
+			}
+			return ferr
+		}
+		if errors.Is(err, apply.ErrCheckpointFailed) {
+			err = fmt.Errorf("%w (backend %s: the working copy %s keeps what this apply did; wdc state push %s puts it in the backend once the cause is fixed)",
+				err, b.Name(), path, path)
+		}
 	}
 	switch {
 	case errors.Is(err, apply.ErrApplyCancelled):
@@ -129,7 +179,7 @@ func (c *ApplyCmd) Run(e *env) error {
 // readSaved reads the saved plan of the command line, if any, and runs
 // every check of it that needs no state: it was made by this wdc, from
 // this configuration, and rebuilds to the definitions it recorded.
-func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*jsonplan.Plan, *plan.Plan, error) {
+func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config, statePath string) (*jsonplan.Plan, *plan.Plan, error) {
 	if c.PlanFile == "" {
 		return nil, nil, nil
 	}
@@ -145,7 +195,7 @@ func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*jsonplan.Plan, *plan.
 		return nil, nil, err
 	}
 	key, err := planfile.CheckFresh(saved, cfg, Version, func() ([]byte, error) {
-		return savedPlanKey(context.Background(), e, cfg, saved)
+		return savedPlanKey(context.Background(), statePath, saved)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("refusing the saved plan %s: %w", c.PlanFile, err)
@@ -163,13 +213,9 @@ func (c *ApplyCmd) readSaved(e *env, cfg *wdchcl.Config) (*jsonplan.Plan, *plan.
 // is missing, or is another state than the plan's, is refused here, as
 // the apply would refuse it, since nothing sensitive can be checked
 // without its key.
-func savedPlanKey(ctx context.Context, e *env, cfg *wdchcl.Config, doc *jsonplan.Plan) ([]byte, error) {
+func savedPlanKey(ctx context.Context, path string, doc *jsonplan.Plan) ([]byte, error) {
 	if doc.State.Lineage == "" {
 		return nil, nil
-	}
-	path, err := e.statePath(cfg)
-	if err != nil {
-		return nil, err
 	}
 	st, err := openForReading(ctx, path)
 	if err != nil {
@@ -202,6 +248,9 @@ type applyCmdView struct {
 
 	mu     sync.Mutex
 	locked bool // an interrupt from now on drains workers
+	// backend: the state is a backend's working copy; a takeover was
+	// told from the backend's lock, not again from the copy's.
+	backend bool
 }
 
 var _ apply.OperationView = (*applyCmdView)(nil)
@@ -256,6 +305,9 @@ func (v *applyCmdView) LockLost() {
 }
 
 func (v *applyCmdView) TookOver(prev state.Lock, dead bool) {
+	if v.backend {
+		return
+	}
 	why := "that is gone"
 	if !dead {
 		why = "that stopped renewing it (its lock expired at " + views.FormatTime(prev.ExpiresAt) + ")"
@@ -335,8 +387,12 @@ func (v *applyCmdView) Event(ev coordinator.Event) { v.out.Event(ev) }
 // (no terminal, or --json): it plans against the state opened read-only
 // (never created) and, when the plan has no changes, reports a no-op apply
 // and succeeds; otherwise it refuses, having written nothing.
-func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config, path string) error {
+func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config) error {
 	ctx := context.Background()
+	path, backendRef, _, err := e.planningState(ctx, cfg)
+	if err != nil {
+		return err
+	}
 	snap, err := readCheckedSnapshot(ctx, path)
 	if err != nil {
 		return err
@@ -356,6 +412,7 @@ func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config, path string) err
 	if err != nil {
 		return err
 	}
+	doc.State.Backend = backendRef
 	var out views.Apply = views.NewApplyText(e.stdout, nil)
 	if c.JSON {
 		out = views.NewApplyJSON(e.stdout)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
-	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/state"
 )
 
@@ -77,7 +76,11 @@ func (e *env) attemptOutputs(t artifactTarget) (state.Attempt, []state.Artifact,
 			}
 		}
 	}
-	store, err := artifact.OpenForReading(apply.ArtifactFolder(filepath.Dir(path)))
+	var hashes []string
+	for _, x := range outputsOf(a) {
+		hashes = append(hashes, x.SHA256)
+	}
+	store, err := e.blobStore(ctx, path, hashes...)
 	if err != nil && outputsOf(a) != nil {
 		return state.Attempt{}, nil, nil, err
 	}

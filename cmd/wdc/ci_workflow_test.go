@@ -43,11 +43,16 @@ var ghExpr = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
 // Run steps execute in order with bash --noprofile --norc -eo pipefail (the
 // runner's `shell: bash`), with the workflow's, job's and step's env; the
 // test's own WDC_STATE and WDC_PLANS, when set, override the workflow's
-// runner paths. ${{ }} expressions may name env.X and the event's
-// github.event.action, github.event.pull_request.number, .merged and
-// .merge_commit_sha. Of the uses steps, actions/checkout is a no-op (the
-// folder is the checkout) and actions/upload-artifact copies its path into
-// artifacts/NAME/. GITHUB_STEP_SUMMARY is summary-JOB-PR.md. The job's if
+// runner paths. ${{ }} expressions may name env.X, vars.X and secrets.X
+// (the test's environment variable X) and the event's
+// github.event.action, github.event.pull_request.number, .merged,
+// .merge_commit_sha and .head.sha. Of the uses steps, actions/checkout is
+// a no-op (the folder is the checkout), actions/upload-artifact copies its
+// path into artifacts/NAME/, and actions/cache/save and restore keep their
+// path in $WORK/ci-cache/KEY/, which outlives the folder (as the cache
+// outlives a hosted runner). GITHUB_STEP_SUMMARY is summary-JOB-PR.md;
+// lines a step appends to GITHUB_ENV are in the environment of the steps
+// after it. The job's if
 // must hold for the event. Step output goes to the script's stdout and
 // stderr; a failing step fails the command (use ! ci-job to expect it).
 func cmdCIJob(ts *testscript.TestScript, neg bool, args []string) {
@@ -75,6 +80,7 @@ func cmdCIJob(ts *testscript.TestScript, neg bool, args []string) {
 		"github.event.pull_request.number":           pr,
 		"github.event.pull_request.merged":           fmt.Sprint(merged),
 		"github.event.pull_request.merge_commit_sha": strings.Repeat("0", 40),
+		"github.event.pull_request.head.sha":         strings.Repeat("1", 40),
 	}
 	env := map[string]string{}
 	expand := func(s string) string {
@@ -82,6 +88,13 @@ func cmdCIJob(ts *testscript.TestScript, neg bool, args []string) {
 			key := ghExpr.FindStringSubmatch(m)[1]
 			if k, ok := strings.CutPrefix(key, "env."); ok {
 				return env[k]
+			}
+			// Repository variables and secrets: the test's environment.
+			if k, ok := strings.CutPrefix(key, "vars."); ok {
+				return ts.Getenv(k)
+			}
+			if k, ok := strings.CutPrefix(key, "secrets."); ok {
+				return ts.Getenv(k)
 			}
 			v, ok := ctx[key]
 			if !ok {
@@ -107,6 +120,13 @@ func cmdCIJob(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	work := ts.MkAbs(".")
 	summary := filepath.Join(work, fmt.Sprintf("summary-%s-%s.md", args[1], pr))
+	// GITHUB_ENV: what a step appends there (NAME=VALUE lines) is in the
+	// environment of the steps after it.
+	githubEnv := filepath.Join(work, fmt.Sprintf(".github-env-%s-%s", args[1], pr))
+	ts.Check(os.WriteFile(githubEnv, nil, 0o644))
+	// The Actions cache outlives the runner: one folder for the whole
+	// script, $WORK/ci-cache/KEY.
+	cacheDir := func(key string) string { return filepath.Join(ts.Getenv("WORK"), "ci-cache", key) }
 	for i, st := range job.Steps {
 		name := st.Name
 		if name == "" {
@@ -124,6 +144,32 @@ func cmdCIJob(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(err)
 			ts.Check(os.WriteFile(filepath.Join(dst, filepath.Base(src)), data, 0o644))
 			continue
+		case strings.HasPrefix(st.Uses, "actions/cache/save@"):
+			dst := cacheDir(expand(st.With["key"]))
+			if _, err := os.Stat(dst); err == nil {
+				continue // a cache entry is never replaced
+			}
+			src := filepath.Join(work, expand(st.With["path"]))
+			data, err := os.ReadFile(src)
+			ts.Check(err)
+			ts.Check(os.MkdirAll(dst, 0o755))
+			ts.Check(os.WriteFile(filepath.Join(dst, filepath.Base(src)), data, 0o644))
+			continue
+		case strings.HasPrefix(st.Uses, "actions/cache/restore@"):
+			dst := filepath.Join(work, expand(st.With["path"]))
+			data, err := os.ReadFile(filepath.Join(cacheDir(expand(st.With["key"])), filepath.Base(dst)))
+			if err != nil {
+				if st.With["fail-on-cache-miss"] == "true" {
+					fmt.Fprintf(ts.Stdout(), "Error: Failed to restore cache entry. Exiting as fail-on-cache-miss is set. Input key: %s\n", expand(st.With["key"]))
+					if neg {
+						return
+					}
+					ts.Fatalf("ci-job: step %d: cache miss for %s", i+1, expand(st.With["key"]))
+				}
+				continue
+			}
+			ts.Check(os.WriteFile(dst, data, 0o644))
+			continue
 		case st.Uses != "":
 			ts.Fatalf("ci-job: step %d uses %s, which the test cannot stand in for", i+1, st.Uses)
 		}
@@ -134,12 +180,19 @@ func cmdCIJob(ts *testscript.TestScript, neg bool, args []string) {
 		for k, v := range st.Env {
 			stepEnv[k] = expand(v)
 		}
+		if data, err := os.ReadFile(githubEnv); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				if k, v, ok := strings.Cut(line, "="); ok {
+					stepEnv[k] = v
+				}
+			}
+		}
 		script := filepath.Join(work, ".ci-step.sh")
 		ts.Check(os.WriteFile(script, []byte(expand(st.Run)), 0o644))
 		cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", script)
 		cmd.Dir = work
 		cmd.Env = []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "TMPDIR=" + ts.Getenv("TMPDIR"),
-			"GITHUB_WORKSPACE=" + work, "GITHUB_STEP_SUMMARY=" + summary, "CI=true"}
+			"GITHUB_WORKSPACE=" + work, "GITHUB_STEP_SUMMARY=" + summary, "GITHUB_ENV=" + githubEnv, "CI=true"}
 		for k, v := range stepEnv {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}

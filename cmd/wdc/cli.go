@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/wdc-dev/wdc/backend"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
 	"github.com/wdc-dev/wdc/cmd/internal/singledash"
 	"github.com/wdc-dev/wdc/state"
@@ -30,6 +31,7 @@ type CLI struct {
 	Plan         PlanCmd         `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
 	Apply        ApplyCmd        `cmd:"" help:"Plan under the state lock, confirm, then launch workers and run the tasks until every one is finished."`
 	ForceUnlock  ForceUnlockCmd  `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
+	StateCmds    StateCmd        `cmd:"" name:"state" help:"Move the whole state: pull a consistent copy, or push a local state file into the backend."`
 	Show         ShowCmd         `cmd:"" help:"Show a saved plan as wdc plan would, or with no file the state: pools, workers, tasks, leases."`
 	Status       StatusCmd       `cmd:"" help:"One screen of where things stand: the apply holding the lock, each pool's workers and supervisor, the tasks and the oldest queued one."`
 	Tasks        TasksCmd        `cmd:"" help:"Inspect tasks recorded in the state."`
@@ -87,6 +89,11 @@ type env struct {
 	stderr  io.Writer
 	environ []string
 	now     func() time.Time
+	// cleanups run when the command has ended (atExit).
+	cleanups []func()
+	// pulled maps each state copy pulled from a backend (pullCopy) to
+	// it, for the blobs its readers fetch from the bucket (blobStore).
+	pulled map[string]*backend.S3
 }
 
 // getenv looks name up in the command's environment.
@@ -183,6 +190,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []str
 		return 1
 	}
 	e := &env{flags: &cli, stdin: stdin, stdout: stdout, stderr: stderr, environ: environ, now: time.Now}
+	defer func() {
+		for i := len(e.cleanups) - 1; i >= 0; i-- {
+			e.cleanups[i]()
+		}
+	}()
 	// The commands wdc shares with wdc-agent (agent, version) run with
 	// their own environment; the agent hands its work over as its Then.
 	ae := &agentcli.Env{Build: build(), Stdout: stdout, Stderr: stderr, Environ: environ}

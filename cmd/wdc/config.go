@@ -170,11 +170,20 @@ func withColumn(text []byte, d *hcl.Diagnostic) []byte {
 
 // statePath resolves the state file path: --state > WDC_STATE > the wdc
 // block's state setting > .wdc/state.db; relative paths resolve against the
-// configuration directory. cfg may be nil.
+// configuration directory. cfg may be nil. With a backend it is the local
+// working copy an apply works on (defaultBackendWorkPath), and --state
+// and WDC_STATE are refused.
 func (e *env) statePath(cfg *wdchcl.Config) (string, error) {
 	dir, err := e.configDir()
 	if err != nil {
 		return "", err
+	}
+	if cfg != nil && cfg.Settings.Backend != nil {
+		// The local working copy of the backend's state (an apply's).
+		if _, err := e.stateBackend(cfg); err != nil {
+			return "", err
+		}
+		return resolve(dir, defaultBackendWorkPath), nil
 	}
 	p := e.flags.State
 	if p == "" {
@@ -192,7 +201,8 @@ func (e *env) statePath(cfg *wdchcl.Config) (string, error) {
 // statePathForReading resolves the state path for commands that only read
 // the state: they look at the configuration only for its wdc block, and a
 // configuration that does not load (a missing variable, say) does not stop
-// them.
+// them. With a backend it is a copy pulled from the store, removed when
+// the command ends.
 func (e *env) statePathForReading() (string, error) {
 	if e.flags.State != "" || e.getenv("WDC_STATE") != "" {
 		return e.statePath(nil)
@@ -202,6 +212,14 @@ func (e *env) statePathForReading() (string, error) {
 		return "", err
 	}
 	cfg, _ := wdchcl.Load(dir, wdchcl.Inputs{Vars: e.flags.Var, Environ: e.environ, Providers: providers.Schemas()})
+	b, err := e.stateBackend(cfg)
+	if err != nil {
+		return "", err
+	}
+	if b != nil {
+		// With a backend, what there is to read is in the store.
+		return e.pullForReading(context.Background(), b)
+	}
 	return e.statePath(cfg)
 }
 
@@ -244,8 +262,12 @@ func readCheckedSnapshot(ctx context.Context, path string) (*state.Snapshot, err
 // openExistingState opens the state for a command that changes what is
 // in it and never creates it: with no state file it fails with "no state
 // file at PATH: " and why (what there is not to change). It returns the
-// store and its path.
-func (e *env) openExistingState(why string) (*state.Store, string, error) {
+// store and its path. With a backend it refuses (errBackendUnsupported:
+// verb names the command).
+func (e *env) openExistingState(verb, why string) (*state.Store, string, error) {
+	if err := e.refuseBackend(verb); err != nil {
+		return nil, "", err
+	}
 	path, err := e.statePathForReading()
 	if err != nil {
 		return nil, "", err

@@ -82,7 +82,7 @@ func (c *DoctorCmd) Run(e *env) error {
 		return err
 	}
 	cfg, noConfig := e.loadOptionalConfig(dir)
-	path, err := e.statePath(cfg)
+	path, err := e.readingPath(cfg)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/wdc-dev/wdc/backend"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
 
@@ -22,6 +23,13 @@ type ForceUnlockCmd struct {
 // Run removes the lock if its ID matches. Errors: no lock, another ID, or
 // (without --force) a holder alive on this host.
 func (c *ForceUnlockCmd) Run(e *env) error {
+	b, err := e.stateBackend(e.quietConfig())
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		return c.unlockBackend(e, b)
+	}
 	path, err := e.statePathForReading()
 	if err != nil {
 		return err
@@ -39,5 +47,25 @@ func (c *ForceUnlockCmd) Run(e *env) error {
 	}
 	_, err = fmt.Fprintf(e.stdout, "Removed the state lock %s held by %s (host %s, pid %d) since %s.\n",
 		l.ID, l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt))
+	return err
+}
+
+// unlockBackend marks the backend's lock released, with the same check
+// of a holder alive on this host; the holder finds out at its next
+// renewal and stops.
+func (c *ForceUnlockCmd) unlockBackend(e *env, b *backend.S3) error {
+	ctx := context.Background()
+	holder, host, _ := lockHolder(e)
+	l, err := b.ForceUnlock(ctx, c.ID, holder, func(l backend.Lock) error {
+		if !c.Force && l.Host == host && apply.ProcessAlive(l.PID) {
+			return &apply.HolderAliveError{Lock: *asStateLock(l)}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "Removed the lock %s of backend %s held by %s (host %s, pid %d) since %s.\n",
+		l.ID, b.Name(), l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt))
 	return err
 }

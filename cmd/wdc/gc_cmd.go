@@ -26,6 +26,9 @@ type GCCmd struct {
 // that no apply starts meanwhile. It prints what it freed (count and
 // bytes) and what it kept.
 func (c *GCCmd) Run(e *env) error {
+	if err := e.refuseBackend("wdc gc"); err != nil {
+		return err
+	}
 	path, err := e.statePathForReading()
 	if err != nil {
 		return err

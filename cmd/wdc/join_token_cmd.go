@@ -68,6 +68,11 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if b, err := e.stateBackend(cfg); err != nil {
+		return err
+	} else if b != nil {
+		return errBackendUnsupported("wdc join-token create", b)
+	}
 	// Check where the join file goes before a token exists that nobody
 	// could hold: never over an existing file (a configuration, a device).
 	var out string
@@ -228,14 +233,25 @@ type JoinTokenRevokeCmd struct {
 // apply holds the lock (its workers are asked to drain), else under the
 // lock for one transaction.
 func (c *JoinTokenRevokeCmd) Run(e *env) error {
-	store, path, err := e.openExistingState("there is no join token to revoke")
+	const verb = "wdc join-token revoke"
+	b, err := e.stateBackend(e.quietConfig())
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	var op operator.Operator
+	if b != nil {
+		op = e.backendOperator(verb, b)
+	} else {
+		store, path, err := e.openExistingState(verb, "there is no join token to revoke")
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		op = e.stateOperator(verb, store, path, nil)
+	}
 	cctx, cancel := callContext(0)
 	defer cancel()
-	resp, err := e.stateOperator("wdc join-token revoke", store, path, nil).RevokeJoinToken(cctx, c.ID)
+	resp, err := op.RevokeJoinToken(cctx, c.ID)
 	switch {
 	case errors.Is(err, operator.ErrNotFound):
 		return fmt.Errorf("no join token %q in the state (wdc join-token list shows them)", c.ID)

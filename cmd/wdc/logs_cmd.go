@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/wdc-dev/wdc/agent"
-	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
-	"github.com/wdc-dev/wdc/engine/apply"
 	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -152,7 +150,7 @@ func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) e
 	name := c.stream()
 	for _, x := range a.Artifacts {
 		if x.Kind == state.ArtifactLog && x.Name == name {
-			store, err := artifact.OpenForReading(apply.ArtifactFolder(filepath.Dir(path)))
+			store, err := e.blobStore(ctx, path, x.SHA256)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,11 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/wdc-dev/wdc/agent/confine"
 	"github.com/wdc-dev/wdc/cmd/internal/agentcli"
 	"github.com/wdc-dev/wdc/engine/plan"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/s3test"
 	"github.com/wdc-dev/wdc/protocol/tlsca"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -43,7 +46,40 @@ func TestMain(m *testing.M) {
 // TestScripts runs the end-to-end scripts in testdata/scripts. Set
 // WDC_UPDATE_SCRIPTS=1 to rewrite their expected output sections.
 func TestScripts(t *testing.T) {
+	s3Server = s3test.NewLazy(t)
 	testscript.Run(t, scriptParams("scripts"))
+}
+
+// s3Server is the S3-compatible test server of the scripts named s3_*,
+// started for the first of them (internal/s3test: moto's server on
+// 127.0.0.1); nil in suites without any.
+var s3Server *s3test.Lazy
+
+// setupS3 gives a script named s3_* a bucket of its own on the test
+// server, in WDC_VAR_s3_endpoint and WDC_VAR_s3_bucket (the variables
+// its configuration declares), with the server's credentials in
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and S3_SECRET the secret
+// key (to look for it where it must never be). Without a server nothing
+// is set: the script's [!s3] skip says why.
+func setupS3(env *testscript.Env) error {
+	name := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
+	if !strings.HasPrefix(name, "s3_") || s3Server == nil {
+		return nil
+	}
+	srv, err := s3Server.Get()
+	if err != nil {
+		return nil
+	}
+	bucket, err := srv.Bucket(name)
+	if err != nil {
+		return err
+	}
+	env.Setenv("WDC_VAR_s3_endpoint", srv.Endpoint)
+	env.Setenv("WDC_VAR_s3_bucket", bucket)
+	env.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+	env.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	env.Setenv("S3_SECRET", s3test.SecretKey)
+	return nil
 }
 
 // scriptParams returns the testscript parameters every script suite
@@ -68,6 +104,18 @@ func scriptParams(dir string) testscript.Params {
 			case "confined:mount":
 				return st.Confined && st.Limits == "", nil
 			}
+			// [s3]: the S3 test server runs (setupS3). In CI a missing
+			// one fails the script instead.
+			if cond == "s3" {
+				if s3Server == nil {
+					return false, nil
+				}
+				_, err := s3Server.Get()
+				if err != nil && os.Getenv("CI") == "true" {
+					return false, fmt.Errorf("no S3 test server: %v", err)
+				}
+				return err == nil, nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(env *testscript.Env) error {
@@ -78,7 +126,7 @@ func scriptParams(dir string) testscript.Params {
 			env.Setenv("REPO", root)
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("NO_COLOR", "1")
-			return nil
+			return setupS3(env)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"seed-state":       cmdSeedState,
@@ -91,6 +139,8 @@ func scriptParams(dir string) testscript.Params {
 			"break-state":      cmdBreakState,
 			"http-get":         cmdHTTPGet,
 			"wait-lease":       cmdWaitLease,
+			"s3-lock":          cmdS3Lock,
+			"s3-put":           cmdS3Put,
 		},
 	}
 }
@@ -451,4 +501,53 @@ func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// cmdS3Lock reads the backend lock object of the script's bucket:
+//
+//	s3-lock KEY VAR
+//
+// sets VAR to the ID of the lock object KEY.lock holds (not released),
+// and fails when there is none (with !: succeeds only then).
+func cmdS3Lock(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: s3-lock KEY VAR")
+	}
+	srv, err := s3Server.Get()
+	ts.Check(err)
+	r, err := srv.Client().GetObject(context.Background(), ts.Getenv("WDC_VAR_s3_bucket"), args[0]+".lock", minio.GetObjectOptions{})
+	ts.Check(err)
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	held := false
+	if err == nil {
+		var l struct {
+			ID       string `json:"id"`
+			Released bool   `json:"released"`
+		}
+		ts.Check(json.Unmarshal(data, &l))
+		if !l.Released {
+			held = true
+			ts.Setenv(args[1], l.ID)
+		}
+	}
+	if held == neg {
+		ts.Fatalf("lock object %s.lock held: %v (%s)", args[0], held, data)
+	}
+}
+
+// cmdS3Put writes a file as an object of the script's bucket, as
+// something other than wdc would:
+//
+//	s3-put KEY FILE
+func cmdS3Put(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: s3-put KEY FILE")
+	}
+	srv, err := s3Server.Get()
+	ts.Check(err)
+	data, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	_, err = srv.Client().PutObject(context.Background(), ts.Getenv("WDC_VAR_s3_bucket"), args[0], bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{})
+	ts.Check(err)
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // PlanCmd computes and prints a plan. It opens the state read-only and
-// never creates it (docs/design.md §3 invariant 8).
+// never creates it (docs/design.md §3 invariant 8); with a backend it
+// reads a copy pulled from the store.
 type PlanCmd struct {
 	Replace          []string `name:"replace" sep:"none" placeholder:"ADDR" predictor:"address" help:"Run this succeeded task again, and the tasks downstream of it (repeatable; task.NAME, task.NAME[INDEX] or NAME)."`
 	DetailedExitcode bool     `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are changes, 1 on error."`
@@ -31,13 +32,18 @@ func (c *PlanCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	path, err := e.statePath(cfg)
+	// With a backend, a copy pulled from it (the plan reads; it never
+	// writes, nor takes the lock).
+	path, backendRef, backendLock, err := e.planningState(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	snap, err := readCheckedSnapshot(ctx, path)
 	if err != nil {
 		return err
+	}
+	if backendLock != nil {
+		snap.Lock = backendLock
 	}
 	if l := snap.Lock; l != nil && l.ExpiresAt.After(e.now()) {
 		if host, _ := os.Hostname(); l.Host == host && !apply.ProcessAlive(l.PID) {
@@ -73,6 +79,7 @@ func (c *PlanCmd) Run(e *env) error {
 		return err
 	}
 	doc.AddLaunchPreviews(previews)
+	doc.State.Backend = backendRef
 	if c.Out != "" {
 		dir, err := e.configDir()
 		if err != nil {

@@ -292,15 +292,28 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 			return err
 		}
 	}
-	store, path, err := e.openExistingState("there is no proposal to decide")
+	ctx := context.Background()
+	// With a backend: under its lock, on a copy put back (the operator of
+	// the backend); else the state file, or the running apply.
+	b, err := e.stateBackend(e.quietConfig())
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	ctx := context.Background()
+	var op operator.Operator
+	var store *state.Store
+	var path string
+	if b != nil {
+		op, path = e.backendOperator(verb, b), b.Name()
+	} else {
+		if store, path, err = e.openExistingState(verb, "there is no proposal to decide"); err != nil {
+			return err
+		}
+		defer store.Close()
+		op = e.stateOperator(verb, store, path, nil)
+	}
 	cctx, cancel := callContext(0)
 	defer cancel()
-	resp, err := e.stateOperator(verb, store, path, nil).DecideProposal(cctx, id, protocol.ProposalDecisionRequest{Approve: approve, By: by, Reason: reason})
+	resp, err := op.DecideProposal(cctx, id, protocol.ProposalDecisionRequest{Approve: approve, By: by, Reason: reason})
 	var decided *operator.DecidedError
 	var gone *operator.UnreachableError
 	switch {
@@ -316,6 +329,17 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 		return describeAPIError(err)
 	}
 	note := resp.Note
+	if b != nil {
+		// What was decided, from the state as the backend now has it.
+		p, err := e.pullForReading(ctx, b)
+		if err != nil {
+			return err
+		}
+		if store, err = state.OpenReadOnly(ctx, p); err != nil {
+			return err
+		}
+		defer store.Close()
+	}
 	p, err := store.Proposal(ctx, id)
 	if err != nil {
 		return err
@@ -389,7 +413,7 @@ func (c *EdgesListCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	path, err := e.statePath(cfg)
+	path, err := e.readingPath(cfg)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (c *WorkersRenderLaunchCmd) Run(e *env) error {
 			return fmt.Errorf("pool %s: %w", name, err)
 		}
 		lineage := ""
-		if path, err := e.statePath(cfg); err == nil {
+		if path, err := e.readingPath(cfg); err == nil {
 			if snap, err := readSnapshot(ctx, path); err == nil {
 				lineage = snap.Lineage
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/wdc-dev/wdc/backend"
 	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/demo"
@@ -297,10 +298,22 @@ func TestSchemaRejectsBrokenDocuments(t *testing.T) {
 	if err := checkDoc(planSchema, valid); err != nil {
 		t.Fatalf("the valid document is refused: %v", err)
 	}
+	// A plan read from a backend names it (1.8).
+	var withBackend map[string]any
+	if err := json.Unmarshal(valid, &withBackend); err != nil {
+		t.Fatal(err)
+	}
+	withBackend["state"].(map[string]any)["backend"] = map[string]any{"name": "s3://ci-state/wdc/state.db", "etag": "0cc175b9c0f1b6a831c399e269772661"}
+	if data, _ := json.Marshal(withBackend); checkDoc(planSchema, data) != nil {
+		t.Errorf("a plan with a backend is refused: %v", checkDoc(planSchema, data))
+	}
 	mutations := []struct {
 		name   string
 		mutate func(doc map[string]any)
 	}{
+		{"backend without an etag", func(d map[string]any) {
+			d["state"].(map[string]any)["backend"] = map[string]any{"name": "s3://ci-state/wdc/state.db"}
+		}},
 		{"unknown action", func(d map[string]any) { change(d, 0)["action"] = "explode" }},
 		{"symbol does not match the action", func(d map[string]any) { change(d, 0)["symbol"] = "~" }},
 		{"missing summary", func(d map[string]any) { delete(d, "summary") }},
@@ -828,4 +841,18 @@ func TestSchemaPlanWithProposals(t *testing.T) {
 		t.Errorf("plan changes %+v, waiting %+v; want proposal.1 to run and proposal.2 waiting", doc.Changes, doc.WaitingProposals)
 	}
 	validateDoc(t, stateSchema, "show --json (proposals)", wdcOut(t, "--chdir", dir, "show", "--json"))
+}
+
+// TestBackendLockSchema: the lock object the backend writes, held and
+// released, matches its schema.
+func TestBackendLockSchema(t *testing.T) {
+	sch := loadSchema(t, "backend-lock.schema.json")
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	held := backend.Lock{ID: "0123456789abcdef0123456789abcdef", Operation: "apply", Holder: "ci@runner-7", Host: "runner-7", PID: 4242,
+		StartedAt: t0, RenewedAt: t0.Add(10 * time.Second), ExpiresAt: t0.Add(70 * time.Second)}
+	released := held
+	released.Released, released.ReleasedAt, released.ExpiresAt, released.ForcedBy = true, t0.Add(20*time.Second), t0.Add(20*time.Second), "op@laptop"
+	for name, l := range map[string]backend.Lock{"held": held, "released": released} {
+		validateDoc(t, sch, name+" lock", l.Encode())
+	}
 }

@@ -42,6 +42,10 @@ type LockOptions struct {
 	// OnWait, when set, is called once, before the first wait, with the
 	// lock of the live apply that holds it (only when Wait > 0).
 	OnWait func(holder state.Lock)
+	// TakeOverAny: the caller holds an outer lock over this state (a
+	// backend's), so any lock the state holds is that of an apply that
+	// died with the outer lock: it is taken over at once, as a dead one.
+	TakeOverAny bool
 }
 
 // LockWaitInterruptedError is AcquireLock's error when ctx ended
@@ -74,7 +78,11 @@ type HeldLock struct {
 	stop     chan struct{}
 	done     chan struct{}
 	lost     chan struct{}
+	lostOnce sync.Once
 }
+
+// markLost closes Lost, once.
+func (l *HeldLock) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
 
 // ID returns the lock's ID (what `wdc force-unlock` takes).
 func (l *HeldLock) ID() string { return l.lock.ID }
@@ -105,6 +113,10 @@ func AcquireLock(ctx context.Context, store *state.Store, opts LockOptions) (*He
 			return nil, err
 		}
 		cur := locked.Lock
+		if opts.TakeOverAny && takeOver != cur.ID {
+			takeOver = cur.ID
+			continue
+		}
 		if JudgeHolder(cur, opts.Host, opts.PID, opts.Now(), opts.ProcessAlive) == HolderDead {
 			takeOver = cur.ID // its holder is dead: take it over on the next try
 			continue
@@ -196,7 +208,7 @@ func (l *HeldLock) KeepAlive(ctx context.Context) {
 				return
 			case <-t.C:
 				if _, err := l.store.RenewLock(ctx, l.lock.ID, l.opts.TTL, l.opts.Now()); errors.Is(err, state.ErrLockLost) {
-					close(l.lost)
+					l.markLost()
 					return
 				}
 			}

@@ -168,3 +168,46 @@ func TestForceUnlock(t *testing.T) {
 		})
 	}
 }
+
+// TestFenceLock: when the outer lock (a backend's) is lost, the apply's
+// own lock is lost at once and the state refuses its next write.
+func TestFenceLock(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		fence     bool // the outer lock is lost
+		wantWrite error
+	}{
+		{"outer lock held", false, nil},
+		{"outer lock lost", true, state.ErrLockLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t)
+			lock, err := AcquireLock(ctx, st, LockOptions{Holder: "h", Host: "h", PID: 1, ProcessAlive: func(int) bool { return true }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.GuardWrites(lock.ID())
+			fence := make(chan struct{})
+			done := make(chan struct{})
+			go func() { FenceLock(st, lock, fence, time.Now); close(done) }()
+			if tc.fence {
+				close(fence)
+				<-done
+				select {
+				case <-lock.Lost():
+				default:
+					t.Fatal("Lost not closed")
+				}
+			}
+			err = st.AppendEvent(ctx, state.Event{Kind: "probe"}, time.Now())
+			if !errors.Is(err, tc.wantWrite) {
+				t.Fatalf("write = %v, want %v", err, tc.wantWrite)
+			}
+			if err := lock.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+		})
+	}
+}

@@ -60,6 +60,28 @@ type Operation struct {
 	// Abort, when closed, stops at once (a second interrupt): workers are
 	// killed instead of drained. Cancelling Run's ctx stops cleanly.
 	Abort <-chan struct{}
+	// Fence, when closed, says that a lock held outside this state (a
+	// backend's lock over this working copy of its state) was lost: the
+	// apply stops as for the loss of its own lock, at once. Its own lock
+	// row is removed, so that the state refuses every later write of
+	// this apply (the next grant of a lease included), its workers are
+	// killed, and View.LockLost is told. Nil for no outer lock.
+	Fence <-chan struct{}
+	// Checkpoints, when set, receives checkpoints of the state while the
+	// apply runs (a backend's store): consistent copies, at most every
+	// CheckpointInterval while the state changes, early when half of the
+	// reserved fencing tokens are used, and one at the end once the lock
+	// is given back. Before the first grant, the counter skips past the
+	// tokens the state had reserved (a dead apply may have granted them
+	// after the checkpoint it came from), and every checkpoint reserves
+	// TokenBlock more: the apply grants only tokens a checkpoint it put
+	// had reserved. Any lock the state holds is taken over at once (the
+	// caller holds the outer lock). Nil: no checkpoints (a local state).
+	Checkpoints        Checkpointer
+	CheckpointInterval time.Duration // default DefaultCheckpointInterval
+	TokenBlock         int64         // default DefaultTokenBlock
+
+	cps *checkpoints
 }
 
 // OperationView is told what an Operation does, in order, from Run's
@@ -121,7 +143,7 @@ func (e *SavedPlanError) Unwrap() error { return e.Err }
 // set when the plan had none) or an error: ErrApplyCancelled,
 // ErrPlanFailed, ErrInterruptedLocking, a *LockWaitInterruptedError, a
 // *SavedPlanError, the state's errors, or those of Run.
-func (op *Operation) Run(ctx context.Context) (*Result, error) {
+func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 	if op.Now == nil {
 		op.Now = time.Now
 	}
@@ -144,11 +166,27 @@ func (op *Operation) Run(ctx context.Context) (*Result, error) {
 	if err := op.checkSaved(ctx, store); err != nil {
 		return nil, err
 	}
+	_, startSerial, err := store.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
 	lock, err := op.lock(ctx, store)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Release(context.Background()) //nolint:errcheck // reported by the next apply if it failed
+	if op.Checkpoints != nil {
+		op.cps = op.newCheckpoints(store, lock)
+	}
+	defer func() {
+		lock.Release(context.Background()) //nolint:errcheck // reported by the next apply if it failed
+		if op.cps != nil {
+			// The last checkpoint, without the lock row: the next apply
+			// finds the state as this one left it.
+			if ferr := op.cps.final(startSerial); ferr != nil && err == nil {
+				err = ferr
+			}
+		}
+	}()
 	// The view hears of a lost lock once: from the lock's renewal, or
 	// from the run that found it lost first (a write the state refused).
 	var lostOnce sync.Once
@@ -179,7 +217,7 @@ func (op *Operation) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	op.View.Started()
-	res, err := op.apply(ctx, store, lock, planned)
+	res, err = op.apply(ctx, store, lock, planned)
 	if errors.Is(err, state.ErrLockLost) {
 		lockLost()
 	}
@@ -240,7 +278,7 @@ func CheckStateFresh(p *plan.Plan, lineage string, serial int64) error {
 // with it. A ctx that ends before the lock is held (the first interrupt)
 // gives it back untouched: ErrInterruptedLocking.
 func (op *Operation) lock(ctx context.Context, store *state.Store) (*HeldLock, error) {
-	lock, err := AcquireLock(ctx, store, LockOptions{Wait: op.LockTimeout, OnWait: func(l state.Lock) {
+	lock, err := AcquireLock(ctx, store, LockOptions{Wait: op.LockTimeout, TakeOverAny: op.Checkpoints != nil, OnWait: func(l state.Lock) {
 		op.View.LockWaiting(l, op.LockTimeout)
 	}})
 	var waitErr *LockWaitInterruptedError
@@ -262,6 +300,9 @@ func (op *Operation) lock(ctx context.Context, store *state.Store) (*HeldLock, e
 	// From here on every write of this apply checks, in its own
 	// transaction, that the lock is still ours.
 	store.GuardWrites(lock.ID())
+	if op.Fence != nil {
+		go FenceLock(store, lock, op.Fence, op.Now)
+	}
 	if op.Saved != nil {
 		// Taking the lock does not move the serial; anything that did
 		// means another apply ran between the check and the lock.
@@ -325,6 +366,12 @@ func (op *Operation) apply(ctx context.Context, store *state.Store, lock *HeldLo
 		return nil, err
 	}
 	pools, tasks := Inputs(op.Config, planned)
+	if op.cps != nil {
+		if err := op.startCheckpoints(ctx); err != nil {
+			return nil, err
+		}
+		defer op.cps.halt()
+	}
 	return Run(ctx, Options{
 		Store:           store,
 		Plan:            planned,
@@ -344,4 +391,62 @@ func (op *Operation) apply(ctx context.Context, store *state.Store, lock *HeldLo
 		Config:          op.Config,
 		SavedPlan:       op.Saved != nil,
 	})
+}
+
+// FenceLock ties lock, this apply's lock of store, to an outer lock: when
+// fence is closed (the outer lock was lost) before lock is released, the
+// lock row is removed, so that the state refuses every later write of
+// this apply (GuardWrites: the next grant of a lease included), and Lost
+// is closed, which stops the apply as for the loss of its own lock. It
+// returns when either happened.
+func FenceLock(store *state.Store, lock *HeldLock, fence <-chan struct{}, now func() time.Time) {
+	select {
+	case <-fence:
+	case <-lock.stop:
+		return
+	}
+	store.ForceUnlock(context.Background(), lock.ID(), now()) //nolint:errcheck // the lock may be released already
+	lock.markLost()
+}
+
+// newCheckpoints makes the checkpoints of this apply (Checkpoints).
+func (op *Operation) newCheckpoints(store *state.Store, lock *HeldLock) *checkpoints {
+	c := &checkpoints{store: store, put: op.Checkpoints, interval: op.CheckpointInterval, block: op.TokenBlock,
+		lost: lock.Lost(), stop: make(chan struct{}), done: make(chan struct{})}
+	if c.interval <= 0 {
+		c.interval = DefaultCheckpointInterval
+	}
+	if c.block <= 0 {
+		c.block = DefaultTokenBlock
+	}
+	c.onFail = func(err error) { op.View.Event(checkpointFailedEvent(err, op.Now())) }
+	return c
+}
+
+// startCheckpoints moves the fencing counter past the tokens the state
+// had reserved, makes the first checkpoint (which reserves the first
+// block; tried three times: without it nothing can be granted), and
+// starts the periodic ones.
+func (op *Operation) startCheckpoints(ctx context.Context) error {
+	if _, _, err := op.cps.store.SkipReservedTokens(ctx); err != nil {
+		return err
+	}
+	var err error
+	for try := range 3 {
+		if err = op.cps.checkpoint(ctx); err == nil {
+			break
+		}
+		select {
+		case <-op.cps.lost:
+			return err
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try+1) * time.Second):
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the first checkpoint, which reserves the fencing tokens, failed: %w", err)
+	}
+	go op.cps.run()
+	return nil
 }

@@ -10,7 +10,9 @@
 // coordinator of the running apply through its operator routes
 // (docs/protocol.md, "Operator routes"), so that nothing writes the state
 // beside that coordinator; Fallback writes locally and turns to a running
-// apply when the state answers that one holds the lock. A command picks
+// apply when the state answers that one holds the lock; Backend writes a
+// state kept in a backend under the backend's lock, on a copy it puts
+// back. A command picks
 // one, calls it, and renders the answer: the words for people are the
 // CLI's (cmd/wdc), the rules of each write are the state's (package state)
 // and the coordinator's.

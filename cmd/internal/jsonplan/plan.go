@@ -18,7 +18,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const FormatVersion = "1.8"
+const FormatVersion = "1.9"
 
 // Plan is the plan document: what `wdc plan --json` prints and what a
 // saved plan file holds. It records what the plan was computed from (the
@@ -65,6 +65,17 @@ func newProposalRef(p state.Proposal) ProposalRef {
 type StateRef struct {
 	Lineage string `json:"lineage"`
 	Serial  int64  `json:"serial"`
+	// Backend, when the state was read from a backend (1.8), names it
+	// and the state object's ETag as read; nil for a local state file.
+	Backend *BackendRef `json:"backend,omitempty"`
+}
+
+// BackendRef names the backend a plan read its state from.
+type BackendRef struct {
+	Name string `json:"name"` // s3://BUCKET/KEY
+	// ETag is the state object's ETag as read, "" when the key held
+	// nothing.
+	ETag string `json:"etag"`
 }
 
 // ConfigRef identifies the configuration and variable values a plan was
