@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -212,8 +213,28 @@ func isExecutable(p string) error {
 // been waited for.
 type startFunc func(cmd *exec.Cmd) (release func(), err error)
 
-// startPlain starts a command as it is.
-func startPlain(cmd *exec.Cmd) (func(), error) { return func() {}, cmd.Start() }
+// startPlain starts a command as it is, from plainStarter's thread.
+func startPlain(cmd *exec.Cmd) (func(), error) {
+	errc := make(chan error, 1)
+	plainStarter() <- func() { errc <- cmd.Start() }
+	return func() {}, <-errc
+}
+
+// plainStarter is a goroutine locked to an OS thread for as long as the
+// agent runs, which starts the commands of unconfined attempts: their
+// parent-death signal (attemptSysProcAttr) belongs to the thread that
+// forked them, and any other thread may end (agent/confine throws away
+// the threads it confines on), which would kill the command with it.
+var plainStarter = sync.OnceValue(func() chan<- func() {
+	starts := make(chan func())
+	go func() {
+		runtime.LockOSThread() // never unlocked, never ends
+		for start := range starts {
+			start()
+		}
+	}()
+	return starts
+})
 
 // execution is how one attempt's process ended.
 type execution struct {

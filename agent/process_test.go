@@ -258,3 +258,49 @@ func TestPausedTimeDoesNotCountAgainstTheTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainAttemptOutlivesConfinedStarts: an unconfined attempt's
+// parent-death signal belongs to the thread that forked it; confined
+// starts throw their threads away, and must never take an unconfined
+// attempt with them (startPlain forks from a thread that never ends).
+func TestPlainAttemptOutlivesConfinedStarts(t *testing.T) {
+	if !confine.Probe().Confined {
+		t.Skip("attempts are not confined here")
+	}
+	work := filepath.Join(t.TempDir(), "work")
+	attempt := filepath.Join(work, "scratch", "t", "1")
+	if err := os.MkdirAll(attempt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var plain []*exec.Cmd
+	defer func() {
+		for _, c := range plain {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}()
+	// one after the other, so that a confined start's goroutine is likely
+	// to run on the thread that has just forked an unconfined one
+	for i := 0; i < 32; i++ {
+		cmd := exec.Command("sleep", "30")
+		cmd.SysProcAttr = attemptSysProcAttr()
+		if _, err := startPlain(cmd); err != nil {
+			t.Fatal(err)
+		}
+		plain = append(plain, cmd)
+		confined := exec.Command("/bin/true")
+		confined.Dir = attempt
+		release, err := confine.Start(confined, confine.Policy{Hide: []string{work}, Show: []string{attempt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		confined.Wait()
+		release()
+	}
+	time.Sleep(100 * time.Millisecond)
+	for i, c := range plain {
+		if err := c.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("unconfined attempt %d died while confined ones started: %v", i, err)
+		}
+	}
+}

@@ -124,7 +124,10 @@ func start() (*Server, error) {
 	defer log.Close()
 	cmd := exec.Command(prog, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// No parent-death signal: it would follow the thread that started the
+	// server, and a test binary may end threads (agent/confine's probe
+	// does); the test's cleanup kills the server's group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", prog, err)
 	}
