@@ -22,6 +22,7 @@ import (
 	"github.com/wdc-dev/wdc/agent/confine"
 	"github.com/wdc-dev/wdc/agent/procgroup"
 	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/internal/folder"
 	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
@@ -1214,13 +1215,7 @@ func (a *Agent) hiddenFolders() (own, named []string) {
 // holdsAsWritten reports whether folder dir, as written (its symbolic
 // links not followed), is or holds one of folders.
 func holdsAsWritten(dir string, folders []string) bool {
-	dir = filepath.Clean(dir)
-	for _, f := range folders {
-		if rel, err := filepath.Rel(dir, filepath.Clean(f)); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(folders, func(f string) bool { return folder.Holds(dir, f) })
 }
 
 // starter returns how an attempt's command is started: confined to its own

@@ -12,6 +12,8 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/wdc-dev/wdc/internal/folder"
 )
 
 // scopes are what every confined attempt's Landlock domain scopes to
@@ -58,17 +60,12 @@ func holdsHidden(dir string, p Policy) error {
 		return fmt.Errorf("confining the attempt: %w", err)
 	}
 	for _, h := range p.Hide {
-		if within(h, d) {
+		if folder.Holds(d, h) {
 			return fmt.Errorf("%w: its dir %s holds the work folder %s, and without a mount namespace (CAP_SYS_ADMIN) a confined attempt cannot write directly in a folder above the work folder: "+
 				"keep the state (and so the work folder) outside the tasks' dirs, or run the agent as root", ErrUnavailable, dir, h)
 		}
 	}
 	return nil
-}
-
-// within reports whether path is dir or below it (both clean, absolute).
-func within(path, dir string) bool {
-	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
 }
 
 // fileSystemRuleset builds the byLandlock ruleset of p: every right on
@@ -165,7 +162,7 @@ func (c *ruleCache) refresh(hide, readOnly []string) error {
 	// procfs makes and drops a folder per process: rules cannot be
 	// walked beside a folder of it (a read-only one there is left to the
 	// mounts, which containers make read-only themselves).
-	readOnly = slices.DeleteFunc(slices.Clone(readOnly), func(r string) bool { return within(r, "/proc") })
+	readOnly = slices.DeleteFunc(slices.Clone(readOnly), func(r string) bool { return folder.Holds("/proc", r) })
 	above, walk := map[string]bool{}, []string{}
 	for _, h := range append(append([]string(nil), hide...), readOnly...) {
 		for d := filepath.Dir(h); ; d = filepath.Dir(d) {
@@ -271,7 +268,7 @@ func identities(lists ...[]string) (map[fileID]bool, error) {
 // hidden reports whether path is a Hide folder or below one.
 func hidden(path string, hide []string) bool {
 	for _, h := range hide {
-		if within(path, h) {
+		if folder.Holds(h, path) {
 			return true
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/wdc-dev/wdc/engine/supervise"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/folder"
 	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
@@ -486,7 +487,7 @@ func (a *applier) storeInputs(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("input %s of %s: %w", f.Path, tc.Address, err)
 			}
-			if real := openedPath(file, path); insideFolder(real, work) {
+			if real := openedPath(file, path); folder.Holds(work, real) {
 				file.Close()
 				return fmt.Errorf("input %s of %s is %s, a file of the work folder %s (the state's folder), which no task may read: "+
 					"a symbolic link on the way leads there; remove it", f.Path, tc.Address, real, a.opts.WorkDir)
@@ -563,10 +564,4 @@ func openedPath(f *os.File, path string) string {
 		return real
 	}
 	return path
-}
-
-// insideFolder reports whether path is folder dir or below it.
-func insideFolder(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

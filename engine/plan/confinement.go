@@ -2,11 +2,11 @@ package plan
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/wdc-dev/wdc/agent/confine"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/internal/folder"
 	"github.com/wdc-dev/wdc/internal/plural"
 )
 
@@ -50,7 +50,7 @@ func ConfinementOf(cfg *wdchcl.Config, workDir string) Confinement {
 	}
 	var held []string
 	for _, t := range cfg.Tasks {
-		if dir := localDir(cfg, t); dir != "" && holds(dir, workDir) {
+		if dir := localDir(cfg, t); dir != "" && folder.Holds(dir, workDir) {
 			held = append(held, t.Address())
 		}
 	}
@@ -79,10 +79,4 @@ func localDir(cfg *wdchcl.Config, t *wdchcl.Task) string {
 		return ""
 	}
 	return cfg.Dir
-}
-
-// holds reports whether folder dir is folder path or above it.
-func holds(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
