@@ -27,7 +27,7 @@ race=()
 [ "${RACE:-}" = 1 ] && race=(-race)
 
 rc=0
-(cd "$root" && go test "${race[@]}" -count=1 -timeout 0 -v -run '^TestLinearizabilityLong$' ./engine) > "$out/test.log" 2>&1 || rc=$?
+(cd "$root" && go test "${race[@]}" -count=1 -timeout 0 -v -run '^TestLinearizabilityLong$' ./engine/coordinator) > "$out/test.log" 2>&1 || rc=$?
 grep -E 'seed [0-9]+ .*(not linearizable|timed out)|: not linearizable|calls: |check time per history|two-step heartbeats: |histories checked' "$out/test.log" | sed 's/^ *linearizability_test.go:[0-9]*: //'
 if [ "$rc" != 0 ]; then
 	echo "FAILED (exit $rc): the log and visualizations are in $out" >&2
