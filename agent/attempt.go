@@ -242,8 +242,11 @@ type execution struct {
 	exitCode       *int
 	signal         string
 	timedOut       bool
-	ran            bool   // the process started: its log files exist
-	class, err     string // failure class and error; both "" on success
+	// exitedFirst: the command had exited on its own when the attempt was
+	// stopped, so how it ended is its own outcome, not the stop's.
+	exitedFirst bool
+	ran         bool   // the process started: its log files exist
+	class, err  string // failure class and error; both "" on success
 }
 
 // runAttempt runs an assignment's command to completion and reports how it
@@ -312,7 +315,7 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	}
 	defer release()
 	ex.ran = true
-	ex.timedOut = watchGroup(at, cmd, paths.groups, killGrace)
+	ex.timedOut, ex.exitedFirst = watchGroup(at, cmd, paths.groups, killGrace)
 	ex.ended = time.Now().UTC()
 	ex.exitCode, ex.signal = exitOf(cmd.ProcessState)
 	return finish(outcome(at, ex))
@@ -398,8 +401,10 @@ func openLogs(paths attemptPaths) (stdout, stderr *os.File, err error) {
 // SIGKILL after killGrace); when the command has exited it sweeps what is
 // left of the group with SIGKILL (background children of a command that
 // exited, or children that ignored SIGTERM). It reports whether the
-// attempt timed out.
-func watchGroup(at *attempt, cmd *exec.Cmd, groups string, killGrace time.Duration) (timedOut bool) {
+// attempt timed out, and whether the command had already exited when the
+// attempt was stopped (an agent resumed after SIGSTOP can learn of its
+// command's exit and of a cancelled lease at once; the exit came first).
+func watchGroup(at *attempt, cmd *exec.Cmd, groups string, killGrace time.Duration) (timedOut, exitedFirst bool) {
 	pgid := cmd.Process.Pid
 	unrecord := procgroup.Record(groups, pgid)
 	defer unrecord()
@@ -421,11 +426,15 @@ func watchGroup(at *attempt, cmd *exec.Cmd, groups string, killGrace time.Durati
 		timedOut = true
 		procgroup.Terminate(pgid, done, killGrace)
 	case <-at.stopCh:
+		if isClosed(done) || exited(pgid) {
+			exitedFirst = true
+			break
+		}
 		procgroup.Terminate(pgid, done, killGrace)
 	}
 	<-done
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	return timedOut
+	return timedOut, exitedFirst
 }
 
 // exitOf reads how a process ended: its exit code, or the name of the
@@ -443,10 +452,10 @@ func exitOf(st *os.ProcessState) (exitCode *int, signal string) {
 }
 
 // outcome classifies an attempt whose command ran: lost when the agent
-// stopped it, a failure when it timed out, was killed by a signal or exited
-// non-zero, a success ("", "") otherwise.
+// stopped it before it exited, a failure when it timed out, was killed by
+// a signal or exited non-zero, a success ("", "") otherwise.
 func outcome(at *attempt, ex execution) (class, msg string) {
-	if stopped, why := at.stopped(); stopped {
+	if stopped, why := at.stopped(); stopped && !ex.exitedFirst {
 		return ClassLost, why
 	}
 	if ex.timedOut {
