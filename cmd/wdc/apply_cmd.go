@@ -126,7 +126,9 @@ func (c *ApplyCmd) Run(e *env) error {
 			return err
 		}
 		if prev := remote.lock.Previous; prev != nil {
-			view.TookOver(*asStateLock(*prev), deadOnThisHost(prev.Host)(*prev))
+			// Gone: its pid is gone on this host; else its lock expired.
+			_, host, _ := lockHolder(e)
+			view.TookOver(*asStateLock(*prev), deadOnThisHost(host)(*prev))
 		}
 	}
 	saved, savedPlan, err := c.readSaved(e, cfg, path)
