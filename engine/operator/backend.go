@@ -102,5 +102,7 @@ func (b *Backend) RevokeJoinToken(ctx context.Context, id string) (protocol.Revo
 
 // DecideProposal implements Operator.
 func (b *Backend) DecideProposal(ctx context.Context, id int64, req protocol.ProposalDecisionRequest) (protocol.ProposalDecisionResponse, error) {
-	return run(ctx, b, false, func(c *Copy) (protocol.ProposalDecisionResponse, error) { return b.local(c).DecideProposal(ctx, id, req) })
+	return run(ctx, b, false, func(c *Copy) (protocol.ProposalDecisionResponse, error) {
+		return b.local(c).DecideProposal(ctx, id, req)
+	})
 }

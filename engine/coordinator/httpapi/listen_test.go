@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"crypto/ecdsa"
-	"errors"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"net"
 	"net/http"
 	"os"
