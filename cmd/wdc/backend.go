@@ -16,6 +16,7 @@ import (
 	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol/tlsca"
@@ -402,6 +403,9 @@ func (e *env) checkout(ctx context.Context, verb string, b *backend.S3, create b
 	if err != nil {
 		return nil, lockedForOperator(verb, err)
 	}
+	// Renewed while the command works (gc over many blobs may outlast
+	// lock_ttl); Release stops it.
+	held.KeepAlive()
 	dir, err := os.MkdirTemp("", "wdc-operator-")
 	if err != nil {
 		held.Release(context.Background()) //nolint:errcheck // it expires anyway
@@ -436,7 +440,7 @@ func (e *env) checkout(ctx context.Context, verb string, b *backend.S3, create b
 		c.release()
 		return nil, err
 	}
-	return &operator.Copy{Store: c.store, ArtifactDir: apply.ArtifactFolder(dir), Blobs: &bucketBlobs{ctx: ctx, b: b},
+	return &operator.Copy{Store: c.store, ArtifactDir: apply.ArtifactFolder(dir), Blobs: &bucketBlobs{ctx: ctx, b: b, lock: held},
 		Put: c.put, Commit: c.commit}, nil
 }
 
@@ -512,10 +516,13 @@ func (c *backendCopy) release() {
 }
 
 // bucketBlobs are the blobs of a backend's bucket, as garbage collection
-// sweeps them (coordinator.Blobs).
+// sweeps them (coordinator.Blobs), under lock: a blob is removed only
+// while it is held, since the next holder (an apply) may upload a blob
+// again, or find it there and upload nothing.
 type bucketBlobs struct {
 	ctx   context.Context
 	b     *backend.S3
+	lock  *backend.HeldLock
 	sizes map[string]int64 // as listed
 }
 
@@ -530,6 +537,14 @@ func (s *bucketBlobs) Walk(fn func(hash string, size int64) error) error {
 }
 
 func (s *bucketBlobs) Remove(hash string) (int64, error) {
+	if err := s.lock.LostError(); err != nil {
+		why := err
+		var be *backend.Error
+		if errors.As(err, &be) {
+			why = be.Err // (its hint is an apply's)
+		}
+		return 0, fmt.Errorf("%w: backend %s: %v; the blobs removed before it were garbage: run wdc gc again", coordinator.ErrStopCollecting, s.b.Name(), why)
+	}
 	if err := s.b.RemoveBlob(s.ctx, hash); err != nil {
 		return 0, err
 	}

@@ -31,7 +31,9 @@ type Blobs interface {
 	// Walk calls fn with the hash and size of every blob held.
 	Walk(fn func(hash string, size int64) error) error
 	// Remove removes a blob and returns its size (0, and no error, when
-	// it is not held).
+	// it is not held). An error wrapping ErrStopCollecting ends the
+	// collection at once; any other is collected and the next blob
+	// tried.
 	Remove(hash string) (size int64, err error)
 	// CleanTemp removes what interrupted uploads left, older than
 	// olderThan, and returns how many.
@@ -39,6 +41,11 @@ type Blobs interface {
 }
 
 var _ Blobs = (*artifact.Store)(nil)
+
+// ErrStopCollecting, wrapped by an error of Blobs.Remove, says that no
+// blob may be removed any more (a backend's lock was lost: another holder
+// may be uploading), so CollectGarbage stops there.
+var ErrStopCollecting = errors.New("garbage collection stopped")
 
 // CollectGarbage removes the blobs of blobs that st does not refer to
 // (state.Store.ReferencedBlobs: the artifacts of attempts of the tasks'
@@ -87,6 +94,9 @@ func CollectGarbage(ctx context.Context, st *state.Store, blobs Blobs, opts GCOp
 				return err
 			}
 			size, err := blobs.Remove(g.SHA256)
+			if errors.Is(err, ErrStopCollecting) {
+				return errors.Join(append(errs, err)...)
+			}
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -19,6 +21,7 @@ import (
 type bucket struct {
 	blobs map[string]int64
 	log   *[]string
+	stop  error // Remove's error, when set
 }
 
 func (b *bucket) Walk(fn func(string, int64) error) error {
@@ -37,6 +40,9 @@ func (b *bucket) Walk(fn func(string, int64) error) error {
 
 func (b *bucket) Remove(hash string) (int64, error) {
 	*b.log = append(*b.log, "remove "+hash[:1])
+	if b.stop != nil {
+		return 0, b.stop
+	}
 	size := b.blobs[hash]
 	delete(b.blobs, hash)
 	return size, nil
@@ -47,17 +53,20 @@ func (b *bucket) CleanTemp(time.Duration) (int, error) { return 0, nil }
 // TestBackend: each operation runs on a checked-out copy, which is
 // committed when the operation succeeded and given back unchanged when
 // it failed; the lock is given back in both cases. Garbage collection
-// puts the state back before it removes a blob of the bucket, and removes
-// none when that put fails; a dry run puts nothing and removes nothing.
+// puts the state back before it removes a blob of the bucket, removes
+// none when that put fails, and stops at once when the lock is lost; a
+// dry run puts nothing and removes nothing.
 func TestBackend(t *testing.T) {
 	ctx := context.Background()
-	ref, garbage := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	ref, garbage, more := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
+	errLost := fmt.Errorf("%w: the backend's lock was lost", coordinator.ErrStopCollecting)
 	errPut := errors.New("the state changed since it was read")
 	for _, tc := range []struct {
 		name       string
 		do         func(b *Backend) error
 		checkout   error
 		put        error
+		stop       error
 		wantCreate bool
 		wantLog    []string // puts, removals and commits, in order
 		wantErr    error
@@ -81,22 +90,26 @@ func TestBackend(t *testing.T) {
 		}, checkout: errHeld, wantErr: errHeld},
 		{name: "gc: the state put back, then the garbage removed", do: func(b *Backend) error {
 			resp, err := b.CollectGarbage(ctx, false)
-			if err == nil && (len(resp.Removed) != 1 || resp.Removed[0].SHA256 != garbage || resp.Kept != 1 || resp.RemovedBytes != 20) {
+			if err == nil && (len(resp.Removed) != 2 || resp.Removed[0].SHA256 != garbage || resp.Kept != 1 || resp.RemovedBytes != 50) {
 				t.Errorf("gc answered %+v", resp)
 			}
 			return err
-		}, wantLog: []string{"put", "remove b", "commit true"}, wantBlobs: []string{"a"}},
+		}, wantLog: []string{"put", "remove b", "remove c", "commit true"}, wantBlobs: []string{"a"}},
 		{name: "gc dry run: nothing put, nothing removed", do: func(b *Backend) error {
 			resp, err := b.CollectGarbage(ctx, true)
-			if err == nil && (!resp.DryRun || len(resp.Removed) != 1 || resp.Removed[0].SHA256 != garbage) {
+			if err == nil && (!resp.DryRun || len(resp.Removed) != 2 || resp.Removed[0].SHA256 != garbage) {
 				t.Errorf("gc answered %+v", resp)
 			}
 			return err
-		}, wantLog: []string{"commit true"}, wantBlobs: []string{"a", "b"}},
+		}, wantLog: []string{"commit true"}, wantBlobs: []string{"a", "b", "c"}},
 		{name: "gc whose put is refused removes nothing", do: func(b *Backend) error {
 			_, err := b.CollectGarbage(ctx, false)
 			return err
-		}, put: errPut, wantLog: []string{"put", "commit false"}, wantErr: errPut, wantBlobs: []string{"a", "b"}},
+		}, put: errPut, wantLog: []string{"put", "commit false"}, wantErr: errPut, wantBlobs: []string{"a", "b", "c"}},
+		{name: "gc whose lock is lost stops at once", do: func(b *Backend) error {
+			_, err := b.CollectGarbage(ctx, false)
+			return err
+		}, stop: errLost, wantLog: []string{"put", "remove b", "commit false"}, wantErr: coordinator.ErrStopCollecting, wantBlobs: []string{"a", "b", "c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := openState(t)
@@ -106,7 +119,7 @@ func TestBackend(t *testing.T) {
 				t.Fatal(err)
 			}
 			var log []string
-			blobs := &bucket{blobs: map[string]int64{ref: 10, garbage: 20}, log: &log}
+			blobs := &bucket{blobs: map[string]int64{ref: 10, garbage: 20, more: 30}, log: &log, stop: tc.stop}
 			var created []bool
 			b := &Backend{Pin: func() (string, error) { return "pin", nil }, Now: func() time.Time { return t0 },
 				Checkout: func(ctx context.Context, create bool) (*Copy, error) {
