@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strings"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -68,4 +69,48 @@ func (b *S3) GetBlob(ctx context.Context, hash string, w io.Writer) (found bool,
 		return false, b.fail(ctx, "read a blob", key, err)
 	}
 	return true, nil
+}
+
+// ListBlobs calls fn with the hash and size of each blob in the bucket
+// (the objects KEY.blobs/HASH), in the order the store lists them. An
+// object there whose name is not a SHA-256 hash is not a blob and is left
+// out. fn's error stops the listing and is returned as it is.
+func (b *S3) ListBlobs(ctx context.Context, fn func(hash string, size int64) error) error {
+	prefix := b.cfg.Key + BlobsSuffix
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the listing when fn stops it
+	for obj := range b.client.ListObjects(ctx, b.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			if isNotFound(obj.Err) {
+				if err := b.noBucket(ctx, "list the blobs", prefix); err != nil {
+					return err
+				}
+				return nil
+			}
+			return b.fail(ctx, "list the blobs", prefix, obj.Err)
+		}
+		hash, ok := strings.CutPrefix(obj.Key, prefix)
+		if !ok || !blobHash.MatchString(hash) {
+			continue
+		}
+		if err := fn(hash, obj.Size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveBlob removes the blob hash from the bucket. Removing one the
+// bucket does not hold is not an error. Which blobs to remove is the
+// caller's to decide (wdc gc, under the lock, with the state put back
+// first: docs/configuration.md, "Backend").
+func (b *S3) RemoveBlob(ctx context.Context, hash string) error {
+	key, err := b.blobKey(hash)
+	if err != nil {
+		return err
+	}
+	if err := b.client.RemoveObject(ctx, b.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		return b.fail(ctx, "remove a blob", key, err)
+	}
+	return nil
 }

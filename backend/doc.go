@@ -12,7 +12,10 @@
 // object beside it (KEY.lock, a JSON document: docs/json.md, "The backend
 // lock object"), taken with a conditional create, renewed and released
 // with conditional writes on its ETag, and judged on the wall clock; and
-// the blobs (KEY.blobs/SHA256), each written once.
+// the blobs (KEY.blobs/SHA256), each written once, listed and removed
+// (wdc gc decides which); and the object of the state's own CA (KEY.ca,
+// created once with a conditional create), whose content package tlsca
+// makes and reads.
 //
 // It does not own the state's content: the SQLite file is package state's
 // (state.Copy makes the consistent copy that is uploaded), and this

@@ -167,14 +167,21 @@ type LockedError struct {
 	Backend string
 	Lock    Lock
 	Waited  time.Duration
+	// Hint, when set, says what to do in place of the default (wait
+	// with --lock-timeout, or force-unlock), for a command that cannot
+	// wait.
+	Hint string
 }
 
 func (e *LockedError) Error() string {
 	l := e.Lock
 	s := fmt.Sprintf("backend %s is locked by %s (%s, host %s, pid %d) since %s, until %s unless renewed; lock ID %s",
 		e.Backend, l.Holder, l.Operation, l.Host, l.PID, l.StartedAt.UTC().Format(time.RFC3339), l.ExpiresAt.UTC().Format(time.RFC3339), l.ID)
-	if e.Waited > 0 {
+	switch {
+	case e.Waited > 0:
 		return fmt.Sprintf("gave up after waiting %s: %s", e.Waited, s)
+	case e.Hint != "":
+		return s + ": " + e.Hint
 	}
 	return s + " (another apply is running; wait with --lock-timeout, or if it is gone for good, run wdc force-unlock " + l.ID + ")"
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +74,30 @@ func FuzzParseLock(f *testing.F) {
 			t.Fatalf("round trip changed the lock: %+v → %+v", l, again)
 		}
 	})
+}
+
+// TestLockedError: the refusal names the holder and its lock, and says
+// what to do: wait or force-unlock, what the caller's Hint says instead,
+// or that it waited.
+func TestLockedError(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	l := Lock{ID: "0123456789abcdef0123456789abcdef", Operation: "apply", Holder: "ci@runner-7", Host: "runner-7", PID: 42,
+		StartedAt: t0, RenewedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+	const head = "backend s3://b/k is locked by ci@runner-7 (apply, host runner-7, pid 42) since 2026-12-01T10:00:00Z, until 2026-12-01T10:01:00Z unless renewed; lock ID 0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name string
+		err  *LockedError
+		want string
+	}{
+		{"default", &LockedError{Backend: "s3://b/k", Lock: l},
+			head + " (another apply is running; wait with --lock-timeout, or if it is gone for good, run wdc force-unlock 0123456789abcdef0123456789abcdef)"},
+		{"a hint of the caller's", &LockedError{Backend: "s3://b/k", Lock: l, Hint: "run wdc gc again later"}, head + ": run wdc gc again later"},
+		{"waited", &LockedError{Backend: "s3://b/k", Lock: l, Waited: time.Minute, Hint: "unused"}, "gave up after waiting 1m0s: " + head},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want || !errors.Is(tc.err, ErrLocked) {
+				t.Fatalf("Error() = %q\nwant      %q", got, tc.want)
+			}
+		})
+	}
 }

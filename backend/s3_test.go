@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -281,6 +282,11 @@ func TestBlobs(t *testing.T) {
 	os.WriteFile(src, []byte("hello\n"), 0o600)
 	const hash = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03" // sha256("hello\n")
 	const other = "0000000000000000000000000000000000000000000000000000000000000000"
+	// Objects under the blobs' prefix that are not named by a hash are
+	// not blobs: never listed, so never removed.
+	if _, err := b.put(ctx, "test", "ci/state.db.blobs/notes.txt", strings.NewReader("x"), 1, "text/plain", ""); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name      string
 		do        func(*strings.Builder) (bool, error)
@@ -293,6 +299,16 @@ func TestBlobs(t *testing.T) {
 		{"get", func(w *strings.Builder) (bool, error) { return b.GetBlob(ctx, hash, w) }, true, "", "hello\n"},
 		{"get a missing blob", func(w *strings.Builder) (bool, error) { return b.GetBlob(ctx, other, w) }, false, "", ""},
 		{"not a hash", func(w *strings.Builder) (bool, error) { return b.GetBlob(ctx, "../state.db", w) }, false, "not a SHA-256 hash", ""},
+		{"listed", func(w *strings.Builder) (bool, error) {
+			return true, b.ListBlobs(ctx, func(h string, size int64) error { fmt.Fprintf(w, "%s %d;", h, size); return nil })
+		}, true, "", hash + " 6;"},
+		{"removed", func(w *strings.Builder) (bool, error) { return true, b.RemoveBlob(ctx, hash) }, true, "", ""},
+		{"removed again is a no-op", func(w *strings.Builder) (bool, error) { return true, b.RemoveBlob(ctx, hash) }, true, "", ""},
+		{"gone", func(w *strings.Builder) (bool, error) { return b.GetBlob(ctx, hash, w) }, false, "", ""},
+		{"remove what is not a hash", func(w *strings.Builder) (bool, error) { return true, b.RemoveBlob(ctx, "../state.db") }, false, "not a SHA-256 hash", ""},
+		{"listed: none", func(w *strings.Builder) (bool, error) {
+			return true, b.ListBlobs(ctx, func(h string, size int64) error { fmt.Fprintf(w, "%s %d;", h, size); return nil })
+		}, true, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var w strings.Builder
@@ -341,5 +357,38 @@ func TestFail(t *testing.T) {
 				t.Fatalf("message %q, want the backend, the key and %q", msg, tc.wantText)
 			}
 		})
+	}
+}
+
+// TestCA: the CA object is created once; a second create is a conflict
+// and the first one's content stays; one larger than a CA is refused,
+// naming the key.
+func TestCA(t *testing.T) {
+	srv := s3test.Start(t)
+	b := newTestBackend(t, srv, 0)
+	ctx := context.Background()
+	if _, found, err := b.ReadCA(ctx); err != nil || found {
+		t.Fatalf("ReadCA of none = %v, %v", found, err)
+	}
+	if err := b.CreateCA(ctx, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateCA(ctx, []byte("second")); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second CreateCA = %v, want ErrConflict", err)
+	}
+	if data, found, err := b.ReadCA(ctx); err != nil || !found || string(data) != "first" {
+		t.Fatalf("ReadCA = %q, %v, %v; want the first", data, found, err)
+	}
+	big := strings.Repeat("x", maxCASize+1)
+	if _, err := b.put(ctx, "test", "ci/state.db.ca", strings.NewReader(big), int64(len(big)), "text/plain", ""); err == nil {
+		t.Fatal("overwrote the CA object with a conditional create")
+	}
+	other := newTestBackend(t, srv, 0)
+	other.cfg.Key = "other/state.db"
+	if _, err := other.put(ctx, "test", "other/state.db.ca", strings.NewReader(big), int64(len(big)), "text/plain", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.ReadCA(ctx); err == nil || !strings.Contains(err.Error(), "(key other/state.db.ca): the object is larger than a CA") {
+		t.Fatalf("ReadCA of a big object = %v", err)
 	}
 }

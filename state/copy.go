@@ -2,6 +2,8 @@ package state
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -52,4 +54,23 @@ func Copy(ctx context.Context, src, dest string) error {
 		return fmt.Errorf("copy of the state to %s: %w", dest, err)
 	}
 	return nil
+}
+
+// NewPutID gives the state a new random put id (migration 008) and
+// returns it, so that a copy made after it differs from every copy made
+// before, and so does the ETag an object store gives it (the hash of its
+// bytes): a conditional PUT on an older object's ETag is then refused.
+// Like the lock's writes it is coordination, not content: it does not
+// bump the serial (a saved plan stays valid).
+func (s *Store) NewPutID(ctx context.Context) (string, error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return "", err
+	}
+	put := hex.EncodeToString(id[:])
+	err := s.writeLock(ctx, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE put_id SET put_id = ? WHERE id = 1`, put)
+		return err
+	})
+	return put, err
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"os"
@@ -61,5 +62,50 @@ func TestCopy(t *testing.T) {
 				t.Fatalf("copy lock = %+v, %v", snap.Lock, err)
 			}
 		})
+	}
+}
+
+// TestNewPutID: two copies of one content differ in their bytes once a
+// new put id came between them (an object store's ETag, the hash of the
+// bytes, then differs too), and the serial stays.
+func TestNewPutID(t *testing.T) {
+	ctx := context.Background()
+	s := setup(t)
+	_, serial, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	digest := func(name string) [sha256.Size]byte {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := Copy(ctx, s.Path(), p); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha256.Sum256(data)
+	}
+	a, b := digest("a.db"), digest("b.db")
+	if a != b {
+		t.Fatal("two copies of one state differ: the put id would not be needed")
+	}
+	first, err := s.NewPutID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := digest("c.db")
+	second, err := s.NewPutID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := digest("d.db")
+	if c == a || d == c || first == second || len(first) != 32 {
+		t.Fatalf("put ids %q, %q: the copies do not all differ", first, second)
+	}
+	if _, n, err := s.Info(ctx); err != nil || n != serial {
+		t.Fatalf("serial %d after new put ids, want %d (%v)", n, serial, err)
 	}
 }

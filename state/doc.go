@@ -140,5 +140,8 @@
 // proposals, one per recommendation at most (UNIQUE (source_token,
 // source_index)), whose identity never changes and whose status leaves
 // pending once; and edge_records, the approval streak an earned edge
-// approves by.
+// approves by. For a state kept in a backend, 007 adds the block of
+// fencing tokens a checkpoint reserves (tokens.go) and 008 the put id
+// that makes a copy put back differ from the objects before it (copy.go);
+// neither is content (the serial stays).
 package state

@@ -86,6 +86,11 @@ func (c *ApplyCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if b != nil {
+		// The state's CA is kept beside the backend's state (KEY.ca), so
+		// that an apply on any machine serves with the CA join files pin.
+		serve.CA = backendCA(context.Background(), b)
+	}
 	// When confirmation is impossible, plan read-only first: nothing to
 	// confirm means nothing to refuse (an up-to-date configuration applies
 	// as a no-op, as with Terraform), and a refusal touches nothing.
@@ -121,7 +126,9 @@ func (c *ApplyCmd) Run(e *env) error {
 			return err
 		}
 		if prev := remote.lock.Previous; prev != nil {
-			view.TookOver(*asStateLock(*prev), deadOnThisHost(prev.Host)(*prev))
+			// Gone: its pid is gone on this host; else its lock expired.
+			_, host, _ := lockHolder(e)
+			view.TookOver(*asStateLock(*prev), deadOnThisHost(host)(*prev))
 		}
 	}
 	saved, savedPlan, err := c.readSaved(e, cfg, path)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
@@ -15,8 +16,10 @@ import (
 	"github.com/wdc-dev/wdc/cmd/internal/jsonplan"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/engine/apply"
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/operator"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/protocol/tlsca"
 	"github.com/wdc-dev/wdc/providers"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -373,69 +376,224 @@ func (r *remoteApply) finish(ctx context.Context) error {
 // commands that change the state without an apply): each operation takes
 // the backend's lock (refused while an apply holds it), pulls the state,
 // writes the copy, puts it back with a conditional write when it
-// changed, and releases the lock.
-func (e *env) backendOperator(verb string, b *backend.S3) *operator.Backend {
-	return &operator.Backend{Now: e.now,
-		Pin: func() (string, error) {
-			return "", fmt.Errorf("%s with a backend makes no join file: the coordinator's CA lives in each apply's work folder", verb)
-		},
-		Checkout: func(ctx context.Context) (*state.Store, string, func(context.Context, bool) error, error) {
-			holder, host, pid := lockHolder(e)
-			held, err := b.AcquireLock(ctx, backend.LockRequest{Operation: verb, Holder: holder, Host: host, PID: pid, TakeOver: deadOnThisHost(host)})
-			if err != nil {
-				return nil, "", nil, err
-			}
-			dir, err := os.MkdirTemp("", "wdc-operator-")
-			if err != nil {
-				held.Release(context.Background()) //nolint:errcheck // it expires anyway
-				return nil, "", nil, err
-			}
-			release := func() {
-				held.Release(context.Background()) //nolint:errcheck // it expires anyway
-				os.RemoveAll(dir)
-			}
-			path := filepath.Join(dir, "state.db")
-			obj, found, err := b.Get(ctx, path)
-			if err == nil && !found {
-				err = fmt.Errorf("backend %s holds no state yet: there is nothing for %s to change", b.Name(), verb)
-			}
-			if err == nil {
-				if _, _, ierr := stateInfo(ctx, path); ierr != nil {
-					err = notAState(b, ierr)
-				}
-			}
-			var store *state.Store
-			if err == nil {
-				store, err = state.Open(ctx, path)
-			}
-			var snap *state.Snapshot
-			if err == nil {
-				if snap, err = store.Snapshot(ctx); err == nil && snap.Lock != nil {
-					store.Close()
-					l := snap.Lock
-					err = fmt.Errorf("the state in backend %s was left by an apply that stopped without giving its lock back (%s, host %s, pid %d, since %s): run wdc apply, which takes it over and finishes what it left, then %s again",
-						b.Name(), l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt), verb)
-				}
-			}
-			if err != nil {
-				release()
-				return nil, "", nil, err
-			}
-			commit := func(ctx context.Context, ok bool) error {
-				defer release()
-				_, serial, err := store.Info(ctx)
-				if cerr := store.Close(); err == nil {
-					err = cerr
-				}
-				if !ok || err != nil || serial == snap.Serial {
-					return err
-				}
-				if err := held.Renew(ctx); err != nil {
-					return err
-				}
-				_, err = pushState(ctx, b, path, obj.ETag)
-				return err
-			}
-			return store, apply.ArtifactFolder(dir), commit, nil
+// changed, and releases the lock. pin gives the fingerprint a join file
+// pins (nil for the commands that make none).
+func (e *env) backendOperator(verb string, b *backend.S3, pin func() (string, error)) *operator.Backend {
+	if pin == nil {
+		pin = func() (string, error) { return "", fmt.Errorf("%s makes no join file", verb) }
+	}
+	return &operator.Backend{Now: e.now, Pin: pin,
+		Checkout: func(ctx context.Context, create bool) (*operator.Copy, error) {
+			return e.checkout(ctx, verb, b, create)
 		}}
+}
+
+// errNoBackendState: the backend holds no state (and the command makes
+// none).
+var errNoBackendState = errors.New("the backend holds no state yet")
+
+// checkout takes b's lock for verb and pulls the state into a copy in a
+// folder of its own (removed at the commit); with create, a key that
+// holds nothing gives a new state, else it is an error wrapping
+// errNoBackendState. A state left locked by an apply that died is
+// refused: that apply's takeover comes first.
+func (e *env) checkout(ctx context.Context, verb string, b *backend.S3, create bool) (*operator.Copy, error) {
+	holder, host, pid := lockHolder(e)
+	held, err := b.AcquireLock(ctx, backend.LockRequest{Operation: verb, Holder: holder, Host: host, PID: pid, TakeOver: deadOnThisHost(host)})
+	if err != nil {
+		return nil, lockedForOperator(verb, err)
+	}
+	// Renewed while the command works (gc over many blobs may outlast
+	// lock_ttl); Release stops it.
+	held.KeepAlive()
+	dir, err := os.MkdirTemp("", "wdc-operator-")
+	if err != nil {
+		held.Release(context.Background()) //nolint:errcheck // it expires anyway
+		return nil, err
+	}
+	c := &backendCopy{b: b, lock: held, dir: dir, path: filepath.Join(dir, "state.db")}
+	obj, found, err := b.Get(ctx, c.path)
+	switch {
+	case err != nil:
+	case !found && !create:
+		err = fmt.Errorf("%w (backend %s): there is nothing for %s to change", errNoBackendState, b.Name(), verb)
+	case found:
+		c.etag = obj.ETag
+		if _, _, ierr := stateInfo(ctx, c.path); ierr != nil {
+			err = notAState(b, ierr)
+		}
+	}
+	if err == nil {
+		c.store, err = state.Open(ctx, c.path)
+	}
+	if err == nil {
+		var snap *state.Snapshot
+		if snap, err = c.store.Snapshot(ctx); err == nil && snap.Lock != nil {
+			l := snap.Lock
+			err = fmt.Errorf("the state in backend %s was left by an apply that stopped without giving its lock back (%s, host %s, pid %d, since %s): run wdc apply, which takes it over and finishes what it left, then %s again",
+				b.Name(), l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt), verb)
+		} else if err == nil {
+			c.serial = snap.Serial
+		}
+	}
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	return &operator.Copy{Store: c.store, ArtifactDir: apply.ArtifactFolder(dir), Blobs: &bucketBlobs{ctx: ctx, b: b, lock: held},
+		Put: c.put, Commit: c.commit}, nil
+}
+
+// lockedForOperator says what to do when verb finds the backend's lock
+// held: it waits for no lock, and the holder (an apply's coordinator, on
+// its own copy of the state) is the only writer while it runs.
+func lockedForOperator(verb string, err error) error {
+	var le *backend.LockedError
+	if !errors.As(err, &le) {
+		return err
+	}
+	l := le.Lock
+	le.Hint = fmt.Sprintf("%s changes the state only when nothing holds its lock; run it again once that %s has finished", verb, l.Operation)
+	if l.Operation == "apply" {
+		le.Hint += fmt.Sprintf(" (its coordinator works on its own copy of the state, on host %s, and puts it back as it ends)", l.Host)
+	}
+	le.Hint += "; if it is gone for good, its lock expires at " + l.ExpiresAt.UTC().Format(time.RFC3339) + " unless renewed, or run wdc force-unlock " + l.ID
+	return le
+}
+
+// backendCopy is a state checked out of a backend (checkout): the lock
+// held, the copy open, and what was last put.
+type backendCopy struct {
+	b      *backend.S3
+	lock   *backend.HeldLock
+	dir    string // the copy's folder, removed at the end
+	path   string
+	store  *state.Store
+	etag   string // the object's, as pulled or last put ("" when the key held nothing)
+	serial int64  // the copy's serial, as pulled or last put
+}
+
+// put renews the lock (a holder that lost it writes nothing) and puts the
+// copy in place of the object with a conditional write on the ETag pulled
+// or last put.
+func (c *backendCopy) put(ctx context.Context) error {
+	if err := c.lock.Renew(ctx); err != nil {
+		return err
+	}
+	_, serial, err := c.store.Info(ctx)
+	if err != nil {
+		return err
+	}
+	obj, err := pushState(ctx, c.b, c.path, c.etag)
+	if err != nil {
+		return err
+	}
+	c.etag, c.serial = obj.ETag, serial
+	return nil
+}
+
+// commit puts the copy back when ok and its content changed since it was
+// pulled or last put, then closes it and releases the lock.
+func (c *backendCopy) commit(ctx context.Context, ok bool) error {
+	defer c.release()
+	_, serial, err := c.store.Info(ctx)
+	if ok && err == nil && serial != c.serial {
+		err = c.put(ctx)
+	}
+	if cerr := c.store.Close(); err == nil {
+		err = cerr
+	}
+	c.store = nil
+	return err
+}
+
+func (c *backendCopy) release() {
+	if c.store != nil {
+		c.store.Close()
+	}
+	c.lock.Release(context.Background()) //nolint:errcheck // it expires anyway
+	os.RemoveAll(c.dir)
+}
+
+// bucketBlobs are the blobs of a backend's bucket, as garbage collection
+// sweeps them (coordinator.Blobs), under lock: a blob is removed only
+// while it is held, since the next holder (an apply) may upload a blob
+// again, or find it there and upload nothing.
+type bucketBlobs struct {
+	ctx   context.Context
+	b     *backend.S3
+	lock  *backend.HeldLock
+	sizes map[string]int64 // as listed
+}
+
+func (s *bucketBlobs) Walk(fn func(hash string, size int64) error) error {
+	if s.sizes == nil {
+		s.sizes = map[string]int64{}
+	}
+	return s.b.ListBlobs(s.ctx, func(hash string, size int64) error {
+		s.sizes[hash] = size
+		return fn(hash, size)
+	})
+}
+
+func (s *bucketBlobs) Remove(hash string) (int64, error) {
+	if err := s.lock.LostError(); err != nil {
+		why := err
+		var be *backend.Error
+		if errors.As(err, &be) {
+			why = be.Err // (its hint is an apply's)
+		}
+		return 0, fmt.Errorf("%w: backend %s: %v; the blobs removed before it were garbage: run wdc gc again", coordinator.ErrStopCollecting, s.b.Name(), why)
+	}
+	if err := s.b.RemoveBlob(s.ctx, hash); err != nil {
+		return 0, err
+	}
+	return s.sizes[hash], nil
+}
+
+// CleanTemp: a bucket keeps nothing of an interrupted upload (each blob
+// is one PUT).
+func (s *bucketBlobs) CleanTemp(time.Duration) (int, error) { return 0, nil }
+
+// backendCA returns the source of the state's own CA with backend b: the
+// CA object beside the state (KEY.ca), made by the first command that
+// needs it, so that every machine's apply serves HTTPS with it and join
+// files pin it. Read once per command.
+func backendCA(ctx context.Context, b *backend.S3) func() (*tlsca.CA, error) {
+	return sync.OnceValues(func() (*tlsca.CA, error) { return loadBackendCA(ctx, b) })
+}
+
+// loadBackendCA reads b's CA object, or makes the CA and creates the
+// object with a conditional create (two machines at once end with one:
+// the loser reads the winner's).
+func loadBackendCA(ctx context.Context, b *backend.S3) (*tlsca.CA, error) {
+	for try := 0; ; try++ {
+		data, found, err := b.ReadCA(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			ca, err := tlsca.ParseBundle(data, "the CA object")
+			if err != nil {
+				return nil, &backend.Error{Backend: b.Name(), Object: b.Key() + backend.CASuffix, Op: "read the CA", Err: err,
+					Hint: "it is not a CA wdc wrote: remove it, and the next command that needs the CA makes a new one (workers then need its fingerprint: join files made before stop working)"}
+			}
+			return ca, nil
+		}
+		// The CA's validity is the wall clock's, never a test clock's.
+		ca, err := tlsca.New(time.Now())
+		if err != nil {
+			return nil, err
+		}
+		bundle, err := ca.Bundle()
+		if err != nil {
+			return nil, err
+		}
+		if err := b.CreateCA(ctx, bundle); err == nil {
+			return ca, nil
+		} else if !errors.Is(err, backend.ErrConflict) || try == 2 {
+			return nil, err
+		}
+		// another command made it meanwhile: read that one
+	}
 }

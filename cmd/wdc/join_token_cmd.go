@@ -38,9 +38,12 @@ type JoinTokenCreateCmd struct {
 
 // Run checks the pool against the configuration, makes the token (through
 // the running apply's coordinator when an apply holds the lock, else under
-// the lock for one transaction, creating the state if needed) and writes
-// the join file.
+// the lock for one transaction, creating the state if needed; with a
+// backend, under the backend's lock, the state put back, and the join
+// file pinning the CA kept beside the backend's state) and writes the
+// join file.
 func (c *JoinTokenCreateCmd) Run(e *env) error {
+	const verb = "wdc join-token create"
 	if c.TTL < time.Second || c.TTL > coordinator.MaxJoinTTL {
 		return fmt.Errorf("--ttl must be from 1s to %s, have %s", coordinator.MaxJoinTTL, c.TTL)
 	}
@@ -68,10 +71,9 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if b, err := e.stateBackend(cfg); err != nil {
+	b, err := e.stateBackend(cfg)
+	if err != nil {
 		return err
-	} else if b != nil {
-		return errBackendUnsupported("wdc join-token create", b)
 	}
 	// Check where the join file goes before a token exists that nobody
 	// could hold: never over an existing file (a configuration, a device).
@@ -88,22 +90,29 @@ func (c *JoinTokenCreateCmd) Run(e *env) error {
 			return err
 		}
 	}
-	path, err := e.statePath(cfg)
-	if err != nil {
-		return err
-	}
 	serve, err := e.serveSettings(cfg)
 	if err != nil {
 		return err
 	}
-	serve.CADir = httpapi.CAFolder(filepath.Dir(path))
-	ctx := context.Background()
-	store, err := state.Open(ctx, path)
-	if err != nil {
-		return err
+	var op operator.Operator
+	if b != nil {
+		// The state's CA is the backend's (KEY.ca), the one every apply
+		// on it serves with, on any machine.
+		serve.CA = backendCA(context.Background(), b)
+		op = e.backendOperator(verb, b, serve.Pin)
+	} else {
+		path, err := e.statePath(cfg)
+		if err != nil {
+			return err
+		}
+		serve.CADir = httpapi.CAFolder(filepath.Dir(path))
+		store, err := state.Open(context.Background(), path)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		op = e.stateOperator(verb, store, path, serve.Pin)
 	}
-	defer store.Close()
-	op := e.stateOperator("wdc join-token create", store, path, serve.Pin)
 	cctx, cancel := callContext(0)
 	defer cancel()
 	jf, err := op.CreateJoinToken(cctx, operator.JoinTokenRequest{Pool: pool.Name, Labels: labels, TTL: c.TTL})
@@ -240,7 +249,7 @@ func (c *JoinTokenRevokeCmd) Run(e *env) error {
 	}
 	var op operator.Operator
 	if b != nil {
-		op = e.backendOperator(verb, b)
+		op = e.backendOperator(verb, b, nil)
 	} else {
 		store, path, err := e.openExistingState(verb, "there is no join token to revoke")
 		if err != nil {

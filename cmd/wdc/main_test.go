@@ -141,6 +141,8 @@ func scriptParams(dir string) testscript.Params {
 			"wait-lease":       cmdWaitLease,
 			"s3-lock":          cmdS3Lock,
 			"s3-put":           cmdS3Put,
+			"s3-blobs":         cmdS3Blobs,
+			"s3-etag":          cmdS3ETag,
 		},
 	}
 }
@@ -278,7 +280,8 @@ func seedFailed(ctx context.Context, st *state.Store, now time.Time, reason stri
 }
 
 // cmdWaitCoordinator waits until an apply holds the state in DIR (default
-// the current directory, state .wdc/state.db) and its coordinator serves,
+// the current directory, state .wdc/state.db, or with a backend its working
+// copy .wdc/backend/state.db) and its coordinator serves,
 // then sets COORDINATOR to its URL, CA_SHA256 to its CA fingerprint and
 // APPLY_PID to the apply's process id:
 //
@@ -294,6 +297,9 @@ func cmdWaitCoordinator(ts *testscript.TestScript, neg bool, args []string) {
 	path := filepath.Join(ts.MkAbs(dir), defaultStatePath)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
+		if _, err := os.Stat(filepath.Join(ts.MkAbs(dir), defaultBackendWorkPath)); err == nil {
+			path = filepath.Join(ts.MkAbs(dir), defaultBackendWorkPath) // a backend's working copy
+		}
 		if snap, err := readSnapshot(context.Background(), path); err == nil && snap.Lock != nil && snap.Lock.CoordinatorURL != "" {
 			ts.Setenv("COORDINATOR", snap.Lock.CoordinatorURL)
 			ts.Setenv("CA_SHA256", snap.Lock.CASHA256)
@@ -550,4 +556,41 @@ func cmdS3Put(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	_, err = srv.Client().PutObject(context.Background(), ts.Getenv("WDC_VAR_s3_bucket"), args[0], bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{})
 	ts.Check(err)
+}
+
+// cmdS3Blobs prints the blobs of the script's bucket beside the state
+// object KEY (the objects KEY.blobs/HASH), one hash a line, sorted:
+//
+//	s3-blobs KEY
+func cmdS3Blobs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: s3-blobs KEY")
+	}
+	srv, err := s3Server.Get()
+	ts.Check(err)
+	prefix := args[0] + ".blobs/"
+	var hashes []string
+	for obj := range srv.Client().ListObjects(context.Background(), ts.Getenv("WDC_VAR_s3_bucket"), minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		ts.Check(obj.Err)
+		hashes = append(hashes, strings.TrimPrefix(obj.Key, prefix))
+	}
+	sort.Strings(hashes)
+	for _, h := range hashes {
+		fmt.Fprintln(ts.Stdout(), h)
+	}
+}
+
+// cmdS3ETag sets VAR to the ETag of the object KEY of the script's
+// bucket:
+//
+//	s3-etag KEY VAR
+func cmdS3ETag(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: s3-etag KEY VAR")
+	}
+	srv, err := s3Server.Get()
+	ts.Check(err)
+	info, err := srv.Client().StatObject(context.Background(), ts.Getenv("WDC_VAR_s3_bucket"), args[0], minio.StatObjectOptions{})
+	ts.Check(err)
+	ts.Setenv(args[1], strings.Trim(info.ETag, `"`))
 }

@@ -303,7 +303,7 @@ func (e *env) decideProposal(verb, idText string, approve bool, by, reason strin
 	var store *state.Store
 	var path string
 	if b != nil {
-		op, path = e.backendOperator(verb, b), b.Name()
+		op, path = e.backendOperator(verb, b, nil), b.Name()
 	} else {
 		if store, path, err = e.openExistingState(verb, "there is no proposal to decide"); err != nil {
 			return err

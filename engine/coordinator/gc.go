@@ -25,6 +25,28 @@ type GCOptions struct {
 	TempOlderThan time.Duration
 }
 
+// Blobs is a store of blobs CollectGarbage sweeps: the work folder's
+// artifact store (an *artifact.Store), or the blobs of a backend's bucket.
+type Blobs interface {
+	// Walk calls fn with the hash and size of every blob held.
+	Walk(fn func(hash string, size int64) error) error
+	// Remove removes a blob and returns its size (0, and no error, when
+	// it is not held). An error wrapping ErrStopCollecting ends the
+	// collection at once; any other is collected and the next blob
+	// tried.
+	Remove(hash string) (size int64, err error)
+	// CleanTemp removes what interrupted uploads left, older than
+	// olderThan, and returns how many.
+	CleanTemp(olderThan time.Duration) (int, error)
+}
+
+var _ Blobs = (*artifact.Store)(nil)
+
+// ErrStopCollecting, wrapped by an error of Blobs.Remove, says that no
+// blob may be removed any more (a backend's lock was lost: another holder
+// may be uploading), so CollectGarbage stops there.
+var ErrStopCollecting = errors.New("garbage collection stopped")
+
 // CollectGarbage removes the blobs of blobs that st does not refer to
 // (state.Store.ReferencedBlobs: the artifacts of attempts of the tasks'
 // current definitions and their inputs), inside one write transaction of
@@ -34,7 +56,7 @@ type GCOptions struct {
 // apply holds the lock of a store that is not its own) and of the
 // artifact store; blobs removed before an error stay removed (they were
 // garbage).
-func CollectGarbage(ctx context.Context, st *state.Store, blobs *artifact.Store, opts GCOptions) (protocol.GCResponse, error) {
+func CollectGarbage(ctx context.Context, st *state.Store, blobs Blobs, opts GCOptions) (protocol.GCResponse, error) {
 	resp := protocol.GCResponse{DryRun: opts.DryRun, Removed: []protocol.GCBlob{}}
 	sweep := func(ref map[string]bool) error {
 		if opts.Keep != nil {
@@ -72,6 +94,9 @@ func CollectGarbage(ctx context.Context, st *state.Store, blobs *artifact.Store,
 				return err
 			}
 			size, err := blobs.Remove(g.SHA256)
+			if errors.Is(err, ErrStopCollecting) {
+				return errors.Join(append(errs, err)...)
+			}
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -2,9 +2,9 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -18,50 +18,91 @@ import (
 // copy); Checkout says so.
 type Backend struct {
 	// Checkout takes the backend's lock and pulls the state into a local
-	// copy, open as store, with its artifact folder. commit, called once,
-	// puts the copy back when ok and it changed, and releases the lock in
-	// every case.
-	Checkout func(ctx context.Context) (store *state.Store, artifactDir string, commit func(ctx context.Context, ok bool) error, err error)
+	// copy. With create, a backend that holds no state yet gives a new
+	// one (put back with a conditional create); without, that is an
+	// error.
+	Checkout func(ctx context.Context, create bool) (*Copy, error)
 	// Pin and Now are Local's.
 	Pin func() (string, error)
 	Now func() time.Time
 }
 
+// Copy is a state checked out of a backend: the backend's lock is held
+// until Commit.
+type Copy struct {
+	// Store is the local copy, open.
+	Store *state.Store
+	// ArtifactDir is the copy's artifact folder (Local's).
+	ArtifactDir string
+	// Blobs are the blobs of the backend's bucket.
+	Blobs coordinator.Blobs
+	// Put puts the copy back now, changed or not, with a conditional
+	// write on the ETag pulled (or last put).
+	Put func(ctx context.Context) error
+	// Commit, called once, puts the copy back when ok and its content
+	// changed since it was pulled or last put, and releases the lock in
+	// every case.
+	Commit func(ctx context.Context, ok bool) error
+}
+
 var _ Operator = (*Backend)(nil)
 
-// ErrBackendGC: the blobs of a backend's bucket are not collected yet.
-var ErrBackendGC = errors.New("wdc gc does not collect the blobs of a backend's bucket yet: nothing was removed")
-
-// run does op on a checked-out copy and commits it when op succeeded.
-func run[T any](ctx context.Context, b *Backend, op func(*Local) (T, error)) (T, error) {
+// run does op on a copy checked out (create: made when the backend holds
+// no state) and commits it when op succeeded.
+func run[T any](ctx context.Context, b *Backend, create bool, op func(*Copy) (T, error)) (T, error) {
 	var zero T
-	store, dir, commit, err := b.Checkout(ctx)
+	c, err := b.Checkout(ctx, create)
 	if err != nil {
 		return zero, err
 	}
-	out, err := op(&Local{Store: store, ArtifactDir: dir, Pin: b.Pin, Now: b.Now})
-	if cerr := commit(ctx, err == nil); err == nil && cerr != nil {
+	out, err := op(c)
+	if cerr := c.Commit(ctx, err == nil); err == nil && cerr != nil {
 		return zero, cerr
 	}
 	return out, err
 }
 
-// CollectGarbage implements Operator: ErrBackendGC.
-func (b *Backend) CollectGarbage(ctx context.Context, dryRun bool) (protocol.GCResponse, error) {
-	return protocol.GCResponse{}, ErrBackendGC
+func (b *Backend) local(c *Copy) *Local {
+	return &Local{Store: c.Store, ArtifactDir: c.ArtifactDir, Pin: b.Pin, Now: b.Now}
 }
 
-// CreateJoinToken implements Operator.
+// CollectGarbage implements Operator: it removes (with dryRun, only
+// lists) the blobs of the backend's bucket that the state does not refer
+// to, under the backend's lock (so no apply uploads meanwhile). Before it
+// removes any, it puts the state back with a new put id
+// (state.Store.NewPutID): a writer that read the state before, and whose
+// lock has expired without its knowing (an apply paused in the middle of
+// a checkpoint), cannot put a state that names a blob removed here, since
+// its conditional write names an ETag the object no longer has. The
+// state's content, and so its serial, stay.
+func (b *Backend) CollectGarbage(ctx context.Context, dryRun bool) (protocol.GCResponse, error) {
+	return run(ctx, b, false, func(c *Copy) (protocol.GCResponse, error) {
+		if !dryRun {
+			if _, err := c.Store.NewPutID(ctx); err != nil {
+				return protocol.GCResponse{}, err
+			}
+			if err := c.Put(ctx); err != nil {
+				return protocol.GCResponse{}, err
+			}
+		}
+		return coordinator.CollectGarbage(ctx, c.Store, c.Blobs, coordinator.GCOptions{DryRun: dryRun})
+	})
+}
+
+// CreateJoinToken implements Operator. A backend that holds no state yet
+// gets one, holding the token.
 func (b *Backend) CreateJoinToken(ctx context.Context, req JoinTokenRequest) (protocol.JoinFile, error) {
-	return run(ctx, b, func(l *Local) (protocol.JoinFile, error) { return l.CreateJoinToken(ctx, req) })
+	return run(ctx, b, true, func(c *Copy) (protocol.JoinFile, error) { return b.local(c).CreateJoinToken(ctx, req) })
 }
 
 // RevokeJoinToken implements Operator.
 func (b *Backend) RevokeJoinToken(ctx context.Context, id string) (protocol.RevokeJoinTokenResponse, error) {
-	return run(ctx, b, func(l *Local) (protocol.RevokeJoinTokenResponse, error) { return l.RevokeJoinToken(ctx, id) })
+	return run(ctx, b, false, func(c *Copy) (protocol.RevokeJoinTokenResponse, error) { return b.local(c).RevokeJoinToken(ctx, id) })
 }
 
 // DecideProposal implements Operator.
 func (b *Backend) DecideProposal(ctx context.Context, id int64, req protocol.ProposalDecisionRequest) (protocol.ProposalDecisionResponse, error) {
-	return run(ctx, b, func(l *Local) (protocol.ProposalDecisionResponse, error) { return l.DecideProposal(ctx, id, req) })
+	return run(ctx, b, false, func(c *Copy) (protocol.ProposalDecisionResponse, error) {
+		return b.local(c).DecideProposal(ctx, id, req)
+	})
 }

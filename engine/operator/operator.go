@@ -38,8 +38,8 @@ import (
 // answer, and the state's own errors.
 type Operator interface {
 	// CollectGarbage removes (with dryRun, only lists) the blobs of the
-	// artifact store that no attempt of the tasks' current definitions
-	// refers to.
+	// artifact store (with a backend, of its bucket) that no attempt of
+	// the tasks' current definitions refers to.
 	CollectGarbage(ctx context.Context, dryRun bool) (protocol.GCResponse, error)
 	// CreateJoinToken makes a join token and returns its join file: the
 	// only place the secret is ever seen.

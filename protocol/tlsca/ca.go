@@ -1,6 +1,7 @@
 package tlsca
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -298,29 +299,74 @@ func load(certPath, keyPath string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tlsca: %w", err)
 	}
-	cert, err := parseCertPEM(certPEM)
-	if err != nil {
-		return nil, fmt.Errorf("tlsca: %s: %w", certPath, err)
-	}
-	if !cert.BasicConstraintsValid || !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
-		return nil, fmt.Errorf("tlsca: %s is not a CA certificate (it needs basic constraints CA:true and key usage CertSign)", certPath)
-	}
 	keyPEM, err := regularfile.Read(keyPath, maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tlsca: %w", err)
 	}
+	return fromPEM(certPEM, keyPEM, certPath, keyPath)
+}
+
+// fromPEM makes a CA of a PEM certificate and a PEM key, checking them
+// as LoadOrCreate does; certName and keyName say where each came from,
+// in errors.
+func fromPEM(certPEM, keyPEM []byte, certName, keyName string) (*CA, error) {
+	cert, err := parseCertPEM(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("tlsca: %s: %w", certName, err)
+	}
+	if !cert.BasicConstraintsValid || !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return nil, fmt.Errorf("tlsca: %s is not a CA certificate (it needs basic constraints CA:true and key usage CertSign)", certName)
+	}
 	key, err := parseKeyPEM(keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("tlsca: %s: %w", keyPath, err)
+		return nil, fmt.Errorf("tlsca: %s: %w", keyName, err)
 	}
 	if pub, ok := cert.PublicKey.(*ecdsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
-		return nil, fmt.Errorf("tlsca: the key in %s does not belong to the certificate in %s", keyPath, certPath)
+		return nil, fmt.Errorf("tlsca: the key in %s does not belong to the certificate in %s", keyName, certName)
 	}
 	return &CA{
 		Cert:    cert,
 		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}),
 		key:     key,
 	}, nil
+}
+
+// MaxBundleSize bounds the bundle ParseBundle reads: a CA's certificate
+// and key are well under a KiB each.
+const MaxBundleSize = maxFileBytes
+
+// Bundle returns the CA as one PEM document: the certificate's
+// "CERTIFICATE" block, then the key's "PRIVATE KEY" (PKCS #8) block. It
+// holds the private key: whoever reads it can act as any coordinator of
+// the state, so it is kept where only the state's operators reach (a
+// backend keeps it beside the state, never in it).
+func (ca *CA) Bundle() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("tlsca: encoding the CA key: %w", err)
+	}
+	return append(bytes.Clone(ca.CertPEM), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})...), nil
+}
+
+// ParseBundle reads a CA that Bundle wrote (name says where it came
+// from, in errors), checking it as LoadOrCreate checks the files: a CA
+// certificate first, then its own ECDSA key, and nothing else.
+func ParseBundle(data []byte, name string) (*CA, error) {
+	if len(data) > MaxBundleSize {
+		return nil, fmt.Errorf("tlsca: %s is %d bytes, more than a CA's certificate and key (%d at most)", name, len(data), MaxBundleSize)
+	}
+	certBlock, rest := pem.Decode(data)
+	if certBlock == nil {
+		return nil, fmt.Errorf(`tlsca: %s: no PEM "CERTIFICATE" block`, name)
+	}
+	keyBlock, rest := pem.Decode(rest)
+	if keyBlock == nil {
+		return nil, fmt.Errorf(`tlsca: %s: no PEM "PRIVATE KEY" block after the certificate`, name)
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, fmt.Errorf("tlsca: %s has data after the certificate and the key", name)
+	}
+	return fromPEM(pem.EncodeToMemory(certBlock), pem.EncodeToMemory(keyBlock), name+" (its certificate)", name+" (its key)")
 }
 
 // parseCertPEM parses the first PEM block of data, which must be a

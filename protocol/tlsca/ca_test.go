@@ -500,3 +500,51 @@ func selfSigned(t testing.TB, ips ...string) (der []byte, key *ecdsa.PrivateKey)
 	}
 	return der, key
 }
+
+// TestBundle: a CA written as a bundle reads back as the same CA, which
+// signs servers; a bundle that is not a CA's certificate and own key is
+// refused, naming it.
+func TestBundle(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, time.Now())
+	bundle, err := ca.Bundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseBundle(bundle, "s3://b/k.ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Fingerprint() != ca.Fingerprint() || !bytes.Equal(got.CertPEM, ca.CertPEM) {
+		t.Fatalf("read back CA %s, want %s", got.Fingerprint(), ca.Fingerprint())
+	}
+	if _, err := got.IssueServer([]string{"127.0.0.1"}, time.Now(), time.Hour); err != nil {
+		t.Fatalf("the CA read back cannot sign: %v", err)
+	}
+
+	other := newCA(t, time.Now())
+	leaf, err := ca.IssueServer([]string{"127.0.0.1"}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Leaf.Raw})
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, `tlsca: s3://b/k.ca: no PEM "CERTIFICATE" block`},
+		{"the certificate alone", ca.CertPEM, `s3://b/k.ca: no PEM "PRIVATE KEY" block after the certificate`},
+		{"the key first", append(keyPEM(t, ca.key), ca.CertPEM...), `s3://b/k.ca (its certificate): no PEM "CERTIFICATE" block`},
+		{"another CA's key", append(bytes.Clone(ca.CertPEM), keyPEM(t, other.key)...), "the key in s3://b/k.ca (its key) does not belong to the certificate in s3://b/k.ca (its certificate)"},
+		{"not a CA", append(leafPEM, keyPEM(t, leaf.PrivateKey)...), "s3://b/k.ca (its certificate) is not a CA certificate"},
+		{"data after", append(bytes.Clone(bundle), "more"...), "s3://b/k.ca has data after the certificate and the key"},
+		{"too big", bytes.Repeat([]byte("x"), MaxBundleSize+1), "more than a CA's certificate and key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ParseBundle(tc.data, "s3://b/k.ca"); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ParseBundle = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -3,7 +3,10 @@
 //
 //   - a certificate authority per state (CA, New, LoadOrCreate): an ECDSA
 //     P-256 key and a self-signed CA certificate valid for ten years, kept
-//     as ca.key and ca.crt in a folder the caller names;
+//     as ca.key and ca.crt in a folder the caller names, or as one PEM
+//     bundle of both (Bundle, ParseBundle) that the caller keeps where it
+//     likes (a state in a backend keeps it in the bucket, beside the
+//     state);
 //   - a fresh server certificate for each apply (CA.IssueServer), signed by
 //     that CA, for the host names and addresses DefaultHosts lists;
 //   - the pin: the lowercase hex SHA-256 of a certificate's DER bytes

@@ -35,6 +35,11 @@ type ListenSettings struct {
 	// CADir is the folder of the state's own CA (tlsca.LoadOrCreate), used
 	// for HTTPS when no certificate is given.
 	CADir string
+	// CA, when set, gives the state's own CA instead of CADir: a state
+	// kept in a backend keeps its CA beside it, so that every machine
+	// serves with the one CA that join files pin. It is called only when
+	// the CA is needed (HTTPS without a certificate of the user's).
+	CA func() (*tlsca.CA, error)
 	// CertValidity is how long a certificate issued by that CA lives
 	// (default 7 days; an apply that runs longer needs its own certificate).
 	CertValidity time.Duration
@@ -146,11 +151,7 @@ func Listen(s ListenSettings, now time.Time) (*Endpoint, error) {
 		}
 		ep.CASHA256 = tlsca.Fingerprint(cert.Certificate[len(cert.Certificate)-1])
 	} else {
-		if s.CADir == "" {
-			ln.Close()
-			return nil, errors.New("serving HTTPS needs a certificate (tls { cert_file, key_file }) or a folder for the state's CA")
-		}
-		ca, err := tlsca.LoadOrCreate(s.CADir)
+		ca, err := s.stateCA()
 		if err != nil {
 			ln.Close()
 			return nil, err
@@ -208,7 +209,7 @@ func (s ListenSettings) Loopback() bool {
 
 // Pin returns the SHA-256 fingerprint agents pin a coordinator with these
 // settings by, without listening: the last certificate of the tls chain
-// file, or the state's CA (created in CADir when missing); "" when it
+// file, or the state's CA (CA's, else created in CADir when missing); "" when it
 // serves plain HTTP. Errors: unreadable certificate files; a CA that
 // cannot be loaded or created.
 func (s ListenSettings) Pin() (string, error) {
@@ -222,11 +223,23 @@ func (s ListenSettings) Pin() (string, error) {
 		}
 		return tlsca.Fingerprint(cert.Certificate[len(cert.Certificate)-1]), nil
 	}
-	ca, err := tlsca.LoadOrCreate(s.CADir)
+	ca, err := s.stateCA()
 	if err != nil {
 		return "", err
 	}
 	return ca.Fingerprint(), nil
+}
+
+// stateCA returns the state's own CA: CA's, else the one in CADir
+// (created there when missing).
+func (s ListenSettings) stateCA() (*tlsca.CA, error) {
+	switch {
+	case s.CA != nil:
+		return s.CA()
+	case s.CADir == "":
+		return nil, errors.New("serving HTTPS needs a certificate (tls { cert_file, key_file }) or a folder for the state's CA")
+	}
+	return tlsca.LoadOrCreate(s.CADir)
 }
 
 // CAFolder is where the state's own CA lives: the folder "ca" of the work

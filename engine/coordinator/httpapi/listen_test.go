@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -18,7 +19,7 @@ import (
 )
 
 // TestListen: loopback serves HTTP; any other address HTTPS with the
-// state's CA (or a given certificate), reachable by a client that pins it;
+// state's CA (from its folder or given, or a given certificate), reachable by a client that pins it;
 // insecure is plain HTTP with a warning; advertise is checked and gets the
 // bound port.
 func TestListen(t *testing.T) {
@@ -29,6 +30,11 @@ func TestListen(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	given, err := tlsca.New(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	givenCA := func() (*tlsca.CA, error) { return given, nil }
 	cases := []struct {
 		name      string
 		s         ListenSettings
@@ -44,6 +50,9 @@ func TestListen(t *testing.T) {
 		{name: "insecure", s: ListenSettings{Listen: "0.0.0.0:0", Insecure: true}, scheme: "http", warn: true},
 		{name: "given certificate on loopback", s: ListenSettings{Listen: "127.0.0.1", CertFile: certFile, KeyFile: keyFile}, scheme: "https", pin: userPin},
 		{name: "advertise without port", s: ListenSettings{Listen: "0.0.0.0:0", Advertise: "https://127.0.0.1"}, scheme: "https", pinFromCA: true, urlHas: "https://127.0.0.1:"},
+		{name: "the state's CA given (a backend's)", s: ListenSettings{Listen: "0.0.0.0:0", CA: givenCA}, scheme: "https", pin: given.Fingerprint()},
+		{name: "the state's CA not to be had", s: ListenSettings{Listen: "0.0.0.0:0", CA: func() (*tlsca.CA, error) { return nil, errors.New("backend s3://b/k: read the CA") }}, err: "backend s3://b/k: read the CA"},
+		{name: "a given CA unused on loopback", s: ListenSettings{CA: func() (*tlsca.CA, error) { return nil, errors.New("called") }}, scheme: "http"},
 		{name: "advertise scheme mismatch", s: ListenSettings{Listen: "0.0.0.0:0", Advertise: "http://coordinator"}, err: "says http, but the coordinator serves https"},
 		{name: "advertise with a path", s: ListenSettings{Advertise: "http://x/y"}, err: "not a URL of the form"},
 		{name: "unreadable certificate", s: ListenSettings{Listen: "127.0.0.1", CertFile: filepath.Join(dir, "nope.crt"), KeyFile: keyFile}, err: "tls certificate"},
