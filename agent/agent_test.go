@@ -408,8 +408,10 @@ func TestDrainOnContextCancel(t *testing.T) {
 			asg.Definition.Command = tt.command
 			asg = f.add(asg)[0]
 			waitFor(t, 10*time.Second, "the attempt to start", func() bool {
+				// Its empty log goes once its result is accepted.
 				_, err := os.Stat(filepath.Join(a.opts.WorkDir, "logs", "task.d", "1", "stdout"))
-				return err == nil
+				_, posted := f.result(asg.FencingToken)
+				return err == nil || posted
 			})
 			cancelled := time.Now()
 			a.cancel()
@@ -1007,7 +1009,7 @@ func TestSensitiveDefinitionRuns(t *testing.T) {
 	s := startFake(t, f)
 	r := startAgent(t, s.URL(), nil)
 
-	a := assignment(t, "task.deploy", "sh", "-c", `printf '%s' "$TOKEN" | tr a-z A-Z > seen`)
+	a := assignment(t, "task.deploy", "sh", "-c", `printf '%s' "$TOKEN" | tr a-z A-Z > seen; echo deployed`)
 	a.Definition.Env = map[string]string{"TOKEN": "ptarmigan"}
 	a.Definition = a.Definition.Protect([]byte("the state's key"), map[string][]string{protocol.EnvPart("TOKEN"): {"var.token"}})
 	asgs := f.add(a)
@@ -1028,6 +1030,15 @@ func TestSensitiveDefinitionRuns(t *testing.T) {
 	}
 	if strings.Contains(strings.ToLower(r.logs.String()), "ptarmigan") {
 		t.Errorf("the agent's log holds the value:\n%s", r.logs.String())
+	}
+	// Once the attempt's folders are tidied (its scratch folder goes
+	// last), what is left stays.
+	waitFor(t, 20*time.Second, "the scratch folder removed", func() bool {
+		_, err := os.Lstat(filepath.Join(r.opts.WorkDir, "scratch", "task.deploy"))
+		return errors.Is(err, fs.ErrNotExist)
+	})
+	if _, err := os.Lstat(filepath.Join(r.opts.WorkDir, "logs", "task.deploy", "1", "stdout")); err != nil {
+		t.Errorf("the log that holds something: %v", err)
 	}
 	err := filepath.WalkDir(r.opts.WorkDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
