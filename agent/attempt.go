@@ -280,16 +280,15 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	if err != nil {
 		return finish(ClassRefused, fmt.Sprintf("refused: command: %v", err))
 	}
+	if stopped, why := at.stopped(); stopped {
+		return finish(ClassLost, why)
+	}
 	stdout, stderr, err := openLogs(paths, asg.Task)
 	if err != nil {
 		return finish(ClassLost, err.Error())
 	}
 	defer stdout.Close()
 	defer stderr.Close()
-
-	if stopped, why := at.stopped(); stopped {
-		return finish(ClassLost, why)
-	}
 	cmd := &exec.Cmd{
 		Path:   path,
 		Args:   asg.Definition.Command,
