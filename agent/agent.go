@@ -666,8 +666,8 @@ func (a *Agent) done() bool {
 // Its steps: run the command (execute), free its slot (freeSlot, which
 // reserves it for the next assignment the result asks for), build the
 // result (resultOf), deliver it (settle), start what its answer assigned
-// (startNext), and remove the scratch folder of a success whose files the
-// coordinator now keeps.
+// (startNext), and remove what the attempt left in the work folder that
+// holds nothing (tidyAttempt).
 func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	asg := at.asg
 	log := a.log.With("task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
@@ -709,19 +709,13 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		req.Next = 1
 	}
 	resp, accepted := a.settle(callCtx, log, asg.FencingToken, req, files)
-	os.RemoveAll(at.paths.stage) // spooled (linked or copied) or delivered by now
 	if reserved {
 		a.startNext(callCtx, resp.Assignments)
 		reserved = false
 	}
-	keeps := len(asg.Inputs) > 0 || len(asg.Definition.Outputs) > 0
-	if accepted && req.FailureClass == "" && ex.ran && keeps {
-		// Succeeded and delivered: its inputs and outputs are copies of
-		// what the coordinator keeps. A failed attempt's scratch folder
-		// stays, to look into, and so does that of a task without inputs
-		// or outputs (whatever it left there is nowhere else).
-		if err := os.RemoveAll(at.paths.scratch); err != nil {
-			log.Warn("removing the attempt's scratch folder", "err", err)
+	if fits {
+		if err := tidyAttempt(at.paths, asg.Task, accepted, ex.ran && req.FailureClass == "", len(asg.Definition.Outputs) > 0); err != nil {
+			log.Warn("removing what the attempt left in the work folder", "err", err)
 		}
 	}
 }
@@ -792,15 +786,10 @@ func (a *Agent) resultOf(at *attempt, ex execution, log *slog.Logger) (protocol.
 	}
 	files := map[string]string{} // hash → file, for uploads the coordinator asks for
 	if ex.ran {
-		for _, lf := range []struct{ name, path string }{{"stdout", paths.stdout}, {"stderr", paths.stderr}} {
-			h, size, err := artifact.HashFile(lf.path)
-			if err != nil {
-				log.Warn("reading a log to send it", "log", lf.name, "err", err)
-				continue
-			}
-			req.Artifacts = append(req.Artifacts, protocol.ArtifactRef{Kind: protocol.ArtifactLog, Name: lf.name, SHA256: h, Size: size,
-				MediaType: "text/plain; charset=utf-8"})
-			files[h] = lf.path
+		var problems map[string]error
+		req.Artifacts, files, problems = logArtifacts(paths)
+		for name, err := range problems {
+			log.Warn("reading a log to send it", "log", name, "err", err)
 		}
 		if ex.class == "" && len(asg.Definition.Outputs) > 0 {
 			outs, err := collectOutputs(paths.scratch, asg.Definition.Outputs, paths.stage, a.reg.MaxArtifactSize)
@@ -968,6 +957,19 @@ func pendingEntries(des []os.DirEntry) []os.DirEntry {
 func (a *Agent) upload(callCtx context.Context, client *protocol.Client, missing []string, files map[string]string) (tooLarge []string, err error) {
 	for _, h := range missing {
 		path, ok := files[h]
+		if h == artifact.EmptyHash {
+			// An empty log has no file (logArtifacts), here or in a
+			// spool entry: a coordinator that lacks the empty blob gets
+			// it from memory.
+			cctx, cancel := context.WithTimeout(callCtx, a.callTimeout())
+			_, err := client.PutArtifact(cctx, h, strings.NewReader(""), 0)
+			cancel()
+			a.note(err)
+			if err != nil {
+				return tooLarge, err
+			}
+			continue
+		}
 		if !ok {
 			return tooLarge, fmt.Errorf("the coordinator asks for blob %s, which this result does not name", h)
 		}

@@ -193,9 +193,12 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 	if strings.Contains(stdout, "spoofed") {
 		t.Errorf("the task's env overrode WDC_TASK:\n%s", stdout)
 	}
-	if fi, err := os.Stat(scratch); err != nil || !fi.IsDir() {
-		t.Errorf("scratch folder: %v", err)
-	}
+	// The scratch folder of an attempt that succeeded goes once its result
+	// is accepted; logs that hold something stay.
+	waitFor(t, 20*time.Second, "the scratch folder removed", func() bool {
+		_, err := os.Lstat(scratch)
+		return errors.Is(err, fs.ErrNotExist)
+	})
 	errOut, _ := os.ReadFile(filepath.Join(wantLogDir, "stderr"))
 	if string(errOut) != "to-stderr\n" {
 		t.Errorf("stderr log = %q", errOut)
@@ -405,8 +408,10 @@ func TestDrainOnContextCancel(t *testing.T) {
 			asg.Definition.Command = tt.command
 			asg = f.add(asg)[0]
 			waitFor(t, 10*time.Second, "the attempt to start", func() bool {
+				// Its empty log goes once its result is accepted.
 				_, err := os.Stat(filepath.Join(a.opts.WorkDir, "logs", "task.d", "1", "stdout"))
-				return err == nil
+				_, posted := f.result(asg.FencingToken)
+				return err == nil || posted
 			})
 			cancelled := time.Now()
 			a.cancel()
@@ -663,6 +668,64 @@ func TestResultUploadsWhatTheCoordinatorLacks(t *testing.T) {
 	}
 }
 
+// TestQuietAttemptsLeaveNothing: an attempt that prints nothing names
+// both its logs as the empty blob, which a coordinator that lacks it gets
+// from memory (there is no file to send), and once its result is accepted
+// nothing of it is left in the work folder: no log, no log or scratch
+// folder, no address file; a failed attempt keeps what it left in its
+// scratch folder, and its logs that hold something.
+func TestQuietAttemptsLeaveNothing(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	f.blobs = map[string][]byte{} // it lacks even the empty blob
+	s := startFake(t, f)
+	a := startAgent(t, s.URL(), nil)
+	quiet := assignment(t, "task.quiet[0]", "true")
+	quiet.WorkDir, quiet.Definition.Dir = "", ""
+	failed := assignment(t, "task.failed", "sh", "-c", `echo kept > "$WDC_ATTEMPT_DIR/left.txt"; echo why >&2; exit 3`)
+	asgs := f.add(quiet, failed)
+	var rq resultRec
+	waitFor(t, 20*time.Second, "the results", func() bool {
+		var ok bool
+		rq, ok = f.result(asgs[0].FencingToken)
+		_, ok2 := f.result(asgs[1].FencingToken)
+		return ok && ok2
+	})
+	if rq.req.FailureClass != "" || len(rq.req.Artifacts) != 2 {
+		t.Fatalf("quiet result %+v", rq.req)
+	}
+	for _, ar := range rq.req.Artifacts {
+		if ar.Kind != protocol.ArtifactLog || ar.SHA256 != artifact.EmptyHash || ar.Size != 0 {
+			t.Errorf("log %+v; want the empty blob", ar)
+		}
+	}
+	f.mu.Lock()
+	got, held := f.blobs[artifact.EmptyHash]
+	f.mu.Unlock()
+	if !held || len(got) != 0 {
+		t.Errorf("the coordinator got the empty blob: %v (%q)", held, got)
+	}
+	work := a.opts.WorkDir
+	want := []string{"logs/task.failed/", "logs/task.failed/1/", "logs/task.failed/1/stderr", "logs/task.failed/address",
+		"scratch/task.failed/", "scratch/task.failed/1/", "scratch/task.failed/1/left.txt"}
+	left := func() string {
+		var out []string
+		for _, d := range []string{"logs", "scratch", "staging"} {
+			for _, e := range entriesBelow(t, filepath.Join(work, d)) {
+				out = append(out, d+"/"+e)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for left() != strings.Join(want, " ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the work folder holds\n  %s\nwant\n  %s", left(), strings.Join(want, " "))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestDefinitionCheckAndAttemptDirectory: the agent recomputes the hash of
 // the definition it was handed and refuses a mismatch
 // (definition_mismatch) without running it; a task that runs in its
@@ -795,6 +858,40 @@ func TestSpool(t *testing.T) {
 	}
 }
 
+// TestSpooledEmptyLogNeedsNoFile: a spooled result names its empty logs
+// by the empty blob's hash with no file in its entry; the agent that
+// delivers it for a stopped agent sends the empty blob from memory to a
+// coordinator that lacks it.
+func TestSpooledEmptyLogNeedsNoFile(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	f.blobs = map[string][]byte{}
+	s := startFake(t, f)
+	work := t.TempDir()
+	dir := filepath.Join(work, "spool", "w-old")
+	entry := filepath.Join(dir, "555")
+	if err := os.MkdirAll(filepath.Join(entry, "blobs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sb, _ := json.Marshal(spoolSession{ServerURL: s.URL(), WorkerID: "w-old", SessionToken: "sess"})
+	os.WriteFile(filepath.Join(dir, "session.json"), sb, 0o600)
+	zero := 0
+	eb, _ := json.Marshal(spoolEntry{Token: 555, Result: protocol.ResultRequest{WorkerID: "w-old", Task: "task.old", Attempt: 1,
+		IdempotencyKey: "w-old-555", ExitCode: &zero, Artifacts: []protocol.ArtifactRef{
+			{Kind: protocol.ArtifactLog, Name: "stdout", SHA256: artifact.EmptyHash},
+			{Kind: protocol.ArtifactLog, Name: "stderr", SHA256: artifact.EmptyHash}}}})
+	os.WriteFile(filepath.Join(entry, "result.json"), eb, 0o600)
+
+	startAgent(t, s.URL(), func(o *Options) { o.WorkDir = work })
+	waitFor(t, 20*time.Second, "the stopped agent's result", func() bool { _, ok := f.result(555); return ok })
+	f.mu.Lock()
+	got, held := f.blobs[artifact.EmptyHash]
+	f.mu.Unlock()
+	if !held || len(got) != 0 {
+		t.Errorf("the coordinator got the empty blob: %v (%q)", held, got)
+	}
+}
+
 // TestSpoolBadEntries: what a stopped agent left that is not a file to
 // read (a FIFO as its session.json or an entry's result.json, /dev/zero
 // behind a link, a result.json over the limit) neither holds nor exhausts
@@ -912,7 +1009,7 @@ func TestSensitiveDefinitionRuns(t *testing.T) {
 	s := startFake(t, f)
 	r := startAgent(t, s.URL(), nil)
 
-	a := assignment(t, "task.deploy", "sh", "-c", `printf '%s' "$TOKEN" | tr a-z A-Z > seen`)
+	a := assignment(t, "task.deploy", "sh", "-c", `printf '%s' "$TOKEN" | tr a-z A-Z > seen; echo deployed`)
 	a.Definition.Env = map[string]string{"TOKEN": "ptarmigan"}
 	a.Definition = a.Definition.Protect([]byte("the state's key"), map[string][]string{protocol.EnvPart("TOKEN"): {"var.token"}})
 	asgs := f.add(a)
@@ -933,6 +1030,15 @@ func TestSensitiveDefinitionRuns(t *testing.T) {
 	}
 	if strings.Contains(strings.ToLower(r.logs.String()), "ptarmigan") {
 		t.Errorf("the agent's log holds the value:\n%s", r.logs.String())
+	}
+	// Once the attempt's folders are tidied (its scratch folder goes
+	// last), what is left stays.
+	waitFor(t, 20*time.Second, "the scratch folder removed", func() bool {
+		_, err := os.Lstat(filepath.Join(r.opts.WorkDir, "scratch", "task.deploy"))
+		return errors.Is(err, fs.ErrNotExist)
+	})
+	if _, err := os.Lstat(filepath.Join(r.opts.WorkDir, "logs", "task.deploy", "1", "stdout")); err != nil {
+		t.Errorf("the log that holds something: %v", err)
 	}
 	err := filepath.WalkDir(r.opts.WorkDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

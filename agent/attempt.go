@@ -283,16 +283,15 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	if err != nil {
 		return finish(ClassRefused, fmt.Sprintf("refused: command: %v", err))
 	}
-	stdout, stderr, err := openLogs(paths)
+	if stopped, why := at.stopped(); stopped {
+		return finish(ClassLost, why)
+	}
+	stdout, stderr, err := openLogs(paths, asg.Task)
 	if err != nil {
 		return finish(ClassLost, err.Error())
 	}
 	defer stdout.Close()
 	defer stderr.Close()
-
-	if stopped, why := at.stopped(); stopped {
-		return finish(ClassLost, why)
-	}
 	cmd := &exec.Cmd{
 		Path:   path,
 		Args:   asg.Definition.Command,
@@ -348,24 +347,18 @@ func runnable(asg protocol.Assignment, scratch string) (workDir, refusal string)
 	return workDir, ""
 }
 
-// prepare makes an attempt's log folder, its task address file and a fresh
-// scratch folder, checks that every input block has a file, and fetches the
-// inputs into the scratch folder. It returns the failure class and error
+// prepare makes a fresh scratch folder, checks that every input block has
+// a file, and fetches the inputs into the scratch folder (the log folder is
+// made with the logs, by openLogs). It returns the failure class and error
 // of what went wrong, or "" and "". Local I/O problems are the worker's,
 // not the task's: "lost" lets the coordinator retry the attempt elsewhere.
 func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (class, msg string) {
 	// Logs and scratch folders are the user's alone, as everything in the
 	// work folder (docs/configuration.md, "File modes").
-	if err := os.MkdirAll(paths.logDir, 0o700); err != nil {
-		return ClassLost, fmt.Sprintf("creating the log folder: %v", err)
-	}
-	if err := os.WriteFile(paths.address, []byte(asg.Task+"\n"), 0o600); err != nil {
-		return ClassLost, fmt.Sprintf("writing the task address file: %v", err)
-	}
 	if err := os.RemoveAll(paths.scratch); err != nil {
 		return ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err)
 	}
-	if err := os.MkdirAll(paths.scratch, 0o700); err != nil {
+	if err := makeFolder(paths.scratch); err != nil {
 		return ClassLost, fmt.Sprintf("creating the scratch folder: %v", err)
 	}
 	for _, m := range asg.Definition.Mounts {
@@ -377,20 +370,6 @@ func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (clas
 		return fetch(paths.scratch, asg.Inputs)
 	}
 	return "", ""
-}
-
-// openLogs creates (or truncates) an attempt's stdout and stderr logs.
-func openLogs(paths attemptPaths) (stdout, stderr *os.File, err error) {
-	stdout, err = os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the stdout log: %v", err)
-	}
-	stderr, err = os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		stdout.Close()
-		return nil, nil, fmt.Errorf("creating the stderr log: %v", err)
-	}
-	return stdout, stderr, nil
 }
 
 // watchGroup waits for a started command to exit, with its process group

@@ -37,7 +37,11 @@
 // work folder does so too). On timeout, cancellation or drain
 // timeout the whole group gets SIGTERM, then SIGKILL after a grace period
 // (procgroup.Terminate); when the command ends, whatever is left of its
-// group gets SIGKILL.
+// group gets SIGKILL. Once the attempt's result is accepted, what it left
+// that holds nothing goes (tidyAttempt): its empty logs (named in the
+// result as the empty blob, with no file), the log folders and address
+// file they leave empty, and the scratch folder of an attempt that
+// succeeded; a failed attempt's scratch folder stays unless it is empty.
 //
 // How an attempt ended maps to a failure class: exit 0 is success; a
 // non-zero exit, a signal the command caused, or a timeout ("timed out after

@@ -16,8 +16,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
 )
@@ -340,4 +342,177 @@ func withoutPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// An attempt's logs are files the agent opens and hands to the command
+// (its stdout and stderr are those files, so the command writes them
+// directly, a follower reads them as they grow, and what the command
+// printed stays on disk if the agent dies). What an attempt leaves in the
+// work folder that holds nothing goes once its result is accepted
+// (tidyAttempt): an empty log is the empty blob, which every coordinator
+// holds, so it needs no file (docs/configuration.md, "The work folder").
+
+// openLogs makes an attempt's log folder and its task's address file (once
+// per task folder) and creates (or truncates) its stdout and stderr logs.
+func openLogs(paths attemptPaths, task string) (stdout, stderr *os.File, err error) {
+	if err := makeFolder(paths.logDir); err != nil {
+		return nil, nil, fmt.Errorf("creating the log folder: %v", err)
+	}
+	if err := writeAddress(paths.address, task); err != nil {
+		return nil, nil, fmt.Errorf("writing the task address file: %v", err)
+	}
+	stdout, err = os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the stdout log: %v", err)
+	}
+	stderr, err = os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		stdout.Close()
+		return nil, nil, fmt.Errorf("creating the stderr log: %v", err)
+	}
+	return stdout, stderr, nil
+}
+
+// makeFolder makes dir and the folders above it that are missing (mode
+// 0700), as os.MkdirAll does, trying again when a folder above it goes
+// away meanwhile: tidyAttempt of another attempt of the same task (on
+// another worker of the same work folder) removes the task's folder when
+// it finds it empty.
+func makeFolder(dir string) error {
+	var err error
+	for range 3 {
+		if err = os.MkdirAll(dir, 0o700); !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return err
+}
+
+// writeAddress writes the task address file at path unless it exists
+// (its content is the same for every attempt of the task).
+func writeAddress(path, task string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(task + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// logArtifacts names an attempt's stdout and stderr logs as the result's
+// artifacts, with their hashes, and returns the files to upload by hash.
+// An empty log (a regular file of 0 bytes, seen without following a link)
+// is artifact.EmptyHash without reading it, and no file: every coordinator
+// holds the empty blob, and tidyAttempt removes the file. A log that cannot
+// be read is left out, with why in problems.
+func logArtifacts(paths attemptPaths) (refs []protocol.ArtifactRef, files map[string]string, problems map[string]error) {
+	files = map[string]string{}
+	for _, lf := range []struct{ name, path string }{{"stdout", paths.stdout}, {"stderr", paths.stderr}} {
+		h, size := artifact.EmptyHash, int64(0)
+		if fi, err := os.Lstat(lf.path); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+			if h, size, err = artifact.HashFile(lf.path); err != nil {
+				if problems == nil {
+					problems = map[string]error{}
+				}
+				problems[lf.name] = err
+				continue
+			}
+			files[h] = lf.path
+		}
+		refs = append(refs, protocol.ArtifactRef{Kind: protocol.ArtifactLog, Name: lf.name, SHA256: h, Size: size,
+			MediaType: "text/plain; charset=utf-8"})
+	}
+	return refs, files, problems
+}
+
+// tidyAttempt removes what an ended attempt left in the work folder that
+// holds nothing anyone needs (docs/configuration.md, "The work folder"):
+//
+//   - once its result was accepted (the coordinator holds its logs by
+//     hash), its empty logs, then its log folder when nothing is left in
+//     it, then its task's log folder with the address file when no other
+//     attempt has logs there. Until then everything stays, for the agent
+//     that delivers a spooled result and for wdc logs of a result that
+//     never arrived;
+//   - its scratch folder, with what is in it, when it succeeded and its
+//     result was accepted (its outputs are with the coordinator; a command
+//     keeps a file by declaring it an output, or moving it elsewhere);
+//     else (failed, lost, refused, not delivered) only when it is empty,
+//     so what a failed attempt left is there to look into; then its task's
+//     scratch folder when empty;
+//   - the copies of its outputs (spooled or delivered by now) and, for a
+//     task with outputs, its task's staging folder when empty.
+//
+// It returns what went wrong other than a folder that is not empty or
+// was removed already.
+func tidyAttempt(paths attemptPaths, task string, accepted, succeeded, outputs bool) error {
+	var errs []error
+	note := func(err error) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !notEmpty(err) {
+			errs = append(errs, err)
+		}
+	}
+	if accepted {
+		for _, p := range []string{paths.stdout, paths.stderr} {
+			// Checked again: a process the attempt detached may have
+			// written since the result was made.
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+				note(os.Remove(p))
+			}
+		}
+		if err := removeFolder(paths.logDir); err == nil {
+			note(removeTaskLogs(paths.address, task))
+		} else {
+			note(err)
+		}
+	}
+	err := removeFolder(paths.scratch)
+	if notEmpty(err) && accepted && succeeded {
+		err = os.RemoveAll(paths.scratch)
+	}
+	note(err)
+	note(removeFolder(filepath.Dir(paths.scratch)))
+	if outputs {
+		note(os.RemoveAll(paths.stage))
+		note(removeFolder(filepath.Dir(paths.stage)))
+	}
+	return errors.Join(errs...)
+}
+
+// removeTaskLogs removes a task's log folder (the folder of address) when
+// it holds nothing but its address file. When another attempt's log
+// folder is there, or comes meanwhile, the address file is written again.
+func removeTaskLogs(address, task string) error {
+	if err := os.Remove(address); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	err := removeFolder(filepath.Dir(address))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if werr := writeAddress(address, task); werr != nil && !errors.Is(werr, fs.ErrNotExist) {
+		return werr
+	}
+	return err // not empty, which the caller passes over
+}
+
+// removeFolder removes the folder dir if it is empty (one rmdir; os.Remove
+// tries an unlink first).
+func removeFolder(dir string) error {
+	if err := syscall.Rmdir(dir); err != nil {
+		return &fs.PathError{Op: "rmdir", Path: dir, Err: err}
+	}
+	return nil
+}
+
+// notEmpty reports whether err says a folder is not empty (ENOTEMPTY;
+// POSIX lets rmdir say EEXIST).
+func notEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }

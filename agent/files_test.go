@@ -1,11 +1,17 @@
 package agent
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/protocol"
 )
 
@@ -117,5 +123,234 @@ func TestOutputsAreCopies(t *testing.T) {
 	}
 	if outs[1].ref.Size != 5 {
 		t.Errorf("size %d, want 5", outs[1].ref.Size)
+	}
+}
+
+// entriesBelow lists what is below dir, as sorted "/"-separated relative
+// paths (folders with a trailing "/").
+func entriesBelow(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			rel += "/"
+		}
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestTidyAttempt: what an ended attempt leaves in the work folder, by
+// how it ended. Once its result is accepted its empty logs go, then its
+// log folder and its task's (with the address file) when nothing else is
+// there; its scratch folder goes with what it holds when it succeeded, and
+// otherwise only when empty; the copies of its outputs always go. Until a
+// result is accepted its logs stay, empty or not.
+func TestTidyAttempt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name                string
+		stdout, stderr      string // "" an empty log; "-" no log (the command never started)
+		scratch             bool   // the command left a file in its scratch folder
+		outputs             bool   // the task declares outputs (a staged copy exists)
+		other               bool   // attempt 1 of the task kept a log
+		accepted, succeeded bool
+		want                []string
+	}{
+		{name: "quiet success", accepted: true, succeeded: true,
+			want: nil},
+		{name: "quiet failure", accepted: true,
+			want: nil},
+		{name: "success with output", stdout: "hello\n", scratch: true, accepted: true, succeeded: true,
+			want: []string{"logs/", "logs/t.x.2/", "logs/t.x.2/2/", "logs/t.x.2/2/stdout", "logs/t.x.2/address"}},
+		{name: "failure that left a file", stderr: "boom\n", scratch: true, accepted: true,
+			want: []string{"logs/", "logs/t.x.2/", "logs/t.x.2/2/", "logs/t.x.2/2/stderr", "logs/t.x.2/address",
+				"scratch/", "scratch/t.x.2/", "scratch/t.x.2/2/", "scratch/t.x.2/2/left.txt"}},
+		{name: "quiet success beside an earlier attempt's log", other: true, accepted: true, succeeded: true,
+			want: []string{"logs/", "logs/t.x.2/", "logs/t.x.2/1/", "logs/t.x.2/1/stderr", "logs/t.x.2/address"}},
+		{name: "quiet success with outputs", outputs: true, scratch: true, accepted: true, succeeded: true,
+			want: nil},
+		{name: "refused before its command started", stdout: "-", stderr: "-", accepted: true,
+			want: nil},
+		{name: "not delivered: the empty logs stay", scratch: true, succeeded: true,
+			want: []string{"logs/", "logs/t.x.2/", "logs/t.x.2/2/", "logs/t.x.2/2/stderr", "logs/t.x.2/2/stdout", "logs/t.x.2/address",
+				"scratch/", "scratch/t.x.2/", "scratch/t.x.2/2/", "scratch/t.x.2/2/left.txt"}},
+		{name: "not delivered, nothing in its scratch folder", succeeded: true,
+			want: []string{"logs/", "logs/t.x.2/", "logs/t.x.2/2/", "logs/t.x.2/2/stderr", "logs/t.x.2/2/stdout", "logs/t.x.2/address"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			work := t.TempDir()
+			asg := protocol.Assignment{Task: "t.x[2]", Attempt: 2}
+			paths := pathsFor(work, asg)
+			for _, d := range []string{"logs", "scratch", "staging"} {
+				if err := os.Mkdir(filepath.Join(work, d), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.other {
+				earlier := pathsFor(work, protocol.Assignment{Task: asg.Task, Attempt: 1})
+				o, e, err := openLogs(earlier, asg.Task)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.WriteString("attempt 1 failed\n")
+				o.Close()
+				e.Close()
+				if err := tidyAttempt(earlier, asg.Task, true, false, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := makeFolder(paths.scratch); err != nil {
+				t.Fatal(err)
+			}
+			if c.stdout != "-" {
+				o, e, err := openLogs(paths, asg.Task)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.WriteString(c.stdout)
+				e.WriteString(c.stderr)
+				o.Close()
+				e.Close()
+			}
+			if c.scratch {
+				os.WriteFile(filepath.Join(paths.scratch, "left.txt"), []byte("x"), 0o600)
+			}
+			if c.outputs {
+				if _, _, _, err := copyToStage(strings.NewReader("out"), paths.stage, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tidyAttempt(paths, asg.Task, c.accepted, c.succeeded, c.outputs); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range entriesBelow(t, work) {
+				if e != "logs/" && e != "scratch/" && e != "staging/" {
+					got = append(got, e)
+				}
+			}
+			var want []string
+			for _, e := range c.want {
+				if e != "logs/" && e != "scratch/" {
+					want = append(want, e)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("left\n  %q\nwant\n  %q", got, want)
+			}
+			if slices.Contains(got, "logs/t.x.2/address") {
+				if b, _ := os.ReadFile(paths.address); string(b) != "t.x[2]\n" {
+					t.Errorf("address file %q", b)
+				}
+			}
+		})
+	}
+}
+
+// TestLogArtifacts: an empty log is named as the empty blob without being
+// read, and has no file to upload; a log with content is hashed and can be
+// uploaded from its file; a log that is not a regular file is left out,
+// with why.
+func TestLogArtifacts(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		make   func(path string) error
+		want   string // hash; "" left out
+		size   int64
+		upload bool
+	}{
+		{"empty", func(p string) error { return os.WriteFile(p, nil, 0o600) }, artifact.EmptyHash, 0, false},
+		{"with content", func(p string) error { return os.WriteFile(p, []byte("abc"), 0o600) },
+			"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", 3, true},
+		{"a FIFO", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "", 0, false},
+		{"missing", func(string) error { return nil }, "", 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			paths := pathsFor(t.TempDir(), protocol.Assignment{Task: "task.l", Attempt: 1})
+			if err := makeFolder(paths.logDir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(paths.stderr, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.make(paths.stdout); err != nil {
+				t.Fatal(err)
+			}
+			refs, files, problems := logArtifacts(paths)
+			byName := map[string]protocol.ArtifactRef{}
+			for _, r := range refs {
+				byName[r.Name] = r
+			}
+			if r := byName["stderr"]; r.SHA256 != artifact.EmptyHash || r.Size != 0 || r.Kind != protocol.ArtifactLog {
+				t.Errorf("stderr %+v; want the empty blob", r)
+			}
+			r, ok := byName["stdout"]
+			switch {
+			case c.want == "" && (ok || problems["stdout"] == nil):
+				t.Errorf("stdout %+v, problems %v; want it left out, with why", r, problems)
+			case c.want != "" && (r.SHA256 != c.want || r.Size != c.size || problems != nil):
+				t.Errorf("stdout %+v, problems %v; want %s of %d bytes", r, problems, c.want, c.size)
+			}
+			if _, has := files[artifact.EmptyHash]; has {
+				t.Errorf("files %v name the empty blob", files)
+			}
+			if got := files[c.want] == paths.stdout; got != c.upload {
+				t.Errorf("files %v; want stdout uploadable: %v", files, c.upload)
+			}
+		})
+	}
+}
+
+// TestOpenLogsWritesTheAddressOnce: the address file is written by the
+// first attempt of a task and left as it is by the next; a task's log
+// folder that lost its address file (another attempt's tidying) gets it
+// again.
+func TestOpenLogsWritesTheAddressOnce(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	p1 := pathsFor(work, protocol.Assignment{Task: "task.a[0]", Attempt: 1})
+	p2 := pathsFor(work, protocol.Assignment{Task: "task.a[0]", Attempt: 2})
+	for _, p := range []attemptPaths{p1, p2} {
+		o, e, err := openLogs(p, "task.a[0]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+		e.Close()
+		if fi, err := os.Stat(p.address); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("address file: %v %v", fi, err)
+		}
+		if fi, err := os.Stat(p.logDir); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("log folder: %v %v", fi, err)
+		}
+	}
+	if b, _ := os.ReadFile(p1.address); string(b) != "task.a[0]\n" {
+		t.Errorf("address %q", b)
+	}
+	// Attempt 1's tidying removes the address file while attempt 2's logs
+	// are there: it writes it again.
+	if err := tidyAttempt(p1, "task.a[0]", true, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p1.address); string(b) != "task.a[0]\n" {
+		t.Errorf("address after the other attempt's tidying %q", b)
+	}
+	got := entriesBelow(t, work)
+	want := []string{"logs/", "logs/task.a.0/", "logs/task.a.0/2/", "logs/task.a.0/2/stderr", "logs/task.a.0/2/stdout", "logs/task.a.0/address"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("left %q; want %q", got, want)
 	}
 }

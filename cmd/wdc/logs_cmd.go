@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wdc-dev/wdc/agent"
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/cmd/internal/views"
 	"github.com/wdc-dev/wdc/internal/regularfile"
 	"github.com/wdc-dev/wdc/protocol"
@@ -150,15 +152,23 @@ func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) e
 	name := c.stream()
 	for _, x := range a.Artifacts {
 		if x.Kind == state.ArtifactLog && x.Name == name {
-			store, err := e.blobStore(ctx, path, x.SHA256)
-			if err != nil {
-				return err
+			// An attempt that printed nothing names the empty blob: no
+			// file holds it (its worker removed the empty log), and no
+			// store or bucket is asked for it.
+			var f io.ReadSeeker = strings.NewReader("")
+			size := int64(0)
+			if x.SHA256 != artifact.EmptyHash {
+				store, err := e.blobStore(ctx, path, x.SHA256)
+				if err != nil {
+					return err
+				}
+				bf, n, err := store.Open(x.SHA256)
+				if err != nil {
+					return fmt.Errorf("the %s of %s attempt %d (blob %s) is not in the work folder's artifact store (wdc gc removes the blobs of replaced definitions): %w", name, addr, a.Number, x.SHA256, err)
+				}
+				defer bf.Close()
+				f, size = bf, n
 			}
-			f, size, err := store.Open(x.SHA256)
-			if err != nil {
-				return fmt.Errorf("the %s of %s attempt %d (blob %s) is not in the work folder's artifact store (wdc gc removes the blobs of replaced definitions): %w", name, addr, a.Number, x.SHA256, err)
-			}
-			defer f.Close()
 			if offset > size {
 				return fmt.Errorf("the finished %s of %s attempt %d is %d bytes, shorter than the %d printed while it ran", name, addr, a.Number, size, offset)
 			}
