@@ -1230,7 +1230,10 @@ func (a *Agent) starter(paths attemptPaths) startFunc {
 		return startPlain
 	}
 	own, named := a.hiddenFolders()
-	p := confine.Policy{Hide: append(slices.Clip(own), named...), Show: []string{paths.scratch}, ReadOnly: []string{"/sys", "/proc/sys"}, HideFiles: a.opts.HideFiles}
+	p := confine.Policy{Hide: append(slices.Clip(own), named...), Show: []string{paths.scratch}, ReadOnly: []string{"/sys", "/proc/sys"}, HideFiles: a.opts.HideFiles,
+		// A confined command has no parent-death signal: its group must be
+		// on record before it runs (watchGroup records the same name again).
+		Started: func(pid int) { procgroup.Record(paths.groups, pid) }}
 	return func(cmd *exec.Cmd) (func(), error) {
 		release, err := confine.Start(cmd, p)
 		switch {

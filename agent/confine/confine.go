@@ -60,6 +60,13 @@ type Policy struct {
 	// folder the command writes in, leave them as they are. Absolute paths;
 	// one that does not exist is left out.
 	HideFiles []string
+	// Started, when set, is called with the command's pid (the leader of
+	// its process group when cmd asks for one) after it is forked and
+	// before its program runs a single instruction, on the caller's side
+	// of the confinement: the agent records the process group there, so
+	// an agent killed at any moment after Start leaves no attempt that
+	// procgroup.KillOrphans cannot find.
+	Started func(pid int)
 }
 
 // Status says what confinement this process can give its attempts.

@@ -188,6 +188,7 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 	attr.Ptrace, attr.Pdeathsig = true, 0
 	cmd.SysProcAttr = &attr
 	ready := make(chan error, 1)
+	proceed := make(chan struct{})
 	onOwnThread(func() {
 		err := enter(p, mech, rulesetFD)
 		unix.Close(rulesetFD)
@@ -198,11 +199,18 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 			err = consumeExecStop(cmd.Process.Pid)
 		}
 		ready <- err
+		if err == nil {
+			<-proceed // the command stays stopped until Started returns
+		}
 		// returning ends the thread, and with it the trace
 	})
 	if err := <-ready; err != nil {
 		return nil, err
 	}
+	if p.Started != nil {
+		p.Started(cmd.Process.Pid)
+	}
+	close(proceed)
 	if err := waitUntraced(cmd.Process.Pid); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -275,6 +283,7 @@ func resolve(p Policy) (Policy, error) {
 			*list.out = append(*list.out, r)
 		}
 	}
+	out.Started = p.Started
 	return out, nil
 }
 
