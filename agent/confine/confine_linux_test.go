@@ -5,6 +5,7 @@ package confine
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -395,5 +396,54 @@ func TestOrdinaryUserConfines(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "started by Landlock") || !strings.Contains(string(out), "wait <nil>") {
 		t.Fatalf("as an ordinary user: %q (%v); want a command started by Landlock rules, ended well", out, err)
+	}
+}
+
+// TestStartedBeforeTheCommandRuns: Policy.Started is called with the
+// command's pid while the command is stopped at its exec, before its
+// program runs (the agent records the process group there), by either
+// mechanism.
+func TestStartedBeforeTheCommandRuns(t *testing.T) {
+	requireConfinement(t)
+	for _, mech := range []mechanism{byMount, byLandlock} {
+		if mech == byMount && probed.mech != byMount {
+			continue
+		}
+		work := filepath.Join(t.TempDir(), "work")
+		attempt := fixture(t, work)
+		marker := filepath.Join(attempt, "ran")
+		cmd := exec.Command("/bin/sh", "-c", "echo > ran")
+		cmd.Dir = attempt
+		var calledWith int
+		var ranBefore bool
+		var stateBefore string
+		p := Policy{Hide: []string{work}, Show: []string{attempt}, Started: func(pid int) {
+			calledWith = pid
+			_, err := os.Stat(marker)
+			ranBefore = err == nil
+			status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			for _, line := range strings.Split(string(status), "\n") {
+				if s, ok := strings.CutPrefix(line, "State:"); ok {
+					stateBefore = strings.TrimSpace(s)
+				}
+			}
+		}}
+		release, err := startWith(cmd, p, mech)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("mechanism %d: %v", mech, err)
+		}
+		release()
+		if calledWith != cmd.Process.Pid {
+			t.Fatalf("mechanism %d: Started called with pid %d, want %d", mech, calledWith, cmd.Process.Pid)
+		}
+		if ranBefore || !strings.HasPrefix(stateBefore, "t") {
+			t.Errorf("mechanism %d: at Started the command had run: %v, its state %q (want a tracing stop)", mech, ranBefore, stateBefore)
+		}
+		if _, err := os.Stat(marker); err != nil {
+			t.Errorf("mechanism %d: the command did not run after Started: %v", mech, err)
+		}
 	}
 }
