@@ -334,12 +334,23 @@ var linModel = porcupine.Model{
 
 // prune drops from states every state that another one dominates: equal
 // but for Now and NotBefore, which are lower bounds of the times of later
-// decisions (the lower, the more a state allows).
+// decisions (the lower, the more a state allows). Only states of one
+// hash but for those two are compared: a call whose time spans many ms
+// makes hundreds of states.
 func prune(states []linState) []linState {
+	groups := map[uint64][]int{}
+	key := func(s linState) uint64 {
+		s.Now, s.NotBefore = 0, 0
+		return s.hash()
+	}
+	for i, s := range states {
+		groups[key(s)] = append(groups[key(s)], i)
+	}
 	out := states[:0:0]
 	for i, s := range states {
 		dominated := false
-		for j, o := range states {
+		for _, j := range groups[key(s)] {
+			o := states[j]
 			if i == j || !s.equalBut(o) || o.Now > s.Now || o.NotBefore > s.NotBefore {
 				continue
 			}
