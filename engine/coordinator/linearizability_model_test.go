@@ -125,6 +125,9 @@ type linOutput struct {
 	Lease *linLeaseView
 	// Expired: the task's tokens an operator sweep expired.
 	Expired []int64
+	// Unknown: no answer arrived, the coordinator was killed during the
+	// call (linearizability_crash_test.go); the other fields are empty.
+	Unknown bool
 }
 
 // linLease is a lease in the model.
@@ -415,6 +418,15 @@ func (s linState) String() string {
 // linStep is the model's step: the states that in, answered out, may lead
 // s to (none: the answer is impossible).
 func linStep(s linState, in linInput, out linOutput) []linState {
+	if out.Unknown || s.unknownLatest() {
+		return stepUncertain(s, in, out) // linearizability_unknown_test.go
+	}
+	return stepKnown(s, in, out)
+}
+
+// stepKnown is linStep for an answer that arrived, from a state whose
+// latest lease's token is known.
+func stepKnown(s linState, in linInput, out linOutput) []linState {
 	if in.Part == linTokens {
 		if in.Token <= s.LastToken {
 			return nil
@@ -714,6 +726,9 @@ func sameSet(a, b []int64) bool {
 
 // describeLinOp renders an operation for logs and porcupine's visualization.
 func describeLinOp(in linInput, out linOutput) string {
+	if out.Unknown {
+		return describeUnknown(in) // linearizability_unknown_test.go
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%d,%d]", in.Kind, in.From, in.To)
 	if in.Worker != "" {
