@@ -726,9 +726,7 @@ func sameSet(a, b []int64) bool {
 
 // describeLinOp renders an operation for logs and porcupine's visualization.
 func describeLinOp(in linInput, out linOutput) string {
-	if out.Unknown {
-		return describeUnknown(in) // linearizability_unknown_test.go
-	}
+	answered := !out.Unauthorized && !out.Unknown
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%d,%d]", in.Kind, in.From, in.To)
 	if in.Worker != "" {
@@ -736,34 +734,59 @@ func describeLinOp(in linInput, out linOutput) string {
 	}
 	switch in.Kind {
 	case linGrant:
-		fmt.Fprintf(&b, " token %d attempt %d expires %d", in.Token, in.Attempt, in.ExpiresAt)
+		if out.Unknown {
+			b.WriteString(" (a claim: this task or another, token unseen)")
+		} else {
+			fmt.Fprintf(&b, " token %d attempt %d expires %d", in.Token, in.Attempt, in.ExpiresAt)
+		}
 	case linHeartbeat, linRelease:
 		fmt.Fprintf(&b, " reports %v", in.Reported)
-		if in.Kind == linHeartbeat && !out.Unauthorized {
+		if in.Kind == linHeartbeat && answered {
 			fmt.Fprintf(&b, " → cancel %v", out.Cancelled)
 		}
 	case linResult:
 		fmt.Fprintf(&b, " token %d attempt %d key %s class %q", in.Token, in.Attempt, in.Key, in.Class)
-		if !out.Unauthorized {
+		if answered {
 			fmt.Fprintf(&b, " → %s %s", out.Decision, out.Reason)
 			if out.Duplicate {
 				b.WriteString(" (duplicate)")
 			}
 		}
 	case linLookup:
-		if out.Lease == nil {
+		switch {
+		case !answered:
+		case out.Lease == nil:
 			b.WriteString(" → none")
-		} else {
+		default:
 			l := out.Lease
 			fmt.Fprintf(&b, " → lease %d %s attempt %d %s granted %d expires %d", l.Token, l.Worker, l.Attempt, l.Status, l.Granted, l.Expires)
 		}
 	case linSweep:
-		fmt.Fprintf(&b, " → expired %v", out.Expired)
+		if answered {
+			fmt.Fprintf(&b, " → expired %v", out.Expired)
+		}
 	}
 	if out.Unauthorized {
 		b.WriteString(" → 401")
 	}
+	if out.Unknown {
+		b.WriteString(" → unknown: the coordinator was killed")
+	}
 	return b.String()
+}
+
+// linTestOp is an operation of a hand-made history: of task.a unless in
+// names its partition, with conf unless in has its own, whose call spans
+// [from, to] (the real times are the fake ones).
+func linTestOp(conf linTaskConf, in linInput, from, to int64, out linOutput) porcupine.Operation {
+	if in.Part == "" {
+		in.Part = "task.a"
+	}
+	if in.Conf == (linTaskConf{}) {
+		in.Conf = conf
+	}
+	in.From, in.To = from, to
+	return porcupine.Operation{Input: in, Call: from, Output: out, Return: to}
 }
 
 // TestLinearizabilityModel checks the model on small hand-made histories:
@@ -776,17 +799,9 @@ func TestLinearizabilityModel(t *testing.T) {
 	short := conf
 	short.Limit = 150 // timeout + grace: no renewal past 150 ms after the grant
 	// op is an operation of task.a (or, with part linTokens, of the
-	// counter) whose call spans fake times [from, to]; real times are the
-	// fake ones.
+	// counter) whose call spans fake times [from, to].
 	op := func(in linInput, from, to int64, out linOutput) porcupine.Operation {
-		if in.Part == "" {
-			in.Part = "task.a"
-		}
-		if in.Conf == (linTaskConf{}) {
-			in.Conf = conf
-		}
-		in.From, in.To = from, to
-		return porcupine.Operation{Input: in, Call: from, Output: out, Return: to}
+		return linTestOp(conf, in, from, to, out)
 	}
 	grant := func(worker string, epoch int, token int64, attempt int, g int64) linInput {
 		return linInput{Kind: linGrant, Worker: worker, Epoch: epoch, Token: token, Attempt: attempt, ExpiresAt: g + conf.TTL}

@@ -15,9 +15,7 @@ package coordinator_test
 // result that shows a token above L may be of it, which then pins it.
 
 import (
-	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/anishathalye/porcupine"
@@ -156,25 +154,6 @@ func revealedTokens(in linInput, out linOutput) []int64 {
 	return nil
 }
 
-// describeUnknown renders an operation of unknown outcome.
-func describeUnknown(in linInput) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s [%d,%d]", in.Kind, in.From, in.To)
-	if in.Worker != "" {
-		fmt.Fprintf(&b, " %s/e%d", in.Worker, in.Epoch)
-	}
-	switch in.Kind {
-	case linGrant:
-		b.WriteString(" (a claim: this task or another, token unseen)")
-	case linHeartbeat, linRelease:
-		fmt.Fprintf(&b, " reports %v", in.Reported)
-	case linResult:
-		fmt.Fprintf(&b, " token %d attempt %d key %s class %q", in.Token, in.Attempt, in.Key, in.Class)
-	}
-	b.WriteString(" → unknown: the coordinator was killed")
-	return b.String()
-}
-
 // TestLinearizabilityUnknownOutcomes checks the steps for calls of
 // unknown outcome on small hand-made histories: both outcomes of a result
 // across a crash, a claim that granted a lease nobody saw, which expires
@@ -184,18 +163,10 @@ func TestLinearizabilityUnknownOutcomes(t *testing.T) {
 	conf := linTaskConf{MaxAttempts: 2, MaxLost: 2, TTL: 100, Limit: 1000, Interval: 25, Backoff: 20, MaxBackoff: 80, Step: 1}
 	once, three := conf, conf
 	once.MaxLost, three.MaxLost = 1, 3
-	// at is an operation of task.a (conf, unless in sets its own) whose
-	// call spans [from, to]; unknown ones end at the kill, restart
-	// starts 1 after it.
+	// at is an operation of task.a whose call spans [from, to]; unknown
+	// ones end at the kill, and restart starts 1 after it.
 	at := func(from, to int64, in linInput, out linOutput) porcupine.Operation {
-		if in.Part == "" {
-			in.Part = "task.a"
-		}
-		if in.Conf == (linTaskConf{}) {
-			in.Conf = conf
-		}
-		in.From, in.To = from, to
-		return porcupine.Operation{Input: in, Call: from, Output: out, Return: to}
+		return linTestOp(conf, in, from, to, out)
 	}
 	unknown := linOutput{Unknown: true}
 	claim := linInput{Kind: linGrant, Worker: "w1"}
