@@ -1227,6 +1227,7 @@ func TestLinearizabilityLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kills, cut, unseen int
+	cutBy := map[string]int{} // calls of unknown outcome by kind
 	var until time.Time
 	if d := os.Getenv("WDC_LINEARIZABILITY_DURATION"); d != "" {
 		dur, err := time.ParseDuration(d)
@@ -1264,6 +1265,11 @@ func TestLinearizabilityLong(t *testing.T) {
 		kills += run.Kills
 		cut += run.Unknown
 		unseen += run.Unseen
+		for k, v := range run.Counts {
+			if kind, ok := strings.CutSuffix(k, " unknown"); ok {
+				cutBy[kind] += v
+			}
+		}
 		for _, e := range run.Errors {
 			t.Errorf("seed %d: %s", seed, e)
 		}
@@ -1297,7 +1303,7 @@ func TestLinearizabilityLong(t *testing.T) {
 		t.Logf("violations linearizable with two-step heartbeats: %d of %d", twoStep, violations)
 	}
 	if maxKills > 0 {
-		t.Logf("kills: %d; calls of unknown outcome: %d; leases granted unseen: %d", kills, cut, unseen)
+		t.Logf("kills: %d; calls of unknown outcome: %d %v; leases granted unseen: %d", kills, cut, cutBy, unseen)
 	}
 	t.Logf("histories checked: %d, violations: %d", n, violations)
 }
