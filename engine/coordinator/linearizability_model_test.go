@@ -125,6 +125,9 @@ type linOutput struct {
 	Lease *linLeaseView
 	// Expired: the task's tokens an operator sweep expired.
 	Expired []int64
+	// Unknown: no answer arrived, the coordinator was killed during the
+	// call (linearizability_crash_test.go); the other fields are empty.
+	Unknown bool
 }
 
 // linLease is a lease in the model.
@@ -334,12 +337,23 @@ var linModel = porcupine.Model{
 
 // prune drops from states every state that another one dominates: equal
 // but for Now and NotBefore, which are lower bounds of the times of later
-// decisions (the lower, the more a state allows).
+// decisions (the lower, the more a state allows). Only states of one
+// hash but for those two are compared: a call whose time spans many ms
+// makes hundreds of states.
 func prune(states []linState) []linState {
+	groups := map[uint64][]int{}
+	key := func(s linState) uint64 {
+		s.Now, s.NotBefore = 0, 0
+		return s.hash()
+	}
+	for i, s := range states {
+		groups[key(s)] = append(groups[key(s)], i)
+	}
 	out := states[:0:0]
 	for i, s := range states {
 		dominated := false
-		for j, o := range states {
+		for _, j := range groups[key(s)] {
+			o := states[j]
 			if i == j || !s.equalBut(o) || o.Now > s.Now || o.NotBefore > s.NotBefore {
 				continue
 			}
@@ -404,6 +418,15 @@ func (s linState) String() string {
 // linStep is the model's step: the states that in, answered out, may lead
 // s to (none: the answer is impossible).
 func linStep(s linState, in linInput, out linOutput) []linState {
+	if out.Unknown || s.unknownLatest() {
+		return stepUncertain(s, in, out) // linearizability_unknown_test.go
+	}
+	return stepKnown(s, in, out)
+}
+
+// stepKnown is linStep for an answer that arrived, from a state whose
+// latest lease's token is known.
+func stepKnown(s linState, in linInput, out linOutput) []linState {
 	if in.Part == linTokens {
 		if in.Token <= s.LastToken {
 			return nil
@@ -703,6 +726,7 @@ func sameSet(a, b []int64) bool {
 
 // describeLinOp renders an operation for logs and porcupine's visualization.
 func describeLinOp(in linInput, out linOutput) string {
+	answered := !out.Unauthorized && !out.Unknown
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%d,%d]", in.Kind, in.From, in.To)
 	if in.Worker != "" {
@@ -710,34 +734,59 @@ func describeLinOp(in linInput, out linOutput) string {
 	}
 	switch in.Kind {
 	case linGrant:
-		fmt.Fprintf(&b, " token %d attempt %d expires %d", in.Token, in.Attempt, in.ExpiresAt)
+		if out.Unknown {
+			b.WriteString(" (a claim: this task or another, token unseen)")
+		} else {
+			fmt.Fprintf(&b, " token %d attempt %d expires %d", in.Token, in.Attempt, in.ExpiresAt)
+		}
 	case linHeartbeat, linRelease:
 		fmt.Fprintf(&b, " reports %v", in.Reported)
-		if in.Kind == linHeartbeat && !out.Unauthorized {
+		if in.Kind == linHeartbeat && answered {
 			fmt.Fprintf(&b, " → cancel %v", out.Cancelled)
 		}
 	case linResult:
 		fmt.Fprintf(&b, " token %d attempt %d key %s class %q", in.Token, in.Attempt, in.Key, in.Class)
-		if !out.Unauthorized {
+		if answered {
 			fmt.Fprintf(&b, " → %s %s", out.Decision, out.Reason)
 			if out.Duplicate {
 				b.WriteString(" (duplicate)")
 			}
 		}
 	case linLookup:
-		if out.Lease == nil {
+		switch {
+		case !answered:
+		case out.Lease == nil:
 			b.WriteString(" → none")
-		} else {
+		default:
 			l := out.Lease
 			fmt.Fprintf(&b, " → lease %d %s attempt %d %s granted %d expires %d", l.Token, l.Worker, l.Attempt, l.Status, l.Granted, l.Expires)
 		}
 	case linSweep:
-		fmt.Fprintf(&b, " → expired %v", out.Expired)
+		if answered {
+			fmt.Fprintf(&b, " → expired %v", out.Expired)
+		}
 	}
 	if out.Unauthorized {
 		b.WriteString(" → 401")
 	}
+	if out.Unknown {
+		b.WriteString(" → unknown: the coordinator was killed")
+	}
 	return b.String()
+}
+
+// linTestOp is an operation of a hand-made history: of task.a unless in
+// names its partition, with conf unless in has its own, whose call spans
+// [from, to] (the real times are the fake ones).
+func linTestOp(conf linTaskConf, in linInput, from, to int64, out linOutput) porcupine.Operation {
+	if in.Part == "" {
+		in.Part = "task.a"
+	}
+	if in.Conf == (linTaskConf{}) {
+		in.Conf = conf
+	}
+	in.From, in.To = from, to
+	return porcupine.Operation{Input: in, Call: from, Output: out, Return: to}
 }
 
 // TestLinearizabilityModel checks the model on small hand-made histories:
@@ -750,17 +799,9 @@ func TestLinearizabilityModel(t *testing.T) {
 	short := conf
 	short.Limit = 150 // timeout + grace: no renewal past 150 ms after the grant
 	// op is an operation of task.a (or, with part linTokens, of the
-	// counter) whose call spans fake times [from, to]; real times are the
-	// fake ones.
+	// counter) whose call spans fake times [from, to].
 	op := func(in linInput, from, to int64, out linOutput) porcupine.Operation {
-		if in.Part == "" {
-			in.Part = "task.a"
-		}
-		if in.Conf == (linTaskConf{}) {
-			in.Conf = conf
-		}
-		in.From, in.To = from, to
-		return porcupine.Operation{Input: in, Call: from, Output: out, Return: to}
+		return linTestOp(conf, in, from, to, out)
 	}
 	grant := func(worker string, epoch int, token int64, attempt int, g int64) linInput {
 		return linInput{Kind: linGrant, Worker: worker, Epoch: epoch, Token: token, Attempt: attempt, ExpiresAt: g + conf.TTL}

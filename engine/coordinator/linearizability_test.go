@@ -53,6 +53,10 @@ type linConfig struct {
 	// them (one write of the group commit); false allows two steps, as a
 	// coordinator that committed them apart would.
 	AtomicHeartbeats bool
+	// Kills, when > 0, runs the coordinator in a child process on the
+	// real clock and kills it (SIGKILL) that many times while calls are
+	// in flight (linearizability_crash_test.go).
+	Kills int
 }
 
 const (
@@ -70,9 +74,10 @@ type linCall struct {
 	client       int
 	worker       string
 	epoch        int
-	call, ret    int64 // monotonic nanoseconds
-	from, to     int64 // fake clock, ms since its start
+	call, ret    int64 // porcupine's clock: ns, monotonic (of the real clock with a child process)
+	from, to     int64 // the coordinator's clock: ms since its start
 	unauthorized bool
+	unknown      bool // the coordinator was killed before it answered
 
 	asg                 []protocol.Assignment // claim
 	reported, cancelled []int64               // heartbeat
@@ -129,6 +134,10 @@ type linCluster struct {
 	runDone chan struct{}
 	granted []linGranted
 	errs    []string
+
+	// crash is set when the coordinator runs in a child process
+	// (cfg.Kills > 0; linearizability_crash_test.go).
+	crash *linCrash
 }
 
 type linGranted struct {
@@ -156,6 +165,10 @@ func newLinCluster(t testing.TB, cfg linConfig, dir string) *linCluster {
 		lc.confs[rt.Address] = linTaskConf{MaxAttempts: rt.Retry.MaxAttempts, MaxLost: rt.Retry.MaxLost,
 			TTL: ms(linTTL), Limit: ms(rt.Timeout + rt.LeaseGrace), Interval: ms(linInterval),
 			Backoff: ms(linBackoff), MaxBackoff: ms(linMaxBack), Step: ms(linClockStep)}
+	}
+	if cfg.Kills > 0 {
+		startLinCrash(lc)
+		return lc
 	}
 	lc.open(true)
 	lc.gate.h = httpapi.New(lc.c)
@@ -213,6 +226,10 @@ func (lc *linCluster) shut() {
 
 func (lc *linCluster) close() {
 	lc.srv.Close()
+	if lc.crash != nil {
+		lc.crash.close()
+		return
+	}
 	lc.shut()
 }
 
@@ -220,6 +237,24 @@ func (lc *linCluster) coordinator() *coordinator.Coordinator {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	return lc.c
+}
+
+// issueLaunch issues the launch credential of a worker of pool p, as
+// apply does for each worker it launches.
+func (lc *linCluster) issueLaunch(ctx context.Context) (string, error) {
+	seq := int(launchSeq.Add(1))
+	if lc.crash != nil {
+		return lc.crash.issueLaunch(ctx, seq)
+	}
+	return lc.coordinator().IssueLaunch(ctx, "p", seq, "local", 365*24*time.Hour)
+}
+
+// finished reports whether every task has a final status.
+func (lc *linCluster) finished() bool {
+	if lc.crash != nil {
+		return lc.crash.finished()
+	}
+	return lc.coordinator().Finished()
 }
 
 func (lc *linCluster) operator() *protocol.Client {
@@ -237,31 +272,45 @@ func (lc *linCluster) errorf(format string, args ...any) {
 // fakeMS is t on the fake clock, in ms since its start.
 func fakeMS(t time.Time) int64 { return t.Sub(ct0).Milliseconds() }
 
-// do makes one call: it reads the fake clock just before and just after
-// it, and the monotonic clock inside those, records the call (a 401 as
-// unauthorized; any other error is a failure of the run and is not
-// recorded), and moves the fake clock one step.
+// do makes one call: it reads the clocks just before and just after it
+// (stamp), records the call (a 401 as unauthorized, one cut by a kill of
+// the coordinator as unknown; any other error is a failure of the run and
+// is not recorded), and moves the fake clock one step (with a child
+// process, waits one step: linCrash.pace).
 func (lc *linCluster) do(rec linCall, fn func(rec *linCall) error) error {
-	rec.from = fakeMS(lc.clock.Now())
-	rec.call = time.Since(lc.base).Nanoseconds()
+	rec.from, rec.call = lc.stamp()
 	err := fn(&rec)
-	rec.ret = time.Since(lc.base).Nanoseconds()
-	rec.to = fakeMS(lc.clock.Now())
+	rec.to, rec.ret = lc.stamp()
 	lc.n.Add(1)
 	switch {
 	case err == nil, errors.Is(err, errSkipCall):
 	case protocol.StatusOf(err) == http.StatusUnauthorized:
 		rec.unauthorized = true
+	case lc.crash != nil && lc.crash.cut(&rec, err):
 	default:
 		lc.errorf("%s by %q: %v", rec.kind, rec.worker, err)
 	}
-	if err == nil || rec.unauthorized {
+	if err == nil || rec.unauthorized || rec.unknown {
 		lc.mu.Lock()
 		lc.calls = append(lc.calls, rec)
 		lc.mu.Unlock()
 	}
-	lc.clock.Advance(linClockStep)
+	if lc.crash != nil {
+		lc.crash.pace()
+	} else {
+		lc.clock.Advance(linClockStep)
+	}
 	return err
+}
+
+// stamp reads the coordinator's clock in ms since its start (the fake
+// one, or the real one of a child process) and, after it, porcupine's
+// clock in ns.
+func (lc *linCluster) stamp() (ms, ns int64) {
+	if lc.crash != nil {
+		return lc.crash.stamp()
+	}
+	return fakeMS(lc.clock.Now()), time.Since(lc.base).Nanoseconds()
 }
 
 func callCtx() (context.Context, context.CancelFunc) {
@@ -274,6 +323,9 @@ func (lc *linCluster) revoke() {
 	defer lc.regMu.Unlock()
 	c := lc.coordinator()
 	_ = lc.do(linCall{kind: linRevoke, client: lc.cfg.Workers + 1}, func(*linCall) error {
+		if lc.crash != nil {
+			return lc.crash.control(http.MethodPost, "revoke", nil)
+		}
 		_, err := c.RevokeLeases(context.Background(), "the apply lock was taken over")
 		return err
 	})
@@ -288,6 +340,9 @@ func (lc *linCluster) restart() {
 	_ = lc.do(linCall{kind: linRestart, client: lc.cfg.Workers + 1}, func(*linCall) error {
 		lc.gate.mu.Lock()
 		defer lc.gate.mu.Unlock()
+		if lc.crash != nil {
+			return lc.crash.replace()
+		}
 		lc.shut()
 		lc.open(false)
 		lc.gate.h = httpapi.New(lc.coordinator())
@@ -320,7 +375,10 @@ type linHeld struct {
 	cancel bool  // a heartbeat answered it in cancel_leases
 }
 
-func (w *linWorker) now() int64 { return fakeMS(w.lc.clock.Now()) }
+func (w *linWorker) now() int64 {
+	ms, _ := w.lc.stamp()
+	return ms
+}
 
 func (w *linWorker) register() {
 	lc := w.lc
@@ -328,8 +386,7 @@ func (w *linWorker) register() {
 	defer lc.regMu.RUnlock()
 	ctx, cancel := callCtx()
 	defer cancel()
-	c := lc.coordinator()
-	cred, err := c.IssueLaunch(ctx, "p", int(launchSeq.Add(1)), "local", 365*24*time.Hour)
+	cred, err := lc.issueLaunch(ctx)
 	if err != nil {
 		lc.errorf("issue launch: %v", err)
 		return
@@ -675,6 +732,10 @@ type linRun struct {
 	// TwoStep is, for a history checked with atomic heartbeats that is
 	// not linearizable, the result with the coordinator's two-step ones.
 	TwoStep porcupine.CheckResult
+	// Kills of the coordinator's child process, the calls they cut (of
+	// unknown outcome), and the leases in the state whose grant no answer
+	// showed.
+	Kills, Unknown, Unseen int
 }
 
 // runLinHistory runs one simulated history with cfg and checks it.
@@ -714,7 +775,7 @@ func runLinHistory(t testing.TB, cfg linConfig, dir string, timeout time.Duratio
 			lc.restart()
 			restartAt = -1
 		}
-		if finishedAt < 0 && lc.coordinator().Finished() {
+		if finishedAt < 0 && lc.finished() {
 			finishedAt = n
 		}
 		lc.mu.Lock()
@@ -732,6 +793,9 @@ func runLinHistory(t testing.TB, cfg linConfig, dir string, timeout time.Duratio
 	lc.close()
 
 	run := linRun{Seed: cfg.Seed, Calls: len(lc.calls), Errors: lc.errs}
+	if lc.crash != nil {
+		run.Kills, run.Unknown, run.Unseen = lc.crash.counts()
+	}
 	run.History = linOperations(lc.calls, lc.confs, cfg.AtomicHeartbeats)
 	run.Ops = len(run.History)
 	for _, c := range lc.calls {
@@ -762,6 +826,8 @@ func countCalls(calls []linCall) map[string]int {
 		switch {
 		case c.unauthorized:
 			k += " 401"
+		case c.unknown:
+			k += " unknown"
 		case c.kind == linGrant:
 			k = fmt.Sprintf("claim %d assignments", len(c.asg))
 		case c.kind == linResult:
@@ -820,9 +886,10 @@ func spannedExpiries(calls []linCall) int {
 }
 
 // linOperations projects the recorded calls onto the model's partitions:
-// a claim's assignments onto their tasks and the token counter; a
-// heartbeat onto each task of which its worker may hold a lease during
-// the call (see linHolding), with the tokens of that task it reported and
+// a claim's assignments onto their tasks and the token counter (one of
+// unknown outcome onto every task, and not the counter); a heartbeat onto
+// each task of which its worker may hold a lease during the call (see
+// linHolding), with the tokens of that task it reported and
 // got cancelled, and, when it may release one it did not report, its
 // second step (linRelease; with atomic, the heartbeat releases in its own
 // step); a result onto the task it names; a lookup onto its task; sweeps,
@@ -855,12 +922,19 @@ func linOperations(calls []linCall, confs map[string]linTaskConf, atomic bool) [
 			in.Conf = confs[in.Part]
 		}
 		in.Worker, in.Epoch, in.From, in.To = c.worker, c.epoch, c.from, c.to
-		out.Unauthorized = c.unauthorized
+		out.Unauthorized, out.Unknown = c.unauthorized, c.unknown
 		ops = append(ops, porcupine.Operation{ClientId: c.client, Input: in, Call: c.call, Output: out, Return: c.ret})
 	}
 	for _, c := range calls {
 		switch c.kind {
 		case linGrant:
+			if c.unknown {
+				// Its worker never learnt what it was granted: maybe a
+				// lease of any task, with a token nobody saw.
+				for _, task := range tasks {
+					add(c, linInput{Part: task, Kind: linGrant}, linOutput{})
+				}
+			}
 			for _, a := range c.asg {
 				add(c, linInput{Part: a.Task, Kind: linGrant, Token: a.FencingToken, Attempt: a.Attempt, ExpiresAt: fakeMS(a.ExpiresAt)}, linOutput{})
 				add(c, linInput{Part: linTokens, Kind: linGrant, Token: a.FencingToken}, linOutput{})
@@ -981,7 +1055,11 @@ func reportLinRun(t testing.TB, run linRun) {
 		}
 		sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
 		var b strings.Builder
-		fmt.Fprintf(&b, "seed %d: partition %s is not linearizable (%d operations; times: fake ms [from,to]):\n", run.Seed, part[0].Input.(linInput).Part, len(part))
+		clock := "fake"
+		if run.Kills > 0 {
+			clock = "real"
+		}
+		fmt.Fprintf(&b, "seed %d: partition %s is not linearizable (%d operations; times: %s ms [from,to]):\n", run.Seed, part[0].Input.(linInput).Part, len(part), clock)
 		for _, op := range part {
 			fmt.Fprintf(&b, "  c%-3d %9.3fms..%9.3fms  %s\n", op.ClientId, float64(op.Call)/1e6, float64(op.Return)/1e6,
 				describeLinOp(op.Input.(linInput), op.Output.(linOutput)))
@@ -1127,6 +1205,9 @@ func checkDoctored(t *testing.T, history []porcupine.Operation) {
 // first seed, and WDC_LINEARIZABILITY_OUT a folder for the porcupine
 // visualization of each violation; WDC_LINEARIZABILITY_TWO_STEP_HEARTBEATS=1
 // allows heartbeats in two steps (see linConfig.AtomicHeartbeats).
+// WDC_LINEARIZABILITY_KILLS=K (K > 0) runs each history's coordinator in a
+// child process on the real clock and kills it 1 to K times while calls
+// are in flight (linearizability_crash_test.go).
 // bench/linearizability.sh runs it; it ends with the line "histories
 // checked: N, violations: M".
 func TestLinearizabilityLong(t *testing.T) {
@@ -1141,6 +1222,12 @@ func TestLinearizabilityLong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	maxKills, err := envInt("WDC_LINEARIZABILITY_KILLS", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kills, cut, unseen int
+	cutBy := map[string]int{} // calls of unknown outcome by kind
 	var until time.Time
 	if d := os.Getenv("WDC_LINEARIZABILITY_DURATION"); d != "" {
 		dur, err := time.ParseDuration(d)
@@ -1158,6 +1245,9 @@ func TestLinearizabilityLong(t *testing.T) {
 			Revoke: rng.IntN(10) < 7, Restart: rng.IntN(10) < 7,
 			Vanish: 0.005 + 0.025*rng.Float64(), Misbehave: 0.05 + 0.15*rng.Float64(),
 			AtomicHeartbeats: os.Getenv("WDC_LINEARIZABILITY_TWO_STEP_HEARTBEATS") != "1"}
+		if maxKills > 0 {
+			cfg.Kills = 1 + rng.IntN(maxKills)
+		}
 		dir, err := os.MkdirTemp(t.TempDir(), "history")
 		if err != nil {
 			t.Fatal(err)
@@ -1172,6 +1262,14 @@ func TestLinearizabilityLong(t *testing.T) {
 		spanned += run.Expiry
 		check += run.Check
 		maxCheck = max(maxCheck, run.Check)
+		kills += run.Kills
+		cut += run.Unknown
+		unseen += run.Unseen
+		for k, v := range run.Counts {
+			if kind, ok := strings.CutSuffix(k, " unknown"); ok {
+				cutBy[kind] += v
+			}
+		}
 		for _, e := range run.Errors {
 			t.Errorf("seed %d: %s", seed, e)
 		}
@@ -1193,6 +1291,9 @@ func TestLinearizabilityLong(t *testing.T) {
 		}
 		t.Logf("seed %d: %d workers, %d tasks, revoke %v, restart %v: %d calls, %d operations, %d accepted, %d across an expiry: %s in %s",
 			seed, cfg.Workers, cfg.Tasks, cfg.Revoke, cfg.Restart, run.Calls, run.Ops, run.Accepted, run.Expiry, run.Result, run.Check.Round(time.Microsecond))
+		if cfg.Kills > 0 {
+			t.Logf("seed %d: %d kills, %d calls of unknown outcome, %d leases granted unseen", seed, run.Kills, run.Unknown, run.Unseen)
+		}
 	}
 	t.Logf("calls: %d (%.0f per history); operations per history: mean %.0f, max %d; accepted results: %d; calls across an expiry: %d",
 		calls, float64(calls)/float64(n), float64(ops)/float64(n), maxOps, accepted, spanned)
@@ -1200,6 +1301,9 @@ func TestLinearizabilityLong(t *testing.T) {
 		(check / time.Duration(n)).Round(time.Microsecond), maxCheck.Round(time.Microsecond), unknown, failed)
 	if os.Getenv("WDC_LINEARIZABILITY_TWO_STEP_HEARTBEATS") != "1" {
 		t.Logf("violations linearizable with two-step heartbeats: %d of %d", twoStep, violations)
+	}
+	if maxKills > 0 {
+		t.Logf("kills: %d; calls of unknown outcome: %d %v; leases granted unseen: %d", kills, cut, cutBy, unseen)
 	}
 	t.Logf("histories checked: %d, violations: %d", n, violations)
 }
