@@ -1230,11 +1230,10 @@ func (a *Agent) starter(paths attemptPaths) startFunc {
 		return startPlain
 	}
 	own, named := a.hiddenFolders()
-	p := confine.Policy{Hide: append(slices.Clip(own), named...), Show: []string{paths.scratch}, ReadOnly: []string{"/sys", "/proc/sys"}, HideFiles: a.opts.HideFiles,
-		// A confined command has no parent-death signal: its group must be
-		// on record before it runs (watchGroup records the same name again).
-		Started: func(pid int) { procgroup.Record(paths.groups, pid) }}
-	return func(cmd *exec.Cmd) (func(), error) {
+	p := confine.Policy{Hide: append(slices.Clip(own), named...), Show: []string{paths.scratch}, ReadOnly: []string{"/sys", "/proc/sys"}, HideFiles: a.opts.HideFiles}
+	return func(cmd *exec.Cmd, started func(pid int)) (func(), error) {
+		p := p
+		p.Started = started // a confined command has no parent-death signal
 		release, err := confine.Start(cmd, p)
 		switch {
 		case !errors.Is(err, confine.ErrUnavailable):
@@ -1252,7 +1251,7 @@ func (a *Agent) starter(paths attemptPaths) startFunc {
 			if _, warned := a.unconfinedDirs.LoadOrStore(cmd.Dir, true); !warned {
 				a.log.Warn("attempts in this dir are not confined: a task can read the work folder (the state, this worker's session)", "dir", cmd.Dir, "why", err)
 			}
-			return startPlain(cmd)
+			return startPlain(cmd, started)
 		}
 	}
 }

@@ -209,15 +209,25 @@ func isExecutable(p string) error {
 	return nil
 }
 
-// startFunc starts an attempt's command; release is called once it has
-// been waited for.
-type startFunc func(cmd *exec.Cmd) (release func(), err error)
+// startFunc starts an attempt's command and calls started with its pid
+// (the leader of its process group) before its program runs, or as soon as
+// it has started where it cannot tell; release is called once it has been
+// waited for.
+type startFunc func(cmd *exec.Cmd, started func(pid int)) (release func(), err error)
 
-// startPlain starts a command as it is, from plainStarter's thread.
-func startPlain(cmd *exec.Cmd) (func(), error) {
+// startPlain starts a command as it is, from plainStarter's thread. It
+// calls started once the command has started: an unconfined command has a
+// parent-death signal, so the agent's death in between ends it.
+func startPlain(cmd *exec.Cmd, started func(pid int)) (func(), error) {
 	errc := make(chan error, 1)
 	plainStarter() <- func() { errc <- cmd.Start() }
-	return func() {}, <-errc
+	if err := <-errc; err != nil {
+		return func() {}, err
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
+	}
+	return func() {}, nil
 }
 
 // plainStarter is a goroutine locked to an OS thread for as long as the
@@ -304,7 +314,9 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		SysProcAttr: attemptSysProcAttr(),
 	}
 	ex.started = time.Now().UTC()
-	release, err := start(cmd)
+	unrecord := func() {}
+	release, err := start(cmd, func(pid int) { unrecord = procgroup.Record(paths.groups, pid) })
+	defer func() { unrecord() }() // after watchGroup ended the group
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) || errors.Is(err, exec.ErrNotFound) {
@@ -314,7 +326,7 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	}
 	defer release()
 	ex.ran = true
-	ex.timedOut, ex.exitedFirst = watchGroup(at, cmd, paths.groups, killGrace)
+	ex.timedOut, ex.exitedFirst = watchGroup(at, cmd, killGrace)
 	ex.ended = time.Now().UTC()
 	ex.exitCode, ex.signal = exitOf(cmd.ProcessState)
 	return finish(outcome(at, ex))
@@ -372,8 +384,9 @@ func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (clas
 	return "", ""
 }
 
-// watchGroup waits for a started command to exit, with its process group
-// recorded in groups while it runs: if this agent dies (SIGKILL, OOM),
+// watchGroup waits for a started command to exit, its process group
+// recorded in the work folder by runAttempt while it runs (from before the
+// command's program runs, for a confined one): if this agent dies (SIGKILL, OOM),
 // Pdeathsig (Linux) ends only the command itself, and whoever supervises
 // the agent kills the group with procgroup.KillOrphans. On the attempt's
 // timeout or stop it ends the group (procgroup.Terminate: SIGTERM, then
@@ -383,10 +396,8 @@ func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (clas
 // attempt timed out, and whether the command had already exited when the
 // attempt was stopped (an agent resumed after SIGSTOP can learn of its
 // command's exit and of a cancelled lease at once; the exit came first).
-func watchGroup(at *attempt, cmd *exec.Cmd, groups string, killGrace time.Duration) (timedOut, exitedFirst bool) {
+func watchGroup(at *attempt, cmd *exec.Cmd, killGrace time.Duration) (timedOut, exitedFirst bool) {
 	pgid := cmd.Process.Pid
-	unrecord := procgroup.Record(groups, pgid)
-	defer unrecord()
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait() // the exit status is read from cmd.ProcessState

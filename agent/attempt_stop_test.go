@@ -83,7 +83,7 @@ func TestStopAfterTheCommandExited(t *testing.T) {
 				t.Fatal("a running command is not exited")
 			}
 			at.stop("stopped: cancelled")
-			timedOut, exitedFirst := watchGroup(at, cmd, t.TempDir(), time.Second)
+			timedOut, exitedFirst := watchGroup(at, cmd, time.Second)
 			if timedOut || exitedFirst != tt.exitedFirst {
 				t.Fatalf("timedOut %v, exitedFirst %v; want false, %v", timedOut, exitedFirst, tt.exitedFirst)
 			}

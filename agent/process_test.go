@@ -284,7 +284,7 @@ func TestPlainAttemptOutlivesConfinedStarts(t *testing.T) {
 	for i := 0; i < 32; i++ {
 		cmd := exec.Command("sleep", "30")
 		cmd.SysProcAttr = attemptSysProcAttr()
-		if _, err := startPlain(cmd); err != nil {
+		if _, err := startPlain(cmd, nil); err != nil {
 			t.Fatal(err)
 		}
 		plain = append(plain, cmd)
