@@ -112,8 +112,7 @@ func TestHelperLinCoordinator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := coordinator.New(coordinator.Options{Store: s, Pools: rt.Pools, Tasks: rt.Tasks, Now: linRealClock(base),
-		SweepInterval: 2 * time.Millisecond, MaxClaimWait: 20 * time.Millisecond})
+	c, err := newLinCoordinator(s, rt.Pools, rt.Tasks, linRealClock(base))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,10 +147,10 @@ func TestHelperLinCoordinator(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		return c.IssueLaunch(r.Context(), rt.Pools[0].Name, seq, "local", 365*24*time.Hour)
+		return issueLinLaunch(r.Context(), c, rt.Pools[0].Name, seq)
 	}))
 	mux.Handle("POST /lin/revoke", control(func(r *http.Request) (string, error) {
-		_, err := c.RevokeLeases(r.Context(), "the apply lock was taken over")
+		_, err := c.RevokeLeases(r.Context(), linRevokeReason)
 		return "", err
 	}))
 	mux.Handle("GET /lin/finished", control(func(*http.Request) (string, error) {

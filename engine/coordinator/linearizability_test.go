@@ -189,8 +189,7 @@ func (lc *linCluster) open(fresh bool) {
 	if fresh {
 		upsertAll(lc.t, s, lc.pools, lc.tasks, lc.clock.Now())
 	}
-	c, err := coordinator.New(coordinator.Options{Store: s, Pools: lc.pools, Tasks: lc.tasks, Now: lc.clock.Now,
-		SweepInterval: 2 * time.Millisecond, MaxClaimWait: 20 * time.Millisecond})
+	c, err := newLinCoordinator(s, lc.pools, lc.tasks, lc.clock.Now)
 	if err != nil {
 		lc.t.Fatal(err)
 	}
@@ -207,6 +206,22 @@ func (lc *linCluster) open(fresh bool) {
 	}
 	lc.mu.Unlock()
 }
+
+// newLinCoordinator is the coordinator of a history, in this process or
+// in a child (TestHelperLinCoordinator): Run sweeps every 2 ms.
+func newLinCoordinator(s *state.Store, pools []coordinator.PoolRuntime, tasks []coordinator.TaskRuntime, now func() time.Time) (*coordinator.Coordinator, error) {
+	return coordinator.New(coordinator.Options{Store: s, Pools: pools, Tasks: tasks, Now: now,
+		SweepInterval: 2 * time.Millisecond, MaxClaimWait: 20 * time.Millisecond})
+}
+
+// issueLinLaunch issues the launch credential of worker seq of pool, as
+// apply does for each worker it launches.
+func issueLinLaunch(ctx context.Context, c *coordinator.Coordinator, pool string, seq int) (string, error) {
+	return c.IssueLaunch(ctx, pool, seq, "local", 365*24*time.Hour)
+}
+
+// linRevokeReason is the reason of a history's revoke.
+const linRevokeReason = "the apply lock was taken over"
 
 // shut stops Run and closes the state, as a crash of the coordinator
 // between two calls would leave it.
@@ -246,7 +261,7 @@ func (lc *linCluster) issueLaunch(ctx context.Context) (string, error) {
 	if lc.crash != nil {
 		return lc.crash.issueLaunch(ctx, seq)
 	}
-	return lc.coordinator().IssueLaunch(ctx, "p", seq, "local", 365*24*time.Hour)
+	return issueLinLaunch(ctx, lc.coordinator(), "p", seq)
 }
 
 // finished reports whether every task has a final status.
@@ -326,7 +341,7 @@ func (lc *linCluster) revoke() {
 		if lc.crash != nil {
 			return lc.crash.control(http.MethodPost, "revoke", nil)
 		}
-		_, err := c.RevokeLeases(context.Background(), "the apply lock was taken over")
+		_, err := c.RevokeLeases(context.Background(), linRevokeReason)
 		return err
 	})
 	lc.epoch++
