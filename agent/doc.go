@@ -32,7 +32,8 @@
 // <work>/scratch/<task>/<attempt>/, and the agent's environment minus the
 // variables that hold credentials (protocol.IsSecretEnv) plus the task's env and WDC_TASK, WDC_ATTEMPT, WDC_WORKER_ID,
 // WDC_FENCING_TOKEN and WDC_ATTEMPT_DIR. While it runs its group is recorded
-// in <work>/groups/ (procgroup.Record), so that whoever sees the agent die
+// in <work>/groups/ (procgroup.Record; a confined command's before its
+// program runs, since it has no parent-death signal), so that whoever sees the agent die
 // kills what it left (procgroup.KillOrphans; an agent starting in the same
 // work folder does so too). On timeout, cancellation or drain
 // timeout the whole group gets SIGTERM, then SIGKILL after a grace period
