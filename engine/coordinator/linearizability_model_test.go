@@ -26,6 +26,7 @@ package coordinator_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -51,10 +52,11 @@ const (
 	linRevoke                       // coordinator.Coordinator.RevokeLeases
 	linRestart                      // the coordinator stopped and a new one opened the state file
 	linRelease                      // a heartbeat's second step: the release of leases it did not report
+	linStart                        // a worker's report that it started a prefetched lease's attempt
 )
 
 func (k linKind) String() string {
-	return [...]string{"?", "grant", "heartbeat", "result", "lookup", "sweep", "revoke", "restart", "release"}[k]
+	return [...]string{"?", "grant", "heartbeat", "result", "lookup", "sweep", "revoke", "restart", "release", "start"}[k]
 }
 
 // linTaskConf is what the model knows of a task and its pool, in fake
@@ -88,11 +90,14 @@ type linInput struct {
 	Epoch    int // the number of revokes and restarts before the worker registered
 	From, To int64
 
-	Token     int64  // grant, result
+	Token     int64  // grant, result, start
 	Attempt   int    // grant, result (0: not named)
 	ExpiresAt int64  // grant
 	Key       string // result
 	Class     string // result: "", failure, lost or refused
+	// Prefetched: a grant of a lease beyond the worker's capacity, whose
+	// attempt has not started (docs/design.md §3, prefetched leases).
+	Prefetched bool
 	// Reported lists the task's tokens a heartbeat reported.
 	Reported []int64
 	// Release: the heartbeat may release a lease of the task it did not
@@ -109,6 +114,7 @@ type linLeaseView struct {
 	Attempt          int
 	Status           state.LeaseStatus
 	Granted, Expires int64
+	Unstarted        bool
 }
 
 // linOutput is an operation's answer, restricted to the partition.
@@ -119,7 +125,8 @@ type linOutput struct {
 	Decision, Reason string
 	Duplicate        bool
 	// Cancelled: the reported tokens of the task a heartbeat answered in
-	// cancel_leases.
+	// cancel_leases; for a start, the started token when the start was
+	// refused (its lease is not the worker's live one).
 	Cancelled []int64
 	// Lease: the lookup's answer (nil: the task never had a lease).
 	Lease *linLeaseView
@@ -137,7 +144,14 @@ type linLease struct {
 	Attempt                int
 	Granted, Expires, Hard int64
 	Status                 state.LeaseStatus
+	// Unstarted: a prefetched lease whose attempt no report has started.
+	// Its Hard is unbounded (linUnbounded) until the start: the task's
+	// timeout counts from there.
+	Unstarted bool
 }
+
+// linUnbounded is the hard expiry of an unstarted lease.
+const linUnbounded = math.MaxInt64 / 4
 
 // linDecision is the first decision on a result, by (Key, Token, Worker).
 type linDecision struct {
@@ -225,9 +239,14 @@ func (s *linState) record(d linDecision) {
 
 // lose ends the latest lease with status (expired or revoked) at time t:
 // the attempt is lost, the task spends one of its lost budget and is queued
-// again at once, or fails when the budget is spent.
+// again at once, or fails when the budget is spent. An unstarted lease
+// goes back at no cost: the task is queued again at once.
 func (s *linState) lose(c linTaskConf, status state.LeaseStatus, t int64) {
 	s.Leases[s.latest()].Status = status
+	if s.Leases[s.latest()].Unstarted {
+		s.Status, s.NotBefore = state.TaskQueued, t
+		return
+	}
 	s.LostUsed++
 	if s.LostUsed >= c.MaxLost {
 		s.Status = state.TaskFailed
@@ -396,6 +415,9 @@ func (s linState) hash() uint64 {
 		mix(l.Token)
 		mix(l.Expires)
 		mix(int64(len(l.Status)))
+		if l.Unstarted {
+			mix(1)
+		}
 	}
 	return h
 }
@@ -410,7 +432,12 @@ func (s linState) String() string {
 		fmt.Fprintf(&b, ", not before %d", s.NotBefore)
 	}
 	for _, l := range s.Leases {
-		fmt.Fprintf(&b, "; lease %d %s attempt %d %s granted %d expires %d hard %d", l.Token, l.Worker, l.Attempt, l.Status, l.Granted, l.Expires, l.Hard)
+		fmt.Fprintf(&b, "; lease %d %s attempt %d %s granted %d expires %d", l.Token, l.Worker, l.Attempt, l.Status, l.Granted, l.Expires)
+		if l.Unstarted {
+			b.WriteString(" unstarted")
+		} else {
+			fmt.Fprintf(&b, " hard %d", l.Hard)
+		}
 	}
 	return b.String()
 }
@@ -442,7 +469,7 @@ func stepKnown(s linState, in linInput, out linOutput) []linState {
 	switch in.Kind {
 	case linGrant:
 		return stepGrant(s, c, in)
-	case linHeartbeat, linResult:
+	case linHeartbeat, linResult, linStart:
 		if out.Unauthorized {
 			// Sessions die with a revoke or a restart, never otherwise.
 			if s.Epoch > in.Epoch {
@@ -450,8 +477,11 @@ func stepKnown(s linState, in linInput, out linOutput) []linState {
 			}
 			return nil
 		}
-		if in.Kind == linHeartbeat {
+		switch in.Kind {
+		case linHeartbeat:
 			return stepHeartbeat(s, c, in, out)
+		case linStart:
+			return stepStart(s, c, in, out)
 		}
 		return stepResult(s, c, in, out)
 	case linRelease:
@@ -506,9 +536,16 @@ func stepKnown(s linState, in linInput, out linOutput) []linState {
 // for a queued task whose latest lease has ended (expired leases only by a
 // sweep), whose retry is due, with the next attempt number, a token above
 // every earlier one, and expires_at = grant time + min(ttl, timeout +
-// grace) for a grant time inside the call.
+// grace) for a grant time inside the call. A prefetched lease is granted
+// by the same rules but unstarted: expires_at = grant time + ttl, and no
+// hard expiry until its start (stepStart). Its attempt number is spent
+// even if it never starts: a number is never granted twice, so two
+// processes never run one attempt's folders.
 func stepGrant(s linState, c linTaskConf, in linInput) []linState {
 	g := in.ExpiresAt - min(c.TTL, c.Limit)
+	if in.Prefetched {
+		g = in.ExpiresAt - c.TTL
+	}
 	if g < max(s.Now, in.From) || g > in.To {
 		return nil
 	}
@@ -528,8 +565,12 @@ func stepGrant(s linState, c linTaskConf, in linInput) []linState {
 			l := &s3.Leases[i]
 			l.Granted, l.Expires, l.Hard = 0, 0, 0
 		}
-		s3.Leases = append(s3.Leases, linLease{Token: in.Token, Worker: in.Worker, Attempt: in.Attempt,
-			Granted: g, Expires: in.ExpiresAt, Hard: g + c.Limit, Status: state.LeaseActive})
+		l := linLease{Token: in.Token, Worker: in.Worker, Attempt: in.Attempt,
+			Granted: g, Expires: in.ExpiresAt, Hard: g + c.Limit, Status: state.LeaseActive}
+		if in.Prefetched {
+			l.Hard, l.Unstarted = linUnbounded, true
+		}
+		s3.Leases = append(s3.Leases, l)
 		s3.Status, s3.Attempts, s3.NotBefore, s3.Now = state.TaskRunning, s3.Attempts+1, 0, g
 		next = append(next, s3)
 	}
@@ -586,6 +627,50 @@ func stepHeartbeat(s linState, c linTaskConf, in linInput, out linOutput) []linS
 				}
 				i, _ := slices.BinarySearchFunc(s3.Due, in.Worker, func(d linDue, w string) int { return strings.Compare(d.Worker, w) })
 				s3.Due = slices.Insert(s3.Due, i, linDue{Worker: in.Worker, At: t})
+			}
+			next = append(next, s3)
+		}
+	}
+	return next
+}
+
+// stepStart: a worker's report (with a result or a heartbeat) that it
+// started the attempt of its prefetched lease in.Token, decided at a time
+// t in the call. When that lease is the task's latest, active and
+// unexpired at t, and the worker's, the start is taken: an unstarted lease
+// starts, its attempt counting from t (hard expiry t + timeout + grace,
+// expiry min(max(expiry, t + ttl), hard)); one started already is left as
+// it is. Any other start is refused: its token is answered cancelled, and
+// the worker stops the attempt.
+func stepStart(s linState, c linTaskConf, in linInput, out linOutput) []linState {
+	lo := max(s.Now, in.From)
+	ts := []int64{lo}
+	if i := s.latest(); s.active() && s.Leases[i].Token == in.Token && s.Leases[i].Unstarted {
+		// Every time in the interval starts it with other expiries.
+		ts = nil
+		for t := lo; t <= in.To; t += max(c.Step, 1) {
+			ts = append(ts, t)
+		}
+	}
+	var next []linState
+	for _, t := range ts {
+		if t > in.To {
+			break
+		}
+		for _, s2 := range settle(s, c, t) {
+			s3 := s2.clone()
+			s3.Now = t
+			var cancel []int64
+			if i := s3.latest(); s3.active() && s3.Leases[i].Token == in.Token && s3.Leases[i].Worker == in.Worker && s3.Leases[i].Expires > t {
+				if l := &s3.Leases[i]; l.Unstarted {
+					l.Unstarted, l.Hard = false, t+c.Limit
+					l.Expires = min(max(l.Expires, t+c.TTL), l.Hard)
+				}
+			} else {
+				cancel = []int64{in.Token}
+			}
+			if !sameSet(cancel, out.Cancelled) {
+				continue
 			}
 			next = append(next, s3)
 		}
@@ -713,7 +798,7 @@ func lookupView(s linState) *linLeaseView {
 		return nil
 	}
 	l := s.Leases[i]
-	return &linLeaseView{Token: l.Token, Worker: l.Worker, Attempt: l.Attempt, Status: l.Status, Granted: l.Granted, Expires: l.Expires}
+	return &linLeaseView{Token: l.Token, Worker: l.Worker, Attempt: l.Attempt, Status: l.Status, Granted: l.Granted, Expires: l.Expires, Unstarted: l.Unstarted}
 }
 
 // sameSet reports whether a and b hold the same tokens.
@@ -739,6 +824,14 @@ func describeLinOp(in linInput, out linOutput) string {
 		} else {
 			fmt.Fprintf(&b, " token %d attempt %d expires %d", in.Token, in.Attempt, in.ExpiresAt)
 		}
+		if in.Prefetched {
+			b.WriteString(" prefetched")
+		}
+	case linStart:
+		fmt.Fprintf(&b, " token %d", in.Token)
+		if answered {
+			fmt.Fprintf(&b, " → cancel %v", out.Cancelled)
+		}
 	case linHeartbeat, linRelease:
 		fmt.Fprintf(&b, " reports %v", in.Reported)
 		if in.Kind == linHeartbeat && answered {
@@ -760,6 +853,9 @@ func describeLinOp(in linInput, out linOutput) string {
 		default:
 			l := out.Lease
 			fmt.Fprintf(&b, " → lease %d %s attempt %d %s granted %d expires %d", l.Token, l.Worker, l.Attempt, l.Status, l.Granted, l.Expires)
+			if l.Unstarted {
+				b.WriteString(" unstarted")
+			}
 		}
 	case linSweep:
 		if answered {
@@ -806,6 +902,16 @@ func TestLinearizabilityModel(t *testing.T) {
 	grant := func(worker string, epoch int, token int64, attempt int, g int64) linInput {
 		return linInput{Kind: linGrant, Worker: worker, Epoch: epoch, Token: token, Attempt: attempt, ExpiresAt: g + conf.TTL}
 	}
+	prefetch := func(worker string, epoch int, token int64, attempt int, g int64) linInput {
+		in := grant(worker, epoch, token, attempt, g)
+		in.Prefetched = true
+		return in
+	}
+	start := func(worker string, token int64) linInput {
+		return linInput{Kind: linStart, Worker: worker, Token: token}
+	}
+	once := conf
+	once.MaxLost = 1
 	result := func(worker string, token int64, attempt int, key, class string) linInput {
 		return linInput{Kind: linResult, Worker: worker, Token: token, Attempt: attempt, Key: key, Class: class}
 	}
@@ -907,6 +1013,44 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(linInput{Kind: linRestart}, 10, 10, linOutput{}),
 			op(result("w1", 1, 1, "k1", ""), 20, 20, linOutput{Unauthorized: true}),
 			op(linInput{Kind: linLookup}, 30, 30, lookup(1, "w1", 1, state.LeaseActive, 0, 100)),
+		}, true},
+
+		{"a prefetched lease expired unstarted spends no budget", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(linInput{Kind: linSweep}, 150, 150, linOutput{Expired: []int64{1}}),
+			op(grant("w2", 0, 2, 2, 160), 160, 160, linOutput{}),
+			op(linInput{Kind: linSweep}, 300, 300, linOutput{Expired: []int64{2}}),
+			op(grant("w2", 0, 3, 3, 310), 310, 310, linOutput{}),
+		}, true},
+		{"a prefetched lease revoked unstarted spends no budget", []porcupine.Operation{
+			op(linInput{Kind: linGrant, Conf: once, Worker: "w1", Token: 1, Attempt: 1, ExpiresAt: 100, Prefetched: true}, 0, 0, linOutput{}),
+			op(linInput{Kind: linRevoke, Conf: once}, 10, 10, linOutput{}),
+			op(linInput{Kind: linGrant, Conf: once, Worker: "w2", Epoch: 1, Token: 2, Attempt: 2, ExpiresAt: 120}, 20, 20, linOutput{}),
+		}, true},
+		{"a prefetched lease's timeout counts from its start", []porcupine.Operation{
+			op(linInput{Kind: linGrant, Conf: short, Worker: "w1", Token: 1, Attempt: 1, ExpiresAt: 100, Prefetched: true}, 0, 0, linOutput{}),
+			op(linInput{Kind: linHeartbeat, Conf: short, Worker: "w1", Reported: []int64{1}}, 90, 90, linOutput{}),
+			op(linInput{Kind: linStart, Conf: short, Worker: "w1", Token: 1}, 180, 180, linOutput{}),
+			op(linInput{Kind: linHeartbeat, Conf: short, Worker: "w1", Reported: []int64{1}}, 270, 270, linOutput{}),
+			op(linInput{Kind: linLookup, Conf: short}, 275, 275, lookup(1, "w1", 1, state.LeaseActive, 0, 330)),
+			op(linInput{Kind: linResult, Conf: short, Worker: "w1", Token: 1, Attempt: 1, Key: "k1"}, 320, 320, accepted),
+		}, true},
+		{"a lookup shows an unstarted lease, then its start", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(linInput{Kind: linLookup}, 5, 5, linOutput{Lease: &linLeaseView{Token: 1, Worker: "w1", Attempt: 1, Status: state.LeaseActive, Granted: 0, Expires: 100, Unstarted: true}}),
+			op(start("w1", 1), 10, 10, linOutput{}),
+			op(start("w1", 1), 20, 20, linOutput{}),
+			op(linInput{Kind: linLookup}, 25, 25, lookup(1, "w1", 1, state.LeaseActive, 0, 110)),
+		}, true},
+		{"a start after its lease expired is refused", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(start("w1", 1), 150, 150, linOutput{Cancelled: []int64{1}}),
+			op(grant("w2", 0, 2, 2, 160), 160, 160, linOutput{}),
+			op(start("w1", 1), 170, 170, linOutput{Cancelled: []int64{1}}),
+		}, true},
+		{"a result of an unstarted lease is its start", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(result("w1", 1, 1, "k1", ""), 50, 50, accepted),
 		}, true},
 
 		{"two accepted results for one lease", []porcupine.Operation{
@@ -1047,6 +1191,47 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
 			op(linInput{Kind: linSweep}, 150, 150, linOutput{}),
 			op(linInput{Kind: linLookup}, 160, 160, lookup(1, "w1", 1, state.LeaseActive, 0, 100)),
+		}, false},
+		{"a started prefetched lease expired spends budget", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(start("w1", 1), 10, 10, linOutput{}),
+			op(linInput{Kind: linSweep}, 150, 150, linOutput{Expired: []int64{1}}),
+			op(grant("w2", 0, 2, 2, 160), 160, 160, linOutput{}),
+			op(linInput{Kind: linSweep}, 300, 300, linOutput{Expired: []int64{2}}),
+			op(grant("w2", 0, 3, 3, 310), 310, 310, linOutput{}),
+		}, false},
+		{"a revoked lease spends budget unless prefetched", []porcupine.Operation{
+			op(linInput{Kind: linGrant, Conf: once, Worker: "w1", Token: 1, Attempt: 1, ExpiresAt: 100}, 0, 0, linOutput{}),
+			op(linInput{Kind: linRevoke, Conf: once}, 10, 10, linOutput{}),
+			op(linInput{Kind: linGrant, Conf: once, Worker: "w2", Epoch: 1, Token: 2, Attempt: 2, ExpiresAt: 120}, 20, 20, linOutput{}),
+		}, false},
+		{"a started prefetched lease accepted past its hard expiry", []porcupine.Operation{
+			op(linInput{Kind: linGrant, Conf: short, Worker: "w1", Token: 1, Attempt: 1, ExpiresAt: 100, Prefetched: true}, 0, 0, linOutput{}),
+			op(linInput{Kind: linHeartbeat, Conf: short, Worker: "w1", Reported: []int64{1}}, 90, 90, linOutput{}),
+			op(linInput{Kind: linStart, Conf: short, Worker: "w1", Token: 1}, 180, 180, linOutput{}),
+			op(linInput{Kind: linHeartbeat, Conf: short, Worker: "w1", Reported: []int64{1}}, 270, 270, linOutput{}),
+			op(linInput{Kind: linResult, Conf: short, Worker: "w1", Token: 1, Attempt: 1, Key: "k1"}, 340, 340, accepted),
+		}, false},
+		{"a start taken after its lease expired", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(start("w1", 1), 150, 150, linOutput{}),
+		}, false},
+		{"a start refused for the worker's live lease", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(start("w1", 1), 10, 10, linOutput{Cancelled: []int64{1}}),
+		}, false},
+		{"a start of another worker's lease taken", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(start("w2", 1), 10, 10, linOutput{}),
+		}, false},
+		{"a lookup shows a prefetched lease started that no report started", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(linInput{Kind: linLookup}, 5, 5, lookup(1, "w1", 1, state.LeaseActive, 0, 100)),
+		}, false},
+		{"an unstarted lease's attempt number granted again", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(linInput{Kind: linSweep}, 150, 150, linOutput{Expired: []int64{1}}),
+			op(grant("w2", 0, 2, 1, 160), 160, 160, linOutput{}),
 		}, false},
 		{"401 without a revoke or restart", []porcupine.Operation{
 			op(grant("w1", 0, 1, 1, 0), 0, 0, linOutput{}),

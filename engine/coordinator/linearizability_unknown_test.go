@@ -92,6 +92,9 @@ func stepUnknownGrant(s linState, in linInput) []linState {
 		grant := in
 		// A token above every other, for stepGrant; then unknown.
 		grant.Token, grant.Attempt, grant.ExpiresAt = math.MaxInt64, s.Attempts+1, g+min(c.TTL, c.Limit)
+		if in.Prefetched {
+			grant.ExpiresAt = g + c.TTL
+		}
 		for _, s2 := range linStep(s, grant, linOutput{}) {
 			s2.Leases[s2.latest()].Token = unknownToken(below)
 			next = append(next, s2)
@@ -126,6 +129,8 @@ func linAnswers(s linState, in linInput) []linOutput {
 				outs = append(outs, linOutput{Decision: protocol.DecisionRejected, Reason: r, Duplicate: dup})
 			}
 		}
+	case linStart:
+		outs = append(outs, linOutput{}, linOutput{Cancelled: []int64{in.Token}})
 	case linSweep:
 		outs = append(outs, linOutput{})
 		if i := s.latest(); i >= 0 {
@@ -148,7 +153,7 @@ func revealedTokens(in linInput, out linOutput) []int64 {
 		}
 	case linSweep:
 		return out.Expired
-	case linResult:
+	case linResult, linStart:
 		return []int64{in.Token}
 	}
 	return nil
