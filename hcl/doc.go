@@ -8,14 +8,11 @@
 //     files, keeping them in Config.Files so callers can
 //     print diagnostics with source snippets
 //     (hcl.NewDiagnosticTextWriter(w, cfg.Files, width, color));
-//
 //   - input variables (type constraints, defaults, WDC_VAR_NAME, --var-file,
 //     --var, in that increasing precedence), locals evaluated in dependency
 //     order, path.root, count and count.index, and the function library;
-//
 //   - decoding the wdc, variable, locals, pool, task and edge blocks,
 //     applying the defaults of the language (see the Default… constants);
-//
 //   - proposed_only tasks (Config.ProposedTasks) and the edges that map a
 //     task's recommendations to them: checking them at load time with an
 //     unknown proposal of each edge's input type, converting a
@@ -23,7 +20,6 @@
 //     task instance of an approved proposal (Config.RenderProposal). Which
 //     proposals exist, and which are approved, is the state's and the
 //     engine's business;
-//
 //   - language-level validation: unknown blocks and arguments, types,
 //     ranges (min ≤ max, counts, durations), duplicate names, provider
 //     names (against the providers it is given, Inputs.Providers), at most
@@ -32,13 +28,11 @@
 //     hcl.Diagnostic with a source range, and the decoded values keep their
 //     ranges (DeclRange, PlacementRange, …) so later stages can point at
 //     the configuration too;
-//
 //   - handing each pool's provider block (kubernetes { }, ray { },
 //     local { }) to its provider as an HCL body (ProviderBlock), with the
 //     evaluation every other block gets, and keeping the settings the
 //     provider returns (Pool.Settings) and the diagnostics it reports, in
-//     order, sensitive values scrubbed.
-//
+//     order, sensitive values scrubbed;
 //   - test files (*.wdctest.hcl in the configuration directory and its
 //     tests folder: LoadTestFiles, ParseTestFile): their run blocks, each
 //     with its command, variables, override_pool and assert blocks, with
