@@ -208,7 +208,7 @@ func (o *Observed) planValue() cty.Value {
 
 // Failure is an assertion that did not hold, or could not be evaluated.
 type Failure struct {
-	// Range is the assert block's range.
+	// Range is the range of the assertion's condition.
 	Range hcl.Range
 	// Message is the error message (evaluated; its source text when it
 	// could not be).
@@ -231,7 +231,7 @@ type Reference struct {
 // else the Failure. src is the source of the test file (for the text of
 // references and of a message that does not evaluate).
 func Assert(a *wdchcl.TestAssert, ctx *hcl.EvalContext, src []byte) *Failure {
-	f := &Failure{Range: a.DeclRange, Values: References(a.Condition, ctx, src)}
+	f := &Failure{Range: a.Condition.Range(), Values: References(a.Condition, ctx, src)}
 	f.Message = message(a.ErrorMessage, ctx, src)
 	v, diags := a.Condition.Value(ctx)
 	if diags.HasErrors() {

@@ -301,7 +301,11 @@ func (o *Options) load(configDir string, r *wdchcl.TestRun) (*wdchcl.Config, hcl
 		cfg.Settings.State, cfg.Settings.Listen, cfg.Settings.Advertise = "", "", ""
 		cfg.Settings.TLS, cfg.Settings.Insecure = nil, false
 		diags = append(diags, plan.Validate(cfg)...)
-		diags = append(diags, plan.ClusterWriteDiags(cfg)...)
+		if r.Command == wdchcl.TestCommandApply {
+			// As apply refuses it: a pool that would write to a cluster
+			// must say so (an override_pool runs it locally instead).
+			diags = append(diags, plan.ClusterWriteDiags(cfg)...)
+		}
 	}
 	return cfg, o.rename(diags, configDir)
 }

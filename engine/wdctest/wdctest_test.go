@@ -139,8 +139,8 @@ func TestAssert(t *testing.T) {
 			if f.Message != "must hold: 3" {
 				t.Errorf("message = %q", f.Message)
 			}
-			if f.Range.Start.Line != 2 {
-				t.Errorf("range = %s, want line 2", f.Range)
+			if f.Range.Start.Line != 3 {
+				t.Errorf("range = %s, want line 3", f.Range)
 			}
 			var got []string
 			for _, r := range f.Values {
