@@ -180,7 +180,7 @@ type junitCase struct {
 type junitProblem struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
-	Body    string `xml:",chardata"`
+	Body    string `xml:",cdata"`
 }
 
 // junitTime is a duration in seconds, as JUnit writes it: "1.234".
