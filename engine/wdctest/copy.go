@@ -9,12 +9,19 @@ import (
 
 // CopyConfig copies the configuration directory src into dst (made
 // anew): folders, regular files with their permissions and symbolic links
-// as links, leaving out the .wdc and .git folders at its top, every path
-// in skip (absolute) and anything else (FIFOs, devices, sockets).
+// as links, leaving out the .wdc and .git folders at its top, dst itself
+// and every path in skip, should they be inside src, and anything else
+// (FIFOs, devices, sockets).
 func CopyConfig(src, dst string, skip []string) error {
+	src, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
 	skipped := map[string]bool{filepath.Join(src, ".wdc"): true, filepath.Join(src, ".git"): true}
-	for _, s := range skip {
-		skipped[filepath.Clean(s)] = true
+	for _, s := range append(skip, dst) {
+		if abs, err := filepath.Abs(s); err == nil {
+			skipped[abs] = true
+		}
 	}
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -227,7 +227,9 @@ func (o *Options) run(ctx context.Context, f *wdchcl.TestFile, r *wdchcl.TestRun
 	}
 	defer os.RemoveAll(tmp)
 	configDir, workDir := filepath.Join(tmp, "config"), filepath.Join(tmp, "work")
-	if err := CopyConfig(o.Dir, configDir, o.Skip); err != nil {
+	// The temporary folder itself may be inside the configuration
+	// directory (TMPDIR there): the copy leaves it out.
+	if err := CopyConfig(o.Dir, configDir, append([]string{tmp}, o.Skip...)); err != nil {
 		rr.Status, rr.Err = StatusError, fmt.Errorf("copying the configuration: %w", err)
 		return rr
 	}
