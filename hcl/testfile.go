@@ -190,7 +190,9 @@ func ParseTestFile(src []byte, filename string) (tf *TestFile, diags hcl.Diagnos
 		f = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
 	}
 	tf.File = f
-	if f.Body == nil {
+	if f.Body == nil || diags.HasErrors() {
+		// A file that does not parse is reported by its syntax errors
+		// alone, not by what a partial body would add to them.
 		return tf, diags
 	}
 	content, d := f.Body.Content(testFileSchema)

@@ -62,7 +62,7 @@ run "b" {
 		{name: "fault", src: "run \"a\" {\n  fault \"kill_worker\" {\n  }\n}\n", runs: 1, command: "apply", wantErr: "not supported yet", pos: "2:3"},
 		{name: "override without provider", src: "run \"a\" {\n  override_pool \"gpu\" {\n  }\n}\n", runs: 1, command: "apply", wantErr: "provider", pos: "2:23"},
 		{name: "override empty provider", src: "run \"a\" {\n  override_pool \"gpu\" {\n    provider = \"\"\n  }\n}\n", runs: 1, command: "apply", wantErr: "a provider's name", pos: "3:16"},
-		{name: "syntax error", src: "run \"a\" {\n  command = \n}\n", runs: 1, command: "apply", wantErr: "", pos: "2:13"},
+		{name: "syntax error", src: "run \"a\" {\n  command = \n}\n", runs: 0, wantErr: "", pos: "2:13"},
 		{name: "bad run name", src: "run \"a b\" {\n}\n", wantErr: "Invalid run name", pos: "1:5"},
 	}
 	for _, tc := range cases {

@@ -42,11 +42,7 @@ func (c *TestCmd) Run(e *env) error {
 	}
 	files, diags := wdchcl.LoadTestFiles(e.displayDir())
 	testFiles := testFileMap(files)
-	if diags.HasErrors() {
-		e.printDiagFiles(testFiles, diags)
-		return errExit{1}
-	}
-	if len(files) == 0 {
+	if len(files) == 0 && !diags.HasErrors() {
 		return fmt.Errorf("no test files (*%s) in %s or its %s folder", wdchcl.TestFileSuffix, e.displayDir(), wdchcl.TestDir)
 	}
 	varFiles := make([]string, len(e.flags.VarFile))
@@ -63,10 +59,6 @@ func (c *TestCmd) Run(e *env) error {
 		for _, f := range files {
 			diags = append(diags, wdchcl.CheckTestFile(f, cfg, in.Providers)...)
 		}
-		if diags.HasErrors() {
-			e.printDiagFiles(testFiles, diags)
-			return errExit{1}
-		}
 		if cfg.Settings.Backend == nil {
 			if p, err := e.statePath(cfg); err == nil {
 				skip = append(skip, p, p+"-wal", p+"-shm", p+"-journal")
@@ -75,6 +67,10 @@ func (c *TestCmd) Run(e *env) error {
 				}
 			}
 		}
+	}
+	if diags.HasErrors() {
+		e.printDiagFiles(testFiles, diags)
+		return errExit{1}
 	}
 	if !c.JSON {
 		e.printDiagFiles(testFiles, diags) // warnings

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // testCmdConfig is a configuration whose test file has plan runs that
@@ -203,3 +206,38 @@ func TestJUnitSchema(t *testing.T) {
 type lintError struct{ out string }
 
 func (e *lintError) Error() string { return e.out }
+
+// cmdJSONSchema checks a JSON file against a schema of docs/schema (every
+// schema there known by its $id, as loadSchema knows them):
+//
+//	json-schema SCHEMA FILE
+func cmdJSONSchema(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: json-schema SCHEMA FILE")
+	}
+	dir := filepath.Join(ts.Getenv("REPO"), "docs", "schema")
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	files, err := filepath.Glob(filepath.Join(dir, "*.schema.json"))
+	ts.Check(err)
+	for _, f := range files {
+		r, err := os.Open(f)
+		ts.Check(err)
+		doc, err := jsonschema.UnmarshalJSON(r)
+		r.Close()
+		ts.Check(err)
+		ts.Check(c.AddResource(schemaIDBase+filepath.Base(f), doc))
+	}
+	sch, err := c.Compile(schemaIDBase + args[0])
+	ts.Check(err)
+	data, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	err = checkDoc(sch, data)
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("%s does not match %s: %v", args[1], args[0], err)
+	case err == nil && neg:
+		ts.Fatalf("%s matches %s", args[1], args[0])
+	}
+}

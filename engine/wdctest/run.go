@@ -302,10 +302,12 @@ func (o *Options) load(configDir string, r *wdchcl.TestRun) (*wdchcl.Config, hcl
 		cfg.Settings.Backend = nil
 		cfg.Settings.State, cfg.Settings.Listen, cfg.Settings.Advertise = "", "", ""
 		cfg.Settings.TLS, cfg.Settings.Insecure = nil, false
-		diags = append(diags, plan.Validate(cfg)...)
 		if r.Command == wdchcl.TestCommandApply {
-			// As apply refuses it: a pool that would write to a cluster
-			// must say so (an override_pool runs it locally instead).
+			// What apply refuses before it starts: placement no pool can
+			// satisfy, and a pool that would write to a cluster without
+			// saying so (an override_pool runs it locally instead). A
+			// plan run's plan reports its own errors, as plan.exit_code.
+			diags = append(diags, plan.Validate(cfg)...)
 			diags = append(diags, plan.ClusterWriteDiags(cfg)...)
 		}
 	}
