@@ -98,6 +98,9 @@ func (c *TestCmd) Run(e *env) error {
 	} else {
 		fmt.Fprintf(e.stdout, "\n%s\n", views.TestSummaryLine(res))
 	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted: the runs after the one under way were not carried out")
+	}
 	if err != nil {
 		return err
 	}
