@@ -53,18 +53,20 @@ func (c *TestCmd) Run(e *env) error {
 	// The configuration as it loads without a run's variables: its names
 	// check the test files, and its state is left out of the copies.
 	// Each run loads it again with its own inputs and reports its errors.
+	// (A configuration with a variable only the runs give does not load
+	// here; its wdc block still says where its state is.)
 	cfg, cdiags := wdchcl.Load(dir, in)
-	skip := []string{}
 	if !cdiags.HasErrors() {
 		for _, f := range files {
 			diags = append(diags, wdchcl.CheckTestFile(f, cfg, in.Providers)...)
 		}
-		if cfg.Settings.Backend == nil {
-			if p, err := e.statePath(cfg); err == nil {
-				skip = append(skip, p, p+"-wal", p+"-shm", p+"-journal")
-				if d := filepath.Dir(p); d != dir {
-					skip = append(skip, d)
-				}
+	}
+	skip := []string{}
+	if cfg.Settings.Backend == nil {
+		if p, err := e.statePath(cfg); err == nil {
+			skip = append(skip, p, p+"-wal", p+"-shm", p+"-journal")
+			if d := filepath.Dir(p); d != dir {
+				skip = append(skip, d)
 			}
 		}
 	}
