@@ -241,3 +241,14 @@ func cmdJSONSchema(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s matches %s", args[1], args[0])
 	}
 }
+
+// TestTestCmdWithoutTestFiles: a configuration without test files is an
+// error that says where wdc test looked.
+func TestTestCmdWithoutTestFiles(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, testCmdConfig)
+	_, stderr, code := runWDC(t, "--chdir", dir, "test")
+	if want := "wdc: error: no test files (*.wdctest.hcl) in " + dir + " or its tests folder\n"; code != 1 || stderr != want {
+		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+}
