@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/wdc-dev/wdc/internal/regularfile"
 )
@@ -223,7 +224,7 @@ func parseTestRun(b *hcl.Block) (*TestRun, hcl.Diagnostics) {
 	if a := content.Attributes["command"]; a != nil {
 		cmd := hcl.ExprAsKeyword(a.Expr)
 		if cmd == "" {
-			if v, d := a.Expr.Value(nil); !d.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type().FriendlyName() == "string" {
+			if v, d := a.Expr.Value(nil); !d.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
 				cmd = v.AsString()
 			}
 		}
@@ -312,7 +313,7 @@ func parsePoolOverride(blk *hcl.Block) (*PoolOverride, hcl.Diagnostics) {
 	if d.HasErrors() {
 		return nil, diags
 	}
-	if !v.IsKnown() || v.IsNull() || v.Type().FriendlyName() != "string" || v.AsString() == "" {
+	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String || v.AsString() == "" {
 		return nil, append(diags, attrErr(a, "Invalid provider", fmt.Sprintf("The provider of override_pool %q must be a provider's name, such as \"local\".", blk.Labels[0])))
 	}
 	return &PoolOverride{Pool: blk.Labels[0], Provider: v.AsString(), DeclRange: blk.DefRange, ProviderRange: a.Expr.Range()}, diags
