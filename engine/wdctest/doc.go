@@ -16,8 +16,8 @@
 //
 // After the run it observes what happened — the state's tasks, attempts,
 // workers, outputs and proposals, the launches apply reported and the
-// plan (an Observed) — and evaluates each assertion (Assert)'s condition in an
-// hcl.EvalContext built from it (EvalContext): task.NAME / task.NAME[i]
+// plan (an Observed) — and evaluates each assertion's condition in an
+// hcl.EvalContext built from it (Assert, EvalContext): task.NAME / task.NAME[i]
 // with status, attempts, lost, failed, outputs, pool and action;
 // pool.NAME.launched; plan.changes and plan.exit_code; proposals; var.NAME.
 // An assertion that is not true is a Failure that carries its condition's range, its
