@@ -16,10 +16,13 @@
 //   - engine/placement: claim-side label matching;
 //   - engine/doctor: status and doctor checks of a state file;
 //   - engine/operator: what an operator asks of a state (gc, join tokens,
-//     approve and reject), written locally or through the running apply.
+//     approve and reject), written locally or through the running apply;
+//   - engine/wdctest: `wdc test`, the runs of a configuration's test
+//     files, each a plan or an apply operation on a copy of the
+//     configuration with a fresh state, and their assertions.
 //
-// Dependencies flow one way: cmd → engine/apply, engine/doctor,
-// engine/operator → engine/plan → engine/coordinator/httpapi →
+// Dependencies flow one way: cmd → engine/wdctest → engine/apply,
+// engine/doctor, engine/operator → engine/plan → engine/coordinator/httpapi →
 // engine/coordinator → engine/supervise, engine/placement, and all of them
 // → (hcl, state, providers, protocol, artifact). docs/design.md draws it.
 package engine

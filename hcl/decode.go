@@ -374,6 +374,13 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 		return
 	}
 	schema, providerOK := l.poolProvider(p, body.Provider)
+	overridden := false
+	if o, ok := l.poolProviders[p.Name]; ok {
+		// A test run's override_pool: the provider the block names is
+		// replaced, and so are its defaults and its block.
+		p.Provider, overridden = o, true
+		schema, providerOK = l.providers[o]
+	}
 	l.poolSize(p, b, &body)
 	var d hcl.Diagnostics
 	p.DrainTimeout, _, d = l.ev.duration(body.DrainTimeout, scope{}, DefaultDrainTimeout)
@@ -387,7 +394,11 @@ func (l *loader) pool(p *Pool, b *hcl.Block) {
 	if body.Heartbeat != nil {
 		l.poolHeartbeat(p, body.Heartbeat)
 	}
-	l.poolProviderBlocks(p, b, body.Remain, schema, providerOK)
+	remain := body.Remain
+	if overridden {
+		remain = nil
+	}
+	l.poolProviderBlocks(p, b, remain, schema, providerOK)
 }
 
 // poolProvider evaluates and checks a pool's provider name and returns its

@@ -32,7 +32,14 @@
 //     local { }) to its provider as an HCL body (ProviderBlock), with the
 //     evaluation every other block gets, and keeping the settings the
 //     provider returns (Pool.Settings) and the diagnostics it reports, in
-//     order, sensitive values scrubbed.
+//     order, sensitive values scrubbed;
+//   - test files (*.wdctest.hcl in the configuration directory and its
+//     tests folder: LoadTestFiles, ParseTestFile): their run blocks, each
+//     with its command, variables, override_pool and assert blocks, with
+//     their ranges, and the checks of them against a configuration
+//     (CheckTestFile). A run's variables and pool overrides reach Load as
+//     Inputs.TestVariables and Inputs.PoolProviders. Running them and
+//     evaluating the assertions is package engine/wdctest's.
 //
 // What it does not do: it knows nothing of SQLite or the state file (the
 // Settings it returns are only what the wdc block says; the caller applies

@@ -655,3 +655,7 @@ func isName(s string) bool {
 	}
 	return true
 }
+
+// Functions returns the function library of the configuration language,
+// for other expressions written in it (a test's assertions).
+func Functions() map[string]function.Function { return functions() }

@@ -119,3 +119,40 @@ edge "e" {
 		}
 	})
 }
+
+// FuzzParseTestFile parses arbitrary bytes as a test file: ParseTestFile
+// must never panic (its recover turns a panic into an "Internal error"
+// diagnostic, which fails the target too), must return a file, and every
+// run it returns has a command and expressions for its asserts.
+func FuzzParseTestFile(f *testing.F) {
+	for _, s := range []string{
+		"run \"a\" {\n}\n",
+		"run \"a\" {\n  command = plan\n  variables {\n    n = 1\n  }\n}\n",
+		"run \"a\" {\n  override_pool \"gpu\" {\n    provider = \"local\"\n  }\n  assert {\n    condition     = task.x[0].status == \"succeeded\"\n    error_message = \"x\"\n  }\n}\n",
+		"run \"a\" {\n  fault \"kill_worker\" {\n    task = task.x\n  }\n}\n",
+		"run {\n}\n", "run \"a\" \"b\" {}", "run \"a\" {\n  command = 1\n}\n", "{", "run \"\u0000\" {\n}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		tf, diags := ParseTestFile(src, "fuzz.wdctest.hcl")
+		if tf == nil || tf.File == nil {
+			t.Fatal("ParseTestFile returned no file")
+		}
+		for _, d := range diags {
+			if strings.HasPrefix(d.Summary, "Internal error") {
+				t.Fatalf("%s\n%s", d.Summary, d.Detail)
+			}
+		}
+		for _, r := range tf.Runs {
+			if r.Command != TestCommandApply && r.Command != TestCommandPlan {
+				t.Fatalf("run %q has command %q", r.Name, r.Command)
+			}
+			for _, a := range r.Asserts {
+				if a.Condition == nil || a.ErrorMessage == nil {
+					t.Fatalf("run %q has an assert without expressions", r.Name)
+				}
+			}
+		}
+	})
+}

@@ -47,6 +47,16 @@ type Inputs struct {
 	// any provider but have no provider block, its Settings are nil and
 	// its launch_timeout has no default.
 	Providers map[string]ProviderSchema
+	// TestVariables are the attributes of a test run's variables { }
+	// block (TestRun.Variables): values that take precedence over every
+	// other input. Each is evaluated without references, as a --var-file
+	// value is.
+	TestVariables []*hcl.Attribute
+	// PoolProviders maps a pool's name to the provider that launches its
+	// workers instead of the one its block names (a test run's
+	// override_pool): the pool gets that provider's defaults, and its
+	// block of the provider it names is not decoded.
+	PoolProviders map[string]string
 }
 
 // EnvVarPrefix prefixes environment variables that set input variables.
@@ -79,6 +89,8 @@ type loader struct {
 	taskBlocks []*taskBlock
 	// providers are Inputs.Providers.
 	providers map[string]ProviderSchema
+	// poolProviders are Inputs.PoolProviders.
+	poolProviders map[string]string
 }
 
 // usesSensitive reports whether expr refers to a sensitive variable, or to
@@ -298,6 +310,7 @@ func (l *loader) load(dir string, in Inputs) {
 	}
 	l.cfg.Dir = abs
 	l.providers = in.Providers
+	l.poolProviders = in.PoolProviders
 	l.ev = &evaluator{
 		dir:       abs,
 		vars:      map[string]cty.Value{},

@@ -154,6 +154,11 @@ func (l *loader) inputVariables(decls map[string]*varDecl, in Inputs) failedInpu
 	for _, kv := range in.Vars {
 		l.varFlag(decls, kv, &failed)
 	}
+	for _, a := range in.TestVariables {
+		if !l.testVariable(decls, a) {
+			failed.names[a.Name] = true
+		}
+	}
 	return failed
 }
 
@@ -185,6 +190,40 @@ func (l *loader) varFlag(decls map[string]*varDecl, kv string, failed *failedInp
 		return
 	}
 	l.setRaw(d, raw, "--var "+name)
+}
+
+// testVariable sets a variable from an attribute of a test run's
+// variables block; false when it could not.
+func (l *loader) testVariable(decls map[string]*varDecl, a *hcl.Attribute) bool {
+	d := decls[a.Name]
+	if d == nil {
+		l.add(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Value for undeclared variable",
+			Detail: fmt.Sprintf("The test run sets a variable named %q, but no variable %q is declared in the configuration.%s",
+				a.Name, a.Name, didYouMean(a.Name, mapKeys(decls))),
+			Subject: a.NameRange.Ptr(),
+		})
+		return false
+	}
+	if !d.ok {
+		return false
+	}
+	val, vd := a.Expr.Value(nil)
+	l.add(vd...)
+	if vd.HasErrors() {
+		d.ok = false
+		return false
+	}
+	cv, err := d.convert(val)
+	if err != nil {
+		l.add(attrErr(a, fmt.Sprintf("Invalid value for variable %q", a.Name),
+			fmt.Sprintf("The value of variable %q is not %s: %s.", a.Name, typeArticle(d.v.Type), err)))
+		d.ok = false
+		return false
+	}
+	d.v.Value, d.set = cv, true
+	return true
 }
 
 // resolveVariables gives expressions the final value of every declared

@@ -30,6 +30,7 @@ type CLI struct {
 	Fmt          FmtCmd          `cmd:"" help:"Rewrite the configuration files in canonical HCL style (--check lists unformatted files, --diff shows the changes). Never opens the state."`
 	Plan         PlanCmd         `cmd:"" help:"Show what apply would change: workers to launch, tasks to run, replace, retry or cancel. Never writes the state."`
 	Apply        ApplyCmd        `cmd:"" help:"Plan under the state lock, confirm, then launch workers and run the tasks until every one is finished."`
+	Test         TestCmd         `cmd:"" help:"Run the test files (*.wdctest.hcl here and in tests/): each run plans or applies a copy of the configuration on a fresh temporary state and checks its assertions. Never opens the state."`
 	ForceUnlock  ForceUnlockCmd  `cmd:"" name:"force-unlock" help:"Remove the apply lock by hand (when its holder is gone on another host)."`
 	StateCmds    StateCmd        `cmd:"" name:"state" help:"Move the whole state: pull a consistent copy, or push a local state file into the backend."`
 	Show         ShowCmd         `cmd:"" help:"Show a saved plan as wdc plan would, or with no file the state: pools, workers, tasks, leases."`

@@ -16,7 +16,7 @@ func TestUnknownCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"frobnicate"}, `wdc: error: unknown command "frobnicate" for wdc; the commands are: validate, fmt, plan, apply, force-unlock, `},
+		{[]string{"frobnicate"}, `wdc: error: unknown command "frobnicate" for wdc; the commands are: validate, fmt, plan, apply, test, force-unlock, `},
 		{[]string{"--no-color", "frobnicate"}, `wdc: error: unknown command "frobnicate" for wdc; the commands are: validate, `},
 		{[]string{"tasks", "frob"}, `wdc: error: unknown command "frob" for wdc tasks; the commands are: list, show` + "\n"},
 		{[]string{"version", "extra"}, "wdc: error: unexpected argument extra\n"},

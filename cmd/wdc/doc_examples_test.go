@@ -24,7 +24,11 @@ import (
 //
 // Every other hcl block is a whole configuration: it must pass `wdc fmt
 // --check` and `wdc validate`, and it is the configuration (main.wdc.hcl) of
-// the shell blocks after it in the same file. sh, shell and bash blocks run
+// the shell blocks after it in the same file. An hcl block whose first line
+// is a comment naming a test file (`# tests/retry.wdctest.hcl`) is that
+// test file of the configuration above it: with it, it must pass `wdc fmt
+// --check` and `wdc validate`, and it is there for the shell blocks after
+// it in the same file. sh, shell and bash blocks run
 // with `sh -e`; console blocks run each `$ COMMAND` line and compare what it
 // prints (stdout and stderr) with the lines below it. Each runs in a fresh
 // folder holding a copy of docs/, examples/, go.mod and go.sum, with wdc on
@@ -39,8 +43,9 @@ type docBlock struct {
 }
 
 var (
-	fenceRe  = regexp.MustCompile("^```([a-z]*)\\s*$")
-	markerRe = regexp.MustCompile(`^<!-- doctest: ([a-z]+)(?::\s*(.*?))?\s*-->$`)
+	testFileRe = regexp.MustCompile(`^# ([A-Za-z0-9_/.-]+\.wdctest\.hcl)\n`)
+	fenceRe    = regexp.MustCompile("^```([a-z]*)\\s*$")
+	markerRe   = regexp.MustCompile(`^<!-- doctest: ([a-z]+)(?::\s*(.*?))?\s*-->$`)
 )
 
 // docBlocks reads the fenced blocks of a Markdown file.
@@ -85,21 +90,34 @@ func docBlocks(root, rel string) ([]docBlock, error) {
 
 // docScript turns a runnable block into a testscript script, or "" when the
 // block is not run. config is the configuration of the file so far.
-func docScript(b docBlock, config string) (string, error) {
+func docScript(b docBlock, config string, tests map[string]string) (string, error) {
 	var s strings.Builder
 	fmt.Fprintf(&s, "# %s:%d (%s)\n", b.file, b.line, b.lang)
 	files := map[string]string{}
 	if config != "" {
 		files["main.wdc.hcl"] = config
 	}
-	switch b.lang {
-	case "hcl":
+	if b.lang != "hcl" || testFileRe.MatchString(b.body) {
+		// A whole configuration comes without the test files of the one
+		// before it.
+		for name, body := range tests {
+			files[name] = body
+		}
+	}
+	switch {
+	case b.lang == "hcl" && testFileRe.MatchString(b.body):
+		if config == "" {
+			return "", fmt.Errorf("%s:%d: a test file with no configuration above it", b.file, b.line)
+		}
+		files[testFileRe.FindStringSubmatch(b.body)[1]] = b.body
+		s.WriteString("exec wdc fmt --check\nexec wdc validate\nstdout '^Success! The configuration is valid: .*test file'\n")
+	case b.lang == "hcl":
 		files["main.wdc.hcl"] = b.body
 		s.WriteString("exec wdc fmt --check\nexec wdc validate\nstdout '^Success! The configuration is valid: '\n")
-	case "sh", "shell", "bash":
+	case b.lang == "sh" || b.lang == "shell" || b.lang == "bash":
 		files["block.sh"] = b.body
 		s.WriteString("exec sh -e block.sh\n")
-	case "console":
+	case b.lang == "console":
 		cmds, wants, err := consoleSteps(b.body)
 		if err != nil {
 			return "", fmt.Errorf("%s:%d: %w", b.file, b.line, err)
@@ -265,6 +283,7 @@ func TestDocExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		config := ""
+		tests := map[string]string{}
 		for _, b := range blocks {
 			switch {
 			case b.marker != "" && b.marker != "skip" && b.marker != "fragment":
@@ -277,12 +296,15 @@ func TestDocExamples(t *testing.T) {
 				t.Logf("%s:%d: %s block not run (%s: %s)", b.file, b.line, b.lang, b.marker, b.reason)
 				continue
 			}
-			script, err := docScript(b, config)
+			script, err := docScript(b, config, tests)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.lang == "hcl" {
-				config = b.body
+			switch {
+			case b.lang == "hcl" && testFileRe.MatchString(b.body):
+				tests[testFileRe.FindStringSubmatch(b.body)[1]] = b.body
+			case b.lang == "hcl":
+				config, tests = b.body, map[string]string{}
 			}
 			if script == "" {
 				continue

@@ -23,7 +23,7 @@ import (
 type FmtCmd struct {
 	Check bool     `name:"check" help:"Change no file; list the files that are not formatted and exit 1 if there are any."`
 	Diff  bool     `name:"diff" help:"Print a unified diff of the changes to each file."`
-	Paths []string `arg:"" optional:"" name:"path" predictor:"file" help:"Files or directories to format (directories are not recursed into). Default: the configuration directory."`
+	Paths []string `arg:"" optional:"" name:"path" predictor:"file" help:"Files or directories to format (directories are not recursed into). Default: the configuration directory and its tests folder (configuration and test files)."`
 }
 
 // fmtFile is one file fmt looks at: its path on disk and its path as shown
@@ -73,6 +73,10 @@ func (c *FmtCmd) files(dir, display string) ([]fmtFile, error) {
 	args := c.Paths
 	if len(args) == 0 {
 		args = []string{"."}
+		// The test files of the tests folder too, as wdc test finds them.
+		if fi, err := os.Stat(filepath.Join(dir, wdchcl.TestDir)); err == nil && fi.IsDir() {
+			args = append(args, wdchcl.TestDir)
+		}
 	}
 	var out []fmtFile
 	seen := map[string]bool{}
@@ -100,7 +104,7 @@ func (c *FmtCmd) files(dir, display string) ([]fmtFile, error) {
 			return nil, err
 		}
 		// The files the loader reads, as it lists them: every entry named
-		// *.wdc.hcl but directories. One that is not a regular file (a
+		// *.wdc.hcl (or *.wdctest.hcl, a test file) but directories. One that is not a regular file (a
 		// FIFO, a device, a dangling link) is refused when it is read, as
 		// validate refuses it, not skipped.
 		var names []string
@@ -122,10 +126,10 @@ func (c *FmtCmd) files(dir, display string) ([]fmtFile, error) {
 }
 
 // isConfigFile reports whether a directory entry is a configuration file as
-// the loader sees it: named *.wdc.hcl and not a hidden or editor file (.*,
-// #*, *~, *#).
+// the loader sees it, or a test file as wdc test sees it: named *.wdc.hcl
+// or *.wdctest.hcl and not a hidden or editor file (.*, #*, *~, *#).
 func isConfigFile(name string) bool {
-	return strings.HasSuffix(name, wdchcl.FileSuffix) &&
+	return (strings.HasSuffix(name, wdchcl.FileSuffix) || strings.HasSuffix(name, wdchcl.TestFileSuffix)) &&
 		!strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "#") &&
 		!strings.HasSuffix(name, "~") && !strings.HasSuffix(name, "#")
 }

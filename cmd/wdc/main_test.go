@@ -143,6 +143,7 @@ func scriptParams(dir string) testscript.Params {
 			"s3-put":           cmdS3Put,
 			"s3-blobs":         cmdS3Blobs,
 			"s3-etag":          cmdS3ETag,
+			"json-schema":      cmdJSONSchema,
 		},
 	}
 }

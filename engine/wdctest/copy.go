@@ -1,0 +1,76 @@
+package wdctest
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// CopyConfig copies the configuration directory src into dst (made
+// anew): folders, regular files with their permissions and symbolic links
+// as links, leaving out the .wdc and .git folders at its top, dst itself
+// and every path in skip, should they be inside src, and anything else
+// (FIFOs, devices, sockets).
+func CopyConfig(src, dst string, skip []string) error {
+	src, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	skipped := map[string]bool{filepath.Join(src, ".wdc"): true, filepath.Join(src, ".git"): true}
+	for _, s := range append(skip, dst) {
+		if abs, err := filepath.Abs(s); err == nil {
+			skipped[abs] = true
+		}
+	}
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if skipped[path] && path != src {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch mode := d.Type(); {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case mode&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case mode.IsRegular():
+			return copyFile(path, target)
+		}
+		return nil
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
