@@ -95,6 +95,11 @@ type Options struct {
 	// Spool is the folder of the durable result buffer ("" = the folder
 	// "spool" of WorkDir); see spool.go.
 	Spool string
+	// NoPrefetch keeps the worker from holding a prefetched lease (by
+	// default it holds one beyond its capacity and starts it the moment
+	// an attempt ends, while that attempt's result is posted;
+	// docs/protocol.md, "Prefetched leases").
+	NoPrefetch bool
 }
 
 // Agent is one worker: it registers, heartbeats on its own timer, claims
@@ -135,7 +140,10 @@ type Agent struct {
 	// reserved counts slots freed by ended attempts whose results are
 	// being posted with next = 1 (eager dispatch): the claim loop leaves
 	// them to the answer, which may carry the slot's next assignment.
-	reserved  int
+	reserved int
+	// parked are the prefetched assignments held, not started yet, oldest
+	// first: the next attempt to end starts the first.
+	parked    []*attempt
 	slotFreed chan struct{} // signalled (buffer 1) when running or reserved decreases
 	// attemptWG counts the attempts' goroutines (Run waits for it);
 	// eager-dispatched assignments join it from the attempt that got them.
@@ -233,6 +241,7 @@ func Run(ctx context.Context, opts Options) error {
 // any goroutine. Cancelling Run's context does the same.
 func (a *Agent) Drain() {
 	a.drainOnce.Do(func() { close(a.drainCh) })
+	a.dropParked("the worker is draining")
 }
 
 // Run registers the worker and works until it drains or fails.
@@ -374,6 +383,7 @@ func (a *Agent) fatal(err error) {
 			a.stopCalls()
 		}
 	})
+	a.dropParked("the agent is shutting down")
 }
 
 // callTimeout is the deadline of one heartbeat or result call: half the
@@ -546,6 +556,10 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		return
 	}
 	for _, tok := range resp.CancelLeases {
+		if a.dropParkedToken(tok) {
+			a.log.Info("coordinator cancelled a prefetched lease before its start", "token", tok)
+			continue
+		}
 		a.mu.Lock()
 		at := a.attempts[tok]
 		a.mu.Unlock()
@@ -664,10 +678,12 @@ func (a *Agent) done() bool {
 // max) is not run: its result says "lost" so the task is retried.
 //
 // Its steps: run the command (execute), free its slot (freeSlot, which
-// reserves it for the next assignment the result asks for), build the
-// result (resultOf), deliver it (settle), start what its answer assigned
-// (startNext), and remove what the attempt left in the work folder that
-// holds nothing (tidyAttempt).
+// starts a prefetched assignment in it or reserves it for the next
+// assignment the result asks for), build the result (resultOf), deliver
+// it with the start of the prefetched one and a request for the next
+// prefetch (settle), start what its answer assigned (startNext), and
+// remove what the attempt left in the work folder that holds nothing
+// (tidyAttempt).
 func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	asg := at.asg
 	log := a.log.With("task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
@@ -680,6 +696,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 
 	var ex execution
 	reserved := false
+	var started *attempt // the prefetched attempt started in this one's slot
 	defer func() {
 		if reserved { // the answer never came: give the slot to the claim loop
 			a.releaseReserved()
@@ -693,7 +710,14 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	} else {
 		log.Info("attempt started") // not the command: it may hold a sensitive value; the plan shows it
 		ex = a.execute(callCtx, at)
-		reserved = a.freeSlot()
+		started, reserved = a.freeSlot()
+		if started != nil {
+			a.attemptWG.Add(1)
+			go func() {
+				defer a.attemptWG.Done()
+				a.runAssignment(callCtx, started, true)
+			}()
+		}
 		exit := "none"
 		if ex.exitCode != nil {
 			exit = strconv.Itoa(*ex.exitCode)
@@ -708,9 +732,16 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	if reserved {
 		req.Next = 1
 	}
+	if started != nil {
+		req.Started = []int64{started.asg.FencingToken}
+	}
+	if fits && a.wantsPrefetch() {
+		req.Prefetch = 1
+	}
 	resp, accepted := a.settle(callCtx, log, asg.FencingToken, req, files)
-	if reserved {
-		a.startNext(callCtx, resp.Assignments)
+	a.cancelRefusedStarts(resp.CancelLeases)
+	if reserved || len(resp.Assignments) > 0 {
+		a.startNext(callCtx, resp.Assignments, reserved)
 		reserved = false
 	}
 	if fits {
@@ -744,23 +775,111 @@ func (a *Agent) execute(callCtx context.Context, at *attempt) execution {
 	return ex
 }
 
-// freeSlot gives back the slot of an attempt whose command has ended, and
-// wakes the claim loop. Unless the agent is done, it reserves the slot for
-// the next assignment, asked for with the result, and reports so (the
-// caller then releases it, if the answer never comes).
-func (a *Agent) freeSlot() (reserved bool) {
+// freeSlot gives back the slot of an attempt whose command has ended.
+// Unless the agent is done, the slot goes on at once: to the oldest
+// prefetched assignment, which it returns counted as running (the caller
+// starts it and reports the start with the result), or else it is
+// reserved for the next assignment asked for with the result, and freeSlot
+// reports so (the caller then releases it, if the answer never comes).
+// Otherwise it wakes the claim loop.
+func (a *Agent) freeSlot() (started *attempt, reserved bool) {
 	a.mu.Lock()
 	a.running--
-	if !a.done() {
+	switch {
+	case a.done():
+	case len(a.parked) > 0:
+		started = a.parked[0]
+		a.parked = a.parked[1:]
+		a.running++
+	default:
 		a.reserved++
 		reserved = true
 	}
 	a.mu.Unlock()
-	select {
-	case a.slotFreed <- struct{}{}:
-	default:
+	if started == nil {
+		select {
+		case a.slotFreed <- struct{}{}:
+		default:
+		}
 	}
-	return reserved
+	return started, reserved
+}
+
+// wantsPrefetch reports whether a result should ask for a prefetched
+// lease: the worker prefetches, is not done, and holds none.
+func (a *Agent) wantsPrefetch() bool {
+	if a.opts.NoPrefetch || a.done() {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.parked) == 0
+}
+
+// park holds a prefetched assignment until a slot frees (freeSlot), or
+// drops it when the agent is done. The heartbeats report it, which renews
+// its lease.
+func (a *Agent) park(asg protocol.Assignment) {
+	at := a.hold(asg, false)
+	if at == nil {
+		a.log.Warn("the coordinator granted a lease the worker already holds: ignoring the duplicate",
+			"task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
+		return
+	}
+	a.mu.Lock()
+	a.parked = append(a.parked, at)
+	a.mu.Unlock()
+	if a.done() {
+		a.dropParked("the worker is draining")
+	}
+}
+
+// dropParked lets go of the prefetched assignments not started: the
+// heartbeats stop reporting them, so the coordinator hands their leases
+// back at no cost (as it does when the worker leaves).
+func (a *Agent) dropParked(why string) {
+	a.mu.Lock()
+	dropped := a.parked
+	a.parked = nil
+	for _, at := range dropped {
+		delete(a.attempts, at.asg.FencingToken)
+		at.end()
+	}
+	a.mu.Unlock()
+	for _, at := range dropped {
+		a.log.Info("prefetched assignment not started", "task", at.asg.Task, "attempt", at.asg.Attempt, "token", at.asg.FencingToken, "why", why)
+	}
+}
+
+// dropParkedToken lets go of one prefetched assignment not started (its
+// lease was cancelled), reporting whether it was one.
+func (a *Agent) dropParkedToken(tok int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, at := range a.parked {
+		if at.asg.FencingToken == tok {
+			a.parked = append(a.parked[:i:i], a.parked[i+1:]...)
+			delete(a.attempts, tok)
+			at.end()
+			return true
+		}
+	}
+	return false
+}
+
+// cancelRefusedStarts stops the attempts whose reported start the
+// coordinator refused (their leases are gone).
+func (a *Agent) cancelRefusedStarts(tokens []int64) {
+	for _, tok := range tokens {
+		a.mu.Lock()
+		at := a.attempts[tok]
+		a.mu.Unlock()
+		if at == nil {
+			continue
+		}
+		a.log.Warn("coordinator refused a prefetched attempt's start: stopping it", "task", at.asg.Task, "attempt", at.asg.Attempt, "token", tok)
+		at.stop("stopped: the coordinator refused its start (the lease is no longer active)")
+	}
 }
 
 // resultOf builds the result of an attempt that ended as ex: its exit,
@@ -819,7 +938,8 @@ func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, r
 	entry := ""
 	if a.spool != nil {
 		kept := req
-		kept.Next = 0 // a later agent that delivers it has no slot to fill
+		kept.Next, kept.Prefetch = 0, 0 // a later agent that delivers it has no slot to fill
+		kept.Started = nil              // nor this worker's attempts to report
 		e, spooled, err := a.spool.put(token, kept, files)
 		if err != nil {
 			log.Warn("spooling the result failed; posting it from the attempt's files", "err", err)
@@ -842,22 +962,50 @@ func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, r
 }
 
 // startNext runs the assignments a result's answer carried (eager
-// dispatch) in the slot the attempt reserved, then gives the reservation
-// back. The first fits the reserved slot; any more (a coordinator that
-// gave more than next) are not run, and their results say so.
-func (a *Agent) startNext(callCtx context.Context, asgs []protocol.Assignment) {
-	for i, asg := range asgs {
-		at := a.hold(asg, i == 0)
+// dispatch) in the slot the attempt reserved, if it reserved one, then
+// gives the reservation back, and parks the prefetched ones. The first
+// started one fits the reserved slot; any more (a coordinator that gave
+// more than next) are not run, and their results say so. A reserved slot
+// that no started assignment fills goes to a parked one (whose own result
+// then reports its start).
+func (a *Agent) startNext(callCtx context.Context, asgs []protocol.Assignment, reserved bool) {
+	run := func(at *attempt, fits bool) {
+		a.attemptWG.Add(1)
+		go func() {
+			defer a.attemptWG.Done()
+			a.runAssignment(callCtx, at, fits)
+		}()
+	}
+	slot := reserved
+	for _, asg := range asgs {
+		if asg.Prefetched {
+			a.park(asg)
+			continue
+		}
+		at := a.hold(asg, slot)
 		if at == nil {
 			a.log.Warn("the coordinator granted a lease the worker already holds: ignoring the duplicate",
 				"task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
 			continue
 		}
-		a.attemptWG.Add(1)
-		go func() {
-			defer a.attemptWG.Done()
-			a.runAssignment(callCtx, at, i == 0)
-		}()
+		run(at, slot)
+		slot = false
+	}
+	if !reserved {
+		return
+	}
+	if slot && !a.done() {
+		a.mu.Lock()
+		var at *attempt
+		if len(a.parked) > 0 {
+			at = a.parked[0]
+			a.parked = a.parked[1:]
+			a.running++
+		}
+		a.mu.Unlock()
+		if at != nil {
+			run(at, true)
+		}
 	}
 	a.releaseReserved()
 }

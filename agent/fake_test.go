@@ -50,6 +50,13 @@ type fakeCoord struct {
 	puts  int // uploads received
 	// rejectAll, when set, answers every result rejected with this reason.
 	rejectAll string
+	// eager answers a result with up to its next assignments from the
+	// queue, then up to its prefetch (one unstarted at most, counted in
+	// unstarted until a result reports its start) marked prefetched.
+	eager     bool
+	unstarted map[int64]bool
+	// refuseStarts answers every reported start in cancel_leases.
+	refuseStarts bool
 }
 
 type heartbeatRec struct {
@@ -263,7 +270,32 @@ func (f *fakeCoord) handler() http.Handler {
 			reply(w, protocol.ResultResponse{Decision: protocol.DecisionRejected, Reason: reject})
 			return
 		}
-		reply(w, protocol.ResultResponse{Decision: protocol.DecisionAccepted})
+		f.mu.Lock()
+		resp := protocol.ResultResponse{Decision: protocol.DecisionAccepted}
+		for _, tok := range req.Started {
+			if f.refuseStarts {
+				resp.CancelLeases = append(resp.CancelLeases, tok)
+			}
+			delete(f.unstarted, tok)
+		}
+		delete(f.unstarted, token) // a result is its lease's start too
+		if f.eager {
+			n := min(req.Next, len(f.queue))
+			resp.Assignments = slices.Clone(f.queue[:n])
+			f.queue = f.queue[n:]
+			if req.Prefetch > 0 && len(f.unstarted) == 0 && len(f.queue) > 0 {
+				a := f.queue[0]
+				f.queue = f.queue[1:]
+				a.Prefetched = true
+				if f.unstarted == nil {
+					f.unstarted = map[int64]bool{}
+				}
+				f.unstarted[a.FencingToken] = true
+				resp.Assignments = append(resp.Assignments, a)
+			}
+		}
+		f.mu.Unlock()
+		reply(w, resp)
 	}))
 	return mux
 }

@@ -50,6 +50,8 @@ type LeaseInfo struct {
 	Status       string    `json:"status"`
 	GrantedAt    time.Time `json:"granted_at"`
 	ExpiresAt    time.Time `json:"expires_at"`
+	// Unstarted: a prefetched lease whose attempt has not started.
+	Unstarted bool `json:"unstarted,omitempty"`
 }
 
 // LeaseLookupRequest is the body of POST /v1/operator/lease: the task whose

@@ -235,6 +235,14 @@ type Assignment struct {
 	Inputs    []InputFile `json:"inputs,omitempty"`
 	TimeoutMS int64       `json:"timeout_ms"`
 	ExpiresAt time.Time   `json:"expires_at"`
+	// Prefetched: the lease is granted beyond the worker's capacity and
+	// unstarted (ResultRequest.Prefetch). The worker starts its attempt
+	// when one of its slots frees, and reports the start in
+	// ResultRequest.Started of the result it posts next (the attempt's own
+	// result reports it too). Until then heartbeats renew it, its timeout
+	// does not run, and it goes back at no cost if the worker drains,
+	// leaves or is lost.
+	Prefetched bool `json:"prefetched,omitempty"`
 }
 
 // ResultRequest is the body of POST /v1/leases/{token}/result.
@@ -280,6 +288,17 @@ type ResultRequest struct {
 	// worker's free capacity once this lease has ended, and never while
 	// the coordinator drains or stops granting. 0 asks for none.
 	Next int `json:"next,omitempty"`
+	// Prefetch asks, besides Next, for up to Prefetch leases granted
+	// beyond the worker's capacity, unstarted (Assignment.Prefetched);
+	// the coordinator lets a worker hold at most one unstarted lease, and
+	// grants them on the terms of Next. 0 asks for none.
+	Prefetch int `json:"prefetch,omitempty"`
+	// Started lists the tokens of the worker's prefetched leases whose
+	// attempts it started since it last posted a result: each start is
+	// taken, whatever the decision on this result, when its lease is the
+	// worker's, active and unexpired (its timeout counts from then on);
+	// else the answer lists it in CancelLeases. At most MaxStarted.
+	Started []int64 `json:"started,omitempty"`
 	// Recommendations is the content of the attempt's RecommendationsFile
 	// when its command succeeded and wrote one: a JSON list of
 	// {"type": string, "input": object} (see DecodeRecommendations), at
@@ -342,7 +361,13 @@ type ResultResponse struct {
 	// request's Next; see ResultRequest.Next). A worker that did not ask
 	// gets none.
 	Assignments []Assignment `json:"assignments,omitempty"`
+	// CancelLeases lists the tokens of the request's Started whose start
+	// was refused (the lease is gone): the worker stops those attempts.
+	CancelLeases []int64 `json:"cancel_leases,omitempty"`
 }
+
+// MaxStarted bounds ResultRequest.Started.
+const MaxStarted = 64
 
 // Error codes of protocol.Error beyond the generic ones.
 const (

@@ -149,6 +149,10 @@ func (t *Tx) ReleaseLease(token int64, reason string, now time.Time) (released b
 	if l.Status != LeaseActive {
 		return false, nil
 	}
+	if l.Unstarted {
+		_, err := t.returnUnstarted(l, LeaseReleased, reason, now)
+		return err == nil, err
+	}
 	if err := endLeaseTx(t.ctx, t, l, LeaseReleased, "", reason, now); err != nil {
 		return false, err
 	}

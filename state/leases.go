@@ -15,7 +15,15 @@ type GrantRequest struct {
 	WorkerID string        // an active worker
 	Timeout  time.Duration // the task's timeout, > 0
 	Grace    time.Duration // lease grace after the timeout, >= 0
+	// Prefetched grants the lease unstarted, beyond the worker's capacity:
+	// expires_at = now + worker ttl, no hard expiry (UnstartedHardExpiry)
+	// until StartLeases starts it.
+	Prefetched bool
 }
+
+// UnstartedHardExpiry is the hard expiry of an unstarted lease: no bound
+// (9999-12-31T23:59:59.999Z) until its start sets start + timeout + grace.
+var UnstartedHardExpiry = time.UnixMilli(253402300799999).UTC()
 
 // GrantLease grants a lease in one write transaction:
 //
@@ -98,11 +106,15 @@ func grantWritesTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string
 	}
 	nowMS := ms(now)
 	hard := nowMS + durMS(req.Timeout) + durMS(req.Grace)
+	unstarted := 0
+	if req.Prefetched {
+		hard, unstarted = ms(UnstartedHardExpiry), 1
+	}
 	expires := min(nowMS+ttlMS, hard)
 	_, err := tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
-			granted_at, renewed_at, expires_at, hard_expires_at)
-		VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`,
-		token, req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard)
+			granted_at, renewed_at, expires_at, hard_expires_at, unstarted)
+		VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)`,
+		token, req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard, unstarted)
 	if isUniqueViolation(err, "leases.task") {
 		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, ErrLeaseHeld)
 	}
@@ -120,12 +132,12 @@ func grantWritesTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string
 	return Lease{
 		Token: token, Task: req.Task, DefHash: defHash, WorkerID: req.WorkerID, Attempt: attempt,
 		Status: LeaseActive, GrantedAt: fromMS(nowMS), RenewedAt: fromMS(nowMS),
-		ExpiresAt: fromMS(expires), HardExpiresAt: fromMS(hard),
+		ExpiresAt: fromMS(expires), HardExpiresAt: fromMS(hard), Unstarted: req.Prefetched,
 	}, nil
 }
 
 const leaseColumns = `token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at,
-	expires_at, hard_expires_at, ended_at`
+	expires_at, hard_expires_at, ended_at, unstarted`
 
 func scanLease(r scanner) (Lease, error) {
 	var l Lease
@@ -133,7 +145,7 @@ func scanLease(r scanner) (Lease, error) {
 	var granted, renewed, expires, hard int64
 	var ended sql.NullInt64
 	if err := r.Scan(&l.Token, &l.Task, &l.DefHash, &l.WorkerID, &l.Attempt, &status,
-		&granted, &renewed, &expires, &hard, &ended); err != nil {
+		&granted, &renewed, &expires, &hard, &ended, &l.Unstarted); err != nil {
 		return Lease{}, err
 	}
 	l.Status = LeaseStatus(status)

@@ -85,6 +85,9 @@ type AttemptOutcome struct {
 	// Queued lists dependents that became queued; Cancelled lists
 	// dependents cancelled because the task failed for good.
 	Queued, Cancelled []string
+	// Unstarted: the lease was a prefetched one that never started; it
+	// went back at no cost (Class "", Status queued, no Retry).
+	Unstarted bool
 }
 
 // settle settles the task of an attempt that just ended with class ("" =

@@ -133,8 +133,12 @@ func (s *Store) SweepDue(ctx context.Context, now time.Time) (bool, error) {
 }
 
 // lose ends an active lease with status (expired or revoked), its attempt
-// with class lost, appends the lease's event and settles the task.
+// with class lost, appends the lease's event and settles the task. An
+// unstarted lease goes back at no cost instead (returnUnstarted).
 func (t *Tx) lose(l Lease, status LeaseStatus, kind, why string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
+	if l.Unstarted {
+		return t.returnUnstarted(l, status, why, now)
+	}
 	if err := endLeaseTx(t.ctx, t, l, status, FailureClassLost, why, now); err != nil {
 		return AttemptOutcome{}, err
 	}

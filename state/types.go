@@ -85,6 +85,10 @@ type Lease struct {
 	ExpiresAt     time.Time // min(RenewedAt + worker ttl, HardExpiresAt)
 	HardExpiresAt time.Time // GrantedAt + timeout + grace; no renewal goes past it
 	EndedAt       time.Time // zero while Status is active
+	// Unstarted: a prefetched lease whose attempt its worker has not
+	// reported started (GrantRequest.Prefetched); HardExpiresAt is
+	// UnstartedHardExpiry until then.
+	Unstarted bool
 }
 
 // Attempt is one try of a task.

@@ -27,6 +27,8 @@ type leaseJSON struct {
 	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
 	HardExpiresAt *time.Time `json:"hard_expires_at,omitempty"`
 	EndedAt       *time.Time `json:"ended_at,omitempty"`
+	// Unstarted: a prefetched lease whose attempt has not started (1.10).
+	Unstarted bool `json:"unstarted,omitempty"`
 }
 
 // Run prints one row per lease ever granted (every status), by fencing token: task, attempt, worker,
@@ -75,5 +77,5 @@ func (e *env) readLeases() (leases []state.Lease, path string, exists bool, err 
 func newLeaseJSON(l state.Lease) leaseJSON {
 	return leaseJSON{FencingToken: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: l.WorkerID, DefHash: l.DefHash,
 		Status: string(l.Status), GrantedAt: views.JSONTime(l.GrantedAt), RenewedAt: views.JSONTime(l.RenewedAt), ExpiresAt: views.JSONTime(l.ExpiresAt),
-		HardExpiresAt: views.JSONTime(l.HardExpiresAt), EndedAt: views.JSONTime(l.EndedAt)}
+		HardExpiresAt: views.JSONTime(l.HardExpiresAt), EndedAt: views.JSONTime(l.EndedAt), Unstarted: l.Unstarted}
 }

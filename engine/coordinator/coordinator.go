@@ -293,12 +293,18 @@ type workerState struct {
 	// granting them; pending counts the tasks they picked (each takes a
 	// slot until its write is settled); idleSince is when it last held
 	// no lease.
-	picking   int
-	pending   int
-	idleSince time.Time
-	lastSeen  time.Time // its registration or its last heartbeat
-	seq       int       // its launch sequence, or 0
-	session   [32]byte  // SHA-256 of its session token
+	picking int
+	pending int
+	// unstarted counts its prefetched leases whose start it has not
+	// reported (among held); pendingPrefetch counts the picks of pending
+	// that are granted unstarted. At most one of its leases is unstarted
+	// or pending so (maxUnstarted).
+	unstarted       int
+	pendingPrefetch int
+	idleSince       time.Time
+	lastSeen        time.Time // its registration or its last heartbeat
+	seq             int       // its launch sequence, or 0
+	session         [32]byte  // SHA-256 of its session token
 	// expected are the blobs this worker may upload, by the lease token
 	// of its result that was answered missing them (several of its results
 	// upload at once when its capacity is above 1; one decided clears only
@@ -321,6 +327,23 @@ type leaseState struct {
 	// written; that result counted this lease's slot as free, and no
 	// other may (pickNext).
 	ending bool
+	// unstarted: a prefetched lease whose start its worker has not
+	// reported (docs/design.md §3, prefetched leases).
+	unstarted bool
+}
+
+// maxUnstarted is how many prefetched leases a worker may hold unstarted.
+const maxUnstarted = 1
+
+// startedFree is the number of w's slots free for started leases: its
+// capacity less its started leases and its picks being granted started.
+func (w *workerState) startedFree() int {
+	return w.pool.rt.Capacity - (w.held - w.unstarted) - (w.pending - w.pendingPrefetch)
+}
+
+// prefetchFree is the number of leases w may still be granted unstarted.
+func (w *workerState) prefetchFree() int {
+	return maxUnstarted - w.unstarted - w.pendingPrefetch
 }
 
 // New checks opts, makes the operator credential (crypto/rand,
@@ -568,7 +591,7 @@ func (c *Coordinator) load(ctx context.Context) error {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	for _, l := range active {
-		c.leases[l.Token] = &leaseState{task: l.Task, worker: l.WorkerID, attempt: l.Attempt}
+		c.leases[l.Token] = &leaseState{task: l.Task, worker: l.WorkerID, attempt: l.Attempt, unstarted: l.Unstarted}
 	}
 	now := c.now()
 	for _, ts := range c.order {
@@ -1158,6 +1181,9 @@ func (c *Coordinator) depsSucceeded(ts *taskState) bool {
 // endLeaseLocked forgets an ended lease.
 func (c *Coordinator) endLeaseLocked(token int64) {
 	if l := c.leases[token]; l != nil {
+		if w := c.workers[l.worker]; w != nil && l.unstarted && w.unstarted > 0 {
+			w.unstarted--
+		}
 		if w := c.workers[l.worker]; w != nil && w.held > 0 {
 			if w.held--; w.held == 0 {
 				w.idleSince = c.now()
@@ -1174,10 +1200,12 @@ func (c *Coordinator) applyOutcomeLocked(out state.AttemptOutcome, now time.Time
 	c.endLeaseLocked(out.Token)
 	pool := c.poolOfWorker(out.WorkerID)
 	kind := EventFailed
-	switch out.Status {
-	case state.TaskSucceeded:
+	switch {
+	case out.Unstarted:
+		kind = EventReleased // a prefetched lease that never started: no attempt ran
+	case out.Status == state.TaskSucceeded:
 		kind = EventSucceeded
-	case state.TaskQueued:
+	case out.Status == state.TaskQueued:
 		kind = EventRetried
 	}
 	evs = append(evs, Event{At: now, Kind: kind, Task: out.Task, WorkerID: out.WorkerID, Pool: pool,

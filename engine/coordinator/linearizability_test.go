@@ -57,6 +57,11 @@ type linConfig struct {
 	// real clock and kills it (SIGKILL) that many times while calls are
 	// in flight (linearizability_crash_test.go).
 	Kills int
+	// Prefetch is the chance that a result asks for a prefetched lease
+	// (docs/design.md §3, prefetched leases); a worker then starts the
+	// one it holds with its next result. Not with Kills: a result of
+	// unknown outcome would have to grant any task, started or not.
+	Prefetch float64
 }
 
 const (
@@ -387,7 +392,10 @@ type linWorker struct {
 type linHeld struct {
 	a      protocol.Assignment
 	doneAt int64 // fake ms at which the attempt ends
-	cancel bool  // a heartbeat answered it in cancel_leases
+	cancel bool  // a heartbeat (or a result, of its start) answered it in cancel_leases
+	// unstarted: a prefetched lease whose start the worker has not
+	// reported; its own result reports it too.
+	unstarted bool
 }
 
 func (w *linWorker) now() int64 {
@@ -549,7 +557,7 @@ func (w *linWorker) claim() {
 	var resp protocol.ClaimResponse
 	err := w.lc.do(linCall{kind: linGrant, client: w.client, worker: w.id, epoch: w.epoch}, func(rec *linCall) error {
 		var err error
-		resp, err = w.api.Claim(ctx, w.id, protocol.ClaimRequest{Max: linCapacity - len(w.held), WaitMS: wait})
+		resp, err = w.api.Claim(ctx, w.id, protocol.ClaimRequest{Max: max(1, linCapacity-w.startedHeld()), WaitMS: wait})
 		rec.asg = resp.Assignments
 		return err
 	})
@@ -557,22 +565,38 @@ func (w *linWorker) claim() {
 		return
 	}
 	w.idle = len(resp.Assignments) == 0
-	now, ttl := w.now(), linTTL.Milliseconds()
 	if len(resp.Assignments) > 0 {
-		w.renewed = max(w.renewed, now)
+		w.renewed = max(w.renewed, w.now())
 	}
-	for _, a := range resp.Assignments {
+	w.hold(resp.Assignments)
+}
+
+// hold takes the assignments of a claim's or a result's answer.
+func (w *linWorker) hold(asg []protocol.Assignment) {
+	now, ttl := w.now(), linTTL.Milliseconds()
+	for _, a := range asg {
 		// Most attempts end within a ttl, some run for several (their
 		// leases live on heartbeats, or reach timeout + grace).
 		d := w.rng.Int64N(ttl)
 		if w.rng.IntN(4) == 0 {
 			d = ttl + w.rng.Int64N(3*ttl)
 		}
-		w.held[a.FencingToken] = &linHeld{a: a, doneAt: now + d}
+		w.held[a.FencingToken] = &linHeld{a: a, doneAt: now + d, unstarted: a.Prefetched}
 		w.lc.mu.Lock()
 		w.lc.granted = append(w.lc.granted, linGranted{a: a, worker: w.id})
 		w.lc.mu.Unlock()
 	}
+}
+
+// startedHeld counts the held leases that are not unstarted.
+func (w *linWorker) startedHeld() int {
+	n := 0
+	for _, h := range w.held {
+		if !h.unstarted {
+			n++
+		}
+	}
+	return n
 }
 
 // finish posts the result of a held lease, as the agent does (key
@@ -581,6 +605,21 @@ func (w *linWorker) finish(h *linHeld, class string) {
 	delete(w.held, h.a.FencingToken)
 	w.ended = append(w.ended, h.a)
 	req := w.result(h.a, h.a.Attempt, fmt.Sprintf("%s-%d", w.id, h.a.FencingToken), class)
+	if w.lc.cfg.Prefetch > 0 {
+		// As the agent does: the attempt that ends starts the prefetched
+		// one held, reported with this result, which asks for the next.
+		for _, o := range w.sortedHeld() {
+			if o.unstarted {
+				o.unstarted = false
+				o.doneAt = w.now() + w.rng.Int64N(linTTL.Milliseconds())
+				req.Started = []int64{o.a.FencingToken}
+				break
+			}
+		}
+		if w.rng.Float64() < w.lc.cfg.Prefetch {
+			req.Prefetch = 1
+		}
+	}
 	switch r := w.rng.Float64(); {
 	case r < 0.1:
 		api, rec := w.api, linCall{kind: linResult, client: w.client + 100, worker: w.id, epoch: w.epoch}
@@ -588,7 +627,7 @@ func (w *linWorker) finish(h *linHeld, class string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = w.lc.postAs(api, rec, h.a.FencingToken, req)
+			_ = w.lc.postAs(api, rec, h.a.FencingToken, req, nil) // what it grants, the worker does not hold
 		}()
 		w.post(h.a.FencingToken, req)
 		wg.Wait()
@@ -614,21 +653,36 @@ func (w *linWorker) result(a protocol.Assignment, attempt int, key, class string
 		ExitCode: code, FailureClass: class, StartedAt: ct0, EndedAt: ct0}
 }
 
-// post posts req for token and reports whether it was answered.
+// post posts req for token and reports whether it was answered; it takes
+// the leases the answer granted and the starts it refused.
 func (w *linWorker) post(token int64, req protocol.ResultRequest) bool {
-	err := w.lc.postAs(w.api, linCall{kind: linResult, client: w.client, worker: w.id, epoch: w.epoch}, token, req)
+	var resp protocol.ResultResponse
+	err := w.lc.postAs(w.api, linCall{kind: linResult, client: w.client, worker: w.id, epoch: w.epoch}, token, req, &resp)
 	w.lost(err)
-	return err == nil
+	if err != nil {
+		return false
+	}
+	w.hold(resp.Assignments)
+	for _, tok := range resp.CancelLeases {
+		if h := w.held[tok]; h != nil {
+			h.cancel = true
+		}
+	}
+	return true
 }
 
-// postAs posts req for token with api, recorded as rec.
-func (lc *linCluster) postAs(api *protocol.Client, rec linCall, token int64, req protocol.ResultRequest) error {
+// postAs posts req for token with api, recorded as rec, its answer in
+// resp when not nil.
+func (lc *linCluster) postAs(api *protocol.Client, rec linCall, token int64, req protocol.ResultRequest, resp *protocol.ResultResponse) error {
 	ctx, cancel := callCtx()
 	defer cancel()
 	rec.token, rec.req = token, req
 	return lc.do(rec, func(rec *linCall) error {
 		var err error
 		rec.res, err = api.PostResult(ctx, token, req)
+		if resp != nil {
+			*resp = rec.res
+		}
 		return err
 	})
 }
@@ -850,6 +904,15 @@ func countCalls(calls []linCall) map[string]int {
 			if c.res.Duplicate {
 				k += " duplicate"
 			}
+			for _, a := range c.res.Assignments {
+				if a.Prefetched {
+					n["result granted prefetched"]++
+				} else {
+					n["result granted started"]++
+				}
+			}
+			n["start reported"] += len(c.req.Started)
+			n["start refused"] += len(c.res.CancelLeases)
 		case c.kind == linHeartbeat && len(c.cancelled) > 0:
 			k += " cancel"
 		case c.kind == linSweep && len(c.expired) > 0:
@@ -917,7 +980,7 @@ func linOperations(calls []linCall, confs map[string]linTaskConf, atomic bool) [
 	slices.Sort(tasks)
 	taskOf := map[int64]string{}
 	for _, c := range calls {
-		for _, a := range c.asg {
+		for _, a := range c.granted() {
 			taskOf[a.FencingToken] = a.Task
 		}
 	}
@@ -974,13 +1037,28 @@ func linOperations(calls []linCall, confs map[string]linTaskConf, atomic bool) [
 				}
 			}
 		case linResult:
+			// In the write's order: the starts it reports, the result,
+			// the leases it grants.
+			for _, tok := range c.req.Started {
+				if task, ok := taskOf[tok]; ok {
+					var cancelled []int64
+					if slices.Contains(c.res.CancelLeases, tok) {
+						cancelled = []int64{tok}
+					}
+					add(c, linInput{Part: task, Kind: linStart, Token: tok}, linOutput{Cancelled: cancelled})
+				}
+			}
 			add(c, linInput{Part: c.req.Task, Kind: linResult, Token: c.token, Attempt: c.req.Attempt, Key: c.req.IdempotencyKey, Class: c.req.FailureClass},
 				linOutput{Decision: c.res.Decision, Reason: c.res.Reason, Duplicate: c.res.Duplicate})
+			for _, a := range c.res.Assignments {
+				add(c, linInput{Part: a.Task, Kind: linGrant, Token: a.FencingToken, Attempt: a.Attempt, ExpiresAt: fakeMS(a.ExpiresAt), Prefetched: a.Prefetched}, linOutput{})
+				add(c, linInput{Part: linTokens, Kind: linGrant, Token: a.FencingToken}, linOutput{})
+			}
 		case linLookup:
 			var out linOutput
 			if l := c.lease; l != nil {
 				out.Lease = &linLeaseView{Token: l.FencingToken, Worker: l.WorkerID, Attempt: l.Attempt, Status: state.LeaseStatus(l.Status),
-					Granted: fakeMS(l.GrantedAt), Expires: fakeMS(l.ExpiresAt)}
+					Granted: fakeMS(l.GrantedAt), Expires: fakeMS(l.ExpiresAt), Unstarted: l.Unstarted}
 			}
 			add(c, linInput{Part: c.task, Kind: linLookup}, out)
 		case linSweep, linRevoke, linRestart:
@@ -996,6 +1074,15 @@ func linOperations(calls []linCall, confs map[string]linTaskConf, atomic bool) [
 		}
 	}
 	return ops
+}
+
+// granted lists the leases the call granted: a claim's assignments, or
+// those a result's answer carried.
+func (c linCall) granted() []protocol.Assignment {
+	if c.kind == linResult {
+		return c.res.Assignments
+	}
+	return c.asg
 }
 
 // linHold is a lease a worker may hold from the call of the claim that
@@ -1017,7 +1104,7 @@ func linHolding(calls []linCall) map[string]map[string][]linHold {
 	}
 	var grants []grant
 	for _, c := range calls {
-		for _, a := range c.asg {
+		for _, a := range c.granted() {
 			grants = append(grants, grant{c.worker, a.Task, linHold{token: a.FencingToken, from: c.call, to: math.MaxInt64}})
 		}
 	}
@@ -1035,10 +1122,11 @@ func linHolding(calls []linCall) map[string]map[string][]linHold {
 			switch c.kind {
 			case linResult:
 				ended = c.token == g.hold.token && c.res.Decision == protocol.DecisionAccepted
-			case linGrant:
-				for _, a := range c.asg {
-					ended = ended || a.Task == g.task && a.FencingToken > g.hold.token
-				}
+			}
+			for _, a := range c.granted() {
+				ended = ended || a.Task == g.task && a.FencingToken > g.hold.token
+			}
+			switch c.kind {
 			case linLookup:
 				ended = c.lease != nil && c.task == g.task &&
 					(c.lease.FencingToken > g.hold.token || c.lease.FencingToken == g.hold.token && c.lease.Status != string(state.LeaseActive))
@@ -1100,6 +1188,7 @@ func TestLinearizability(t *testing.T) {
 	for i, cfg := range []linConfig{
 		{Seed: 1, Workers: 4, Tasks: 30, Calls: 800, Revoke: true, Restart: true, Vanish: 0.01, Misbehave: 0.1, AtomicHeartbeats: true},
 		{Seed: 2, Workers: 3, Tasks: 12, Calls: 500, Restart: true, Vanish: 0.03, Misbehave: 0.2, AtomicHeartbeats: true},
+		{Seed: 3, Workers: 3, Tasks: 20, Calls: 600, Revoke: true, Vanish: 0.02, Misbehave: 0.1, AtomicHeartbeats: true, Prefetch: 0.7},
 	} {
 		run := runLinHistory(t, cfg, t.TempDir(), time.Minute)
 		for _, e := range run.Errors {
@@ -1262,6 +1351,8 @@ func TestLinearizabilityLong(t *testing.T) {
 			AtomicHeartbeats: os.Getenv("WDC_LINEARIZABILITY_TWO_STEP_HEARTBEATS") != "1"}
 		if maxKills > 0 {
 			cfg.Kills = 1 + rng.IntN(maxKills)
+		} else if rng.IntN(2) == 0 {
+			cfg.Prefetch = rng.Float64()
 		}
 		dir, err := os.MkdirTemp(t.TempDir(), "history")
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -279,7 +280,7 @@ func (c *Coordinator) Claim(ctx context.Context, s Session, max int, wait time.D
 		wake := c.wake
 		var picks []*taskState
 		if !c.stopped && w.status == state.WorkerActive {
-			picks = c.pickLocked(w, min(max, w.pool.rt.Capacity-w.held-w.pending), c.now(), tried)
+			picks = c.pickLocked(w, min(max, w.startedFree()), c.now(), tried)
 		}
 		if len(picks) > 0 {
 			w.picking++ // DrainWorker leaves it alone until the grant is done
@@ -358,10 +359,10 @@ func (c *Coordinator) grant(ctx context.Context, w *workerState, picks []*taskSt
 	err := c.store.Write(ctx, func(tx *state.Tx) error {
 		now = c.now()
 		tries = tries[:0]
-		return c.grantTx(tx, w, picks, now, &tries)
+		return c.grantTx(tx, w, picks, 0, now, &tries)
 	}, func(err error) {
 		c.mu.Lock()
-		evs := c.grantedLocked(w, picks, tries, err, now)
+		evs := c.grantedLocked(w, picks, 0, tries, err, now)
 		c.mu.Unlock()
 		c.emit(evs)
 	})
@@ -392,16 +393,17 @@ func (c *Coordinator) grant(ctx context.Context, w *workerState, picks []*taskSt
 	return asg, nil
 }
 
-// grantTx tries to lease each pick to w inside tx, appending what became
-// of it to tries; it stops at the first pick that fails for a reason other
-// than a lost race. It returns an error only for a broken transaction.
-func (c *Coordinator) grantTx(tx *state.Tx, w *workerState, picks []*taskState, now time.Time, tries *[]grantTry) error {
-	for _, ts := range picks {
+// grantTx tries to lease each pick to w inside tx, the last prefetched of
+// them unstarted, appending what became of it to tries; it stops at the
+// first pick that fails for a reason other than a lost race. It returns an
+// error only for a broken transaction.
+func (c *Coordinator) grantTx(tx *state.Tx, w *workerState, picks []*taskState, prefetched int, now time.Time, tries *[]grantTry) error {
+	for i, ts := range picks {
 		g := grantTry{ts: ts}
 		g.err = tx.Part(func() error {
 			var err error
 			g.lease, err = tx.ClaimLease(state.GrantRequest{Task: ts.rt.Address, WorkerID: w.id,
-				Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace}, now)
+				Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace, Prefetched: i >= len(picks)-prefetched}, now)
 			return err
 		})
 		switch {
@@ -425,12 +427,14 @@ func (c *Coordinator) grantTx(tx *state.Tx, w *workerState, picks []*taskState, 
 
 // grantedLocked brings memory in line with a grant's tries (err: the
 // write's error, when the whole write failed) and returns the leased
-// events. Every pick stops claiming. mu must be held.
-func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, tries []grantTry, err error, now time.Time) []Event {
+// events. Every pick stops claiming; the last prefetched of them were to
+// be granted unstarted. mu must be held.
+func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, prefetched int, tries []grantTry, err error, now time.Time) []Event {
 	for _, ts := range picks {
 		ts.claiming = false
 	}
 	w.pending -= len(picks)
+	w.pendingPrefetch -= prefetched
 	if err != nil {
 		return nil
 	}
@@ -440,12 +444,17 @@ func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, tries []
 		case g.err == nil:
 			l := g.lease
 			c.setStatus(g.ts, state.TaskRunning)
-			c.leases[l.Token] = &leaseState{task: l.Task, worker: w.id, attempt: l.Attempt}
+			c.leases[l.Token] = &leaseState{task: l.Task, worker: w.id, attempt: l.Attempt, unstarted: l.Unstarted}
 			w.held++
+			msg := fmt.Sprintf("attempt %d, expires %s", l.Attempt, l.ExpiresAt.Format(time.RFC3339))
+			if l.Unstarted {
+				w.unstarted++
+				msg = fmt.Sprintf("attempt %d, prefetched: starts when a slot of its worker frees; expires %s unless renewed", l.Attempt, l.ExpiresAt.Format(time.RFC3339))
+			}
 			c.granted++
 			w.pool.metrics.leasesGranted.Inc()
 			evs = append(evs, Event{At: now, Kind: EventLeased, Task: l.Task, WorkerID: w.id, Pool: w.pool.rt.Name,
-				Attempt: l.Attempt, Token: l.Token, Message: fmt.Sprintf("attempt %d, expires %s", l.Attempt, l.ExpiresAt.Format(time.RFC3339))})
+				Attempt: l.Attempt, Token: l.Token, Message: msg})
 		case g.fresh != nil:
 			c.setStatus(g.ts, g.fresh.Status)
 		case g.worker != nil:
@@ -473,7 +482,7 @@ func (c *Coordinator) assignment(ctx context.Context, w *workerState, ts *taskSt
 	return protocol.Assignment{
 		Task: l.Task, Attempt: l.Attempt, FencingToken: l.Token, DefHash: l.DefHash,
 		Definition: ts.rt.Definition, WorkDir: workDir, DepHashes: ts.rt.DepHashes, Inputs: inputs,
-		TimeoutMS: ts.rt.Timeout.Milliseconds(), ExpiresAt: l.ExpiresAt,
+		TimeoutMS: ts.rt.Timeout.Milliseconds(), ExpiresAt: l.ExpiresAt, Prefetched: l.Unstarted,
 	}
 }
 
@@ -510,7 +519,8 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 	defer c.wmu.RUnlock()
 	rw := &resultWrite{c: c, poster: poster, token: token, req: req, in: in,
 		interrupted: in.Class == state.FailureClassLost && c.isInterrupted(), why: "apply interrupted; " + req.Error}
-	rw.picks, rw.ending = c.pickNext(poster, token, req.Next)
+	rw.starts, rw.unknownStarts = c.takeStarts(poster, req.Started)
+	rw.picks, rw.ending, rw.prefetched = c.pickNext(poster, token, req.Next, req.Prefetch)
 	if in.Class == state.FailureClassFailure {
 		rw.tail = c.stderrTail(in.Artifacts) // read before the write: the committer does no file reads
 	}
@@ -523,9 +533,9 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 		return protocol.ResultResponse{}, err // a refusal of checkResultOutputs among them
 	}
 	if len(rw.released) > 0 {
-		return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired}, nil
+		return protocol.ResultResponse{Decision: state.DecisionRejected, Reason: protocol.ReasonLeaseExpired, CancelLeases: rw.cancelled()}, nil
 	}
-	resp = protocol.ResultResponse{Decision: rw.dec.Decision, Reason: rw.dec.Reason, Duplicate: rw.dec.Duplicate}
+	resp = protocol.ResultResponse{Decision: rw.dec.Decision, Reason: rw.dec.Reason, Duplicate: rw.dec.Duplicate, CancelLeases: rw.cancelled()}
 	resp.Assignments, err = c.assignments(ctx, poster, rw.tries, "the answer that granted it was abandoned before it was sent")
 	if err != nil {
 		return protocol.ResultResponse{}, err
@@ -588,10 +598,17 @@ type resultWrite struct {
 	req    protocol.ResultRequest
 	in     state.ResultInput
 	// picks are the tasks picked for the worker's next leases (pickNext),
-	// ending the lease whose slot they count as free.
-	picks  []*taskState
-	ending *leaseState
-	tail   string // the stderr tail of a failed attempt
+	// the last prefetched of them to be granted unstarted, ending the
+	// lease whose slot they count as free.
+	picks      []*taskState
+	prefetched int
+	ending     *leaseState
+	// starts are the reported starts of the worker's prefetched leases
+	// (takeStarts), taken in the write; unknownStarts were refused before
+	// it, refusedStarts by it.
+	starts                       []state.LeaseStart
+	unknownStarts, refusedStarts []int64
+	tail                         string // the stderr tail of a failed attempt
 	// interrupted: the apply was interrupted and the attempt is lost; its
 	// lease is handed back with reason why instead of being settled.
 	interrupted bool
@@ -609,6 +626,14 @@ type resultWrite struct {
 func (rw *resultWrite) tx(tx *state.Tx) error {
 	rw.now = rw.c.now()
 	rw.dec, rw.released = state.ResultDecision{}, nil
+	if len(rw.starts) > 0 {
+		// The starts first, whatever the result's decision: the worker
+		// runs those attempts now.
+		var err error
+		if rw.refusedStarts, err = tx.StartLeases(rw.poster.id, rw.starts, rw.now); err != nil {
+			return err
+		}
+	}
 	if rw.interrupted {
 		// The operator stopped the apply: an attempt its worker gave up
 		// while draining is handed back, not charged to retry.max_lost.
@@ -629,9 +654,15 @@ func (rw *resultWrite) tx(tx *state.Tx) error {
 	rw.tries = rw.tries[:0]
 	if len(rw.picks) > 0 && rw.dec.Decision == state.DecisionAccepted && !rw.dec.Duplicate {
 		// Eager dispatch: the worker's next leases, in this write.
-		return rw.c.grantTx(tx, rw.poster, rw.picks, rw.now, &rw.tries)
+		return rw.c.grantTx(tx, rw.poster, rw.picks, rw.prefetched, rw.now, &rw.tries)
 	}
 	return nil
+}
+
+// cancelled lists the reported starts refused: the worker stops those
+// attempts.
+func (rw *resultWrite) cancelled() []int64 {
+	return slices.Concat(rw.unknownStarts, rw.refusedStarts)
 }
 
 // after brings memory in line with the write's outcome (err) and queues
@@ -692,7 +723,7 @@ func (rw *resultWrite) settlePicks(err error) {
 	if rw.ending != nil {
 		rw.ending.ending = false
 	}
-	evs := c.grantedLocked(rw.poster, rw.picks, rw.tries, err, rw.now)
+	evs := c.grantedLocked(rw.poster, rw.picks, rw.prefetched, rw.tries, err, rw.now)
 	c.mu.Unlock()
 	c.emit(evs)
 }
@@ -702,35 +733,73 @@ func (rw *resultWrite) settlePicks(err error) {
 // lease has ended: slots of leases held and of picks still being written
 // (its claims' and other results') are taken, and the ending lease's slot
 // counts for one result only (the lease returned is marked ending until
-// the result's write settles). None while the coordinator stops granting
-// or drains, or while the worker is not active. The picks are marked
-// claiming until the result's write settles them (grantedLocked).
-func (c *Coordinator) pickNext(poster *workerState, token int64, next int) ([]*taskState, *leaseState) {
-	if next <= 0 {
-		return nil, nil
+// the result's write settles). After those, up to prefetch more to be
+// granted unstarted (prefetched, the last of the picks), within
+// maxUnstarted. None while the coordinator stops granting or drains, or
+// while the worker is not active. The picks are marked claiming until the
+// result's write settles them (grantedLocked).
+func (c *Coordinator) pickNext(poster *workerState, token int64, next, prefetch int) (picks []*taskState, ending *leaseState, prefetched int) {
+	if next <= 0 && prefetch <= 0 {
+		return nil, nil, 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped || c.draining || poster.status != state.WorkerActive {
-		return nil, nil
+		return nil, nil, 0
 	}
-	free := poster.pool.rt.Capacity - poster.held - poster.pending
+	free, pfree := poster.startedFree(), poster.prefetchFree()
 	l := c.leases[token]
-	if l != nil && l.worker == poster.id && !l.ending {
-		free++ // the lease this result ends; a copy of this result posted at the same time may not count it too
-	} else {
+	switch {
+	case l == nil || l.worker != poster.id || l.ending:
 		l = nil
+	case l.unstarted:
+		pfree++ // the unstarted lease this result ends (its start unreported)
+	default:
+		free++ // the lease this result ends; a copy of this result posted at the same time may not count it too
 	}
-	picks := c.pickLocked(poster, min(next, free), c.now(), map[*taskState]bool{})
+	started := max(0, min(next, free))
+	picks = c.pickLocked(poster, started+max(0, min(prefetch, pfree)), c.now(), map[*taskState]bool{})
 	if len(picks) == 0 {
-		return nil, nil
+		return nil, nil, 0
 	}
+	prefetched = max(0, len(picks)-started)
 	poster.picking++
 	poster.pending += len(picks)
+	poster.pendingPrefetch += prefetched
 	if l != nil {
 		l.ending = true
 	}
-	return picks, l
+	return picks, l, prefetched
+}
+
+// takeStarts brings memory in line with the starts poster reports with a
+// result (ResultRequest.Started) and returns those the write is to take,
+// with the task's timeout and lease grace, and the refused ones: tokens of
+// no lease of poster's it knows. A lease it knows as started is passed on
+// too (an earlier post that reported it may not have been written).
+func (c *Coordinator) takeStarts(poster *workerState, tokens []int64) (starts []state.LeaseStart, refused []int64) {
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tok := range tokens {
+		l := c.leases[tok]
+		ts := (*taskState)(nil)
+		if l != nil {
+			ts = c.tasks[l.task]
+		}
+		if l == nil || l.worker != poster.id || ts == nil {
+			refused = append(refused, tok)
+			continue
+		}
+		if l.unstarted {
+			l.unstarted = false
+			poster.unstarted--
+		}
+		starts = append(starts, state.LeaseStart{Token: tok, Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace})
+	}
+	return starts, refused
 }
 
 // assignments answers the leases granted in tries (a claim's or a
@@ -757,7 +826,7 @@ func (c *Coordinator) assignments(ctx context.Context, w *workerState, tries []g
 // leaseInfo is the wire form of a lease.
 func leaseInfo(l state.Lease) protocol.LeaseInfo {
 	return protocol.LeaseInfo{FencingToken: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: l.WorkerID, DefHash: l.DefHash,
-		Status: string(l.Status), GrantedAt: l.GrantedAt, ExpiresAt: l.ExpiresAt}
+		Status: string(l.Status), GrantedAt: l.GrantedAt, ExpiresAt: l.ExpiresAt, Unstarted: l.Unstarted}
 }
 
 // Lease returns a task's latest lease (the operator route behind `wdc

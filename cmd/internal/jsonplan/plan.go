@@ -18,7 +18,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const FormatVersion = "1.9"
+const FormatVersion = "1.10"
 
 // Plan is the plan document: what `wdc plan --json` prints and what a
 // saved plan file holds. It records what the plan was computed from (the

@@ -197,7 +197,8 @@ const MaxNext = 1024
 // POST /v1/leases/{token}/result: idempotency_key (at most 256 bytes),
 // worker_id set, attempt >= 1 or omitted (0, like an omitted task: the
 // lease decides), failure_class "" or one of failure, lost, refused, next
-// between 0 and MaxNext, artifacts whose names cannot leave the attempt's
+// and prefetch between 0 and MaxNext, at most protocol.MaxStarted started
+// tokens (each at least 1), artifacts whose names cannot leave the attempt's
 // directory (coordinator.CheckArtifactNames).
 func DecodeResultRequest(body []byte) (protocol.ResultRequest, error) {
 	var req protocol.ResultRequest
@@ -225,6 +226,15 @@ func checkResult(req protocol.ResultRequest) error {
 		return fmt.Errorf("failure_class must be empty (success), failure, lost or refused, have %q", req.FailureClass)
 	case req.Next < 0 || req.Next > MaxNext:
 		return fmt.Errorf("next must be between 0 and %d, have %d", MaxNext, req.Next)
+	case req.Prefetch < 0 || req.Prefetch > MaxNext:
+		return fmt.Errorf("prefetch must be between 0 and %d, have %d", MaxNext, req.Prefetch)
+	case len(req.Started) > protocol.MaxStarted:
+		return fmt.Errorf("started lists at most %d tokens, have %d", protocol.MaxStarted, len(req.Started))
+	}
+	for _, tok := range req.Started {
+		if tok < 1 {
+			return fmt.Errorf("started lists fencing tokens (at least 1), have %d", tok)
+		}
 	}
 	return coordinator.CheckArtifactNames(req.Artifacts)
 }

@@ -1,0 +1,164 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// postNext posts a success for a asking for next started and prefetch
+// unstarted leases, reporting started as its prefetched leases' starts.
+func (w *worker) postNext(a protocol.Assignment, next, prefetch int, started ...int64) protocol.ResultResponse {
+	w.h.t.Helper()
+	zero := 0
+	resp, err := w.cl.PostResult(context.Background(), a.FencingToken, protocol.ResultRequest{
+		WorkerID: w.id, Task: a.Task, Attempt: a.Attempt, IdempotencyKey: fmt.Sprintf("%s-%d", w.id, a.FencingToken),
+		ExitCode: &zero, Next: next, Prefetch: prefetch, Started: started})
+	if err != nil {
+		w.h.t.Fatal(err)
+	}
+	return resp
+}
+
+// split returns a result's assignments: the started one and the prefetched one.
+func split(t *testing.T, asg []protocol.Assignment) (started, prefetched []protocol.Assignment) {
+	t.Helper()
+	for _, a := range asg {
+		if a.Prefetched {
+			prefetched = append(prefetched, a)
+		} else {
+			started = append(started, a)
+		}
+	}
+	return started, prefetched
+}
+
+// TestPrefetchedLeases walks a worker of capacity 1 through prefetching
+// (docs/design.md §3, prefetched leases): a result asking for a next lease
+// and a prefetch gets one of each; the next result reports the prefetched
+// lease's start and gets the next prefetch; a worker never holds more than
+// one unstarted lease; a start of a lease not the worker's is answered
+// cancelled; and when the worker falls silent its unstarted lease goes back
+// at no cost while its started one is lost.
+func TestPrefetchedLeases(t *testing.T) {
+	t.Parallel()
+	var tasks []coordinator.TaskRuntime
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		tasks = append(tasks, rtTask(n))
+	}
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, tasks, harnessOpts{})
+	ctx := context.Background()
+	w := h.register("p")
+	first := w.claimOne()
+
+	// Next 1 and prefetch 1: one started lease, one unstarted.
+	resp := w.postNext(first, 1, 1)
+	run, pre := split(t, resp.Assignments)
+	if resp.Decision != protocol.DecisionAccepted || len(run) != 1 || len(pre) != 1 {
+		t.Fatalf("first result: %s, %d started and %d prefetched assignments; want accepted, 1 and 1", resp.Decision, len(run), len(pre))
+	}
+	if l, _ := h.store.Lease(ctx, pre[0].FencingToken); !l.Unstarted || !l.HardExpiresAt.Equal(state.UnstartedHardExpiry) {
+		t.Errorf("prefetched lease: unstarted %v, hard expiry %s", l.Unstarted, l.HardExpiresAt)
+	}
+	if l, _ := h.store.Lease(ctx, run[0].FencingToken); l.Unstarted {
+		t.Errorf("the started lease is unstarted in the state")
+	}
+
+	// Its slot frees: the worker starts the prefetched attempt and reports
+	// it with the result; it asks for no started lease, one prefetch.
+	h.clock.Advance(time.Second)
+	resp = w.postNext(run[0], 0, 1, pre[0].FencingToken)
+	run2, pre2 := split(t, resp.Assignments)
+	if len(run2) != 0 || len(pre2) != 1 || len(resp.CancelLeases) != 0 {
+		t.Fatalf("second result: %d started, %d prefetched, cancelled %v; want 0, 1, none", len(run2), len(pre2), resp.CancelLeases)
+	}
+	started, _ := h.store.Lease(ctx, pre[0].FencingToken)
+	if started.Unstarted || !started.HardExpiresAt.Equal(ct0.Add(time.Second+time.Hour+time.Minute)) {
+		t.Errorf("reported start: unstarted %v, hard expiry %s; want started, start + timeout + grace", started.Unstarted, started.HardExpiresAt)
+	}
+
+	// At most one unstarted lease: a result that asks for five more
+	// prefetches while one is held gets none.
+	resp = w.postNext(pre[0], 0, 5)
+	if len(resp.Assignments) != 0 {
+		t.Errorf("a worker holding an unstarted lease got %d more", len(resp.Assignments))
+	}
+	unstarted := 0
+	active, _ := h.store.ActiveLeases(ctx, w.id)
+	for _, l := range active {
+		if l.Unstarted {
+			unstarted++
+		}
+	}
+	if unstarted != 1 || len(active) != 1 {
+		t.Errorf("the worker holds %d active leases, %d unstarted; want 1 and 1", len(active), unstarted)
+	}
+
+	// A start of a lease not the worker's is refused.
+	other := h.register("p")
+	resp = other.postNext(other.claimOne(), 0, 0, pre2[0].FencingToken)
+	if !slices.Equal(resp.CancelLeases, []int64{pre2[0].FencingToken}) {
+		t.Errorf("a start of another worker's lease: cancelled %v, want [%d]", resp.CancelLeases, pre2[0].FencingToken)
+	}
+
+	// The worker falls silent: its unstarted lease goes back at no cost.
+	h.clock.Advance(time.Minute)
+	h.sweep()
+	task := h.task(pre2[0].Task)
+	if task.Status != state.TaskQueued || task.LostUsed != 0 {
+		t.Errorf("task of the expired unstarted lease: %s, lost %d; want queued, 0", task.Status, task.LostUsed)
+	}
+	if kinds := h.eventKinds(pre2[0].Task); !slices.Contains(kinds, coordinator.EventReleased) || slices.Contains(kinds, coordinator.EventRetried) {
+		t.Errorf("events of the expired unstarted lease's task: %v; want released, not retried", kinds)
+	}
+}
+
+// TestPrefetchConcurrentResults: results posted at once, each asking for a
+// next lease and a prefetch, and claims beside them never take a worker
+// past its capacity of started leases nor past one unstarted lease.
+func TestPrefetchConcurrentResults(t *testing.T) {
+	t.Parallel()
+	var tasks []coordinator.TaskRuntime
+	for i := range 60 {
+		tasks = append(tasks, rtTask(fmt.Sprintf("t%02d", i)))
+	}
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 2)}, tasks, harnessOpts{})
+	w := h.register("p")
+	held := w.claim(2)
+	zero := 0
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			if i%4 == 3 {
+				_, _ = w.cl.Claim(context.Background(), w.id, protocol.ClaimRequest{Max: 2})
+				return
+			}
+			a := held[i%len(held)]
+			_, _ = w.cl.PostResult(context.Background(), a.FencingToken, protocol.ResultRequest{
+				WorkerID: w.id, Task: a.Task, Attempt: a.Attempt, IdempotencyKey: fmt.Sprintf("k%d", i%3), ExitCode: &zero, Next: 2, Prefetch: 1})
+		})
+	}
+	wg.Wait()
+	active, err := h.store.ActiveLeases(context.Background(), w.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, unstarted int
+	for _, l := range active {
+		if l.Unstarted {
+			unstarted++
+		} else {
+			started++
+		}
+	}
+	if started > 2 || unstarted > 1 {
+		t.Errorf("the worker holds %d started and %d unstarted leases; its capacity is 2, one unstarted at most", started, unstarted)
+	}
+}
