@@ -641,6 +641,13 @@ func (a *Agent) claimLoop(callCtx context.Context, wg *sync.WaitGroup) {
 		}
 		failures = 0
 		for i, asg := range resp.Assignments {
+			if asg.Prefetched || i < free {
+				// Within what it asked for: it runs when a slot is free
+				// (a prefetched attempt started meanwhile may have taken
+				// the one it asked for).
+				a.park(callCtx, asg)
+				continue
+			}
 			// Count the attempt before its goroutine starts, so that a
 			// drain or a fatal error that follows sees it.
 			at := a.hold(asg, i < free)
@@ -698,8 +705,9 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	reserved := false
 	var started *attempt // the prefetched attempt started in this one's slot
 	defer func() {
-		if reserved { // the answer never came: give the slot to the claim loop
+		if reserved { // the answer never came: give the slot to a parked assignment or the claim loop
 			a.releaseReserved()
+			a.fillFreeSlots(callCtx)
 		}
 	}()
 	if !fits {
@@ -712,11 +720,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		ex = a.execute(callCtx, at)
 		started, reserved = a.freeSlot()
 		if started != nil {
-			a.attemptWG.Add(1)
-			go func() {
-				defer a.attemptWG.Done()
-				a.runAssignment(callCtx, started, true)
-			}()
+			a.run(callCtx, started)
 		}
 		exit := "none"
 		if ex.exitCode != nil {
@@ -732,7 +736,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 	if reserved {
 		req.Next = 1
 	}
-	if started != nil {
+	if started != nil && started.asg.Prefetched {
 		req.Started = []int64{started.asg.FencingToken}
 	}
 	if fits && a.wantsPrefetch() {
@@ -816,10 +820,11 @@ func (a *Agent) wantsPrefetch() bool {
 	return len(a.parked) == 0
 }
 
-// park holds a prefetched assignment until a slot frees (freeSlot), or
-// drops it when the agent is done. The heartbeats report it, which renews
-// its lease.
-func (a *Agent) park(asg protocol.Assignment) {
+// park holds an assignment, prefetched or one a claim asked for, until a
+// slot is free: at once if one is (fillFreeSlots), else when an attempt
+// ends (freeSlot). The heartbeats report it, which renews its lease. A
+// done agent drops it.
+func (a *Agent) park(callCtx context.Context, asg protocol.Assignment) {
 	at := a.hold(asg, false)
 	if at == nil {
 		a.log.Warn("the coordinator granted a lease the worker already holds: ignoring the duplicate",
@@ -831,7 +836,35 @@ func (a *Agent) park(asg protocol.Assignment) {
 	a.mu.Unlock()
 	if a.done() {
 		a.dropParked("the worker is draining")
+		return
 	}
+	a.fillFreeSlots(callCtx)
+}
+
+// fillFreeSlots starts parked assignments, oldest first, in the slots
+// neither a running attempt nor a reservation takes. A prefetched one
+// started so reports its start with its own result.
+func (a *Agent) fillFreeSlots(callCtx context.Context) {
+	var start []*attempt
+	a.mu.Lock()
+	for len(a.parked) > 0 && a.running+a.reserved < a.reg.Capacity && !a.done() {
+		start = append(start, a.parked[0])
+		a.parked = a.parked[1:]
+		a.running++
+	}
+	a.mu.Unlock()
+	for _, at := range start {
+		a.run(callCtx, at)
+	}
+}
+
+// run runs a held attempt counted as running on its own goroutine.
+func (a *Agent) run(callCtx context.Context, at *attempt) {
+	a.attemptWG.Add(1)
+	go func() {
+		defer a.attemptWG.Done()
+		a.runAssignment(callCtx, at, true)
+	}()
 }
 
 // dropParked lets go of the prefetched assignments not started: the
@@ -979,7 +1012,7 @@ func (a *Agent) startNext(callCtx context.Context, asgs []protocol.Assignment, r
 	slot := reserved
 	for _, asg := range asgs {
 		if asg.Prefetched {
-			a.park(asg)
+			a.park(callCtx, asg)
 			continue
 		}
 		at := a.hold(asg, slot)
@@ -1008,6 +1041,7 @@ func (a *Agent) startNext(callCtx context.Context, asgs []protocol.Assignment, r
 		}
 	}
 	a.releaseReserved()
+	a.fillFreeSlots(callCtx)
 }
 
 // releaseReserved gives back a slot reserved for eager dispatch.

@@ -169,7 +169,9 @@ type Progress struct {
 	Tasks map[state.TaskStatus]int
 	// Total is the number of tasks of the apply; Finished of them are final.
 	Total, Finished int
-	// AttemptsGranted counts the leases this coordinator granted.
+	// AttemptsGranted counts the leases this coordinator granted, less
+	// the prefetched ones that ended before their attempts started: the
+	// attempts that ran or run.
 	AttemptsGranted int
 	// Pools, in the order of Options.Pools.
 	Pools []PoolProgress
@@ -1181,8 +1183,11 @@ func (c *Coordinator) depsSucceeded(ts *taskState) bool {
 // endLeaseLocked forgets an ended lease.
 func (c *Coordinator) endLeaseLocked(token int64) {
 	if l := c.leases[token]; l != nil {
-		if w := c.workers[l.worker]; w != nil && l.unstarted && w.unstarted > 0 {
-			w.unstarted--
+		if l.unstarted {
+			c.granted-- // no attempt ran
+			if w := c.workers[l.worker]; w != nil && w.unstarted > 0 {
+				w.unstarted--
+			}
 		}
 		if w := c.workers[l.worker]; w != nil && w.held > 0 {
 			if w.held--; w.held == 0 {

@@ -215,6 +215,12 @@ func (c *Coordinator) releasedLocked(ls []state.Lease, why string, now time.Time
 // updates memory; a lease that has ended meanwhile is left alone. It
 // returns how many it released.
 func (c *Coordinator) release(ctx context.Context, tokens []int64, why string) (int, error) {
+	return c.releaseIf(ctx, tokens, why, nil)
+}
+
+// releaseIf is release, of the active leases for which keep (nil: every
+// one) holds as the write reads them.
+func (c *Coordinator) releaseIf(ctx context.Context, tokens []int64, why string, keep func(state.Lease) bool) (int, error) {
 	var now time.Time
 	var released []state.Lease
 	err := c.store.Write(ctx, func(tx *state.Tx) error {
@@ -222,7 +228,7 @@ func (c *Coordinator) release(ctx context.Context, tokens []int64, why string) (
 		released = nil
 		for _, t := range tokens {
 			l, err := tx.Lease(t)
-			if err != nil || l.Status != state.LeaseActive {
+			if err != nil || l.Status != state.LeaseActive || (keep != nil && !keep(l)) {
 				continue
 			}
 			ok, err := tx.ReleaseLease(t, why, now)
@@ -270,6 +276,7 @@ func (c *Coordinator) Claim(ctx context.Context, s Session, max int, wait time.D
 		expired = t.C
 	}
 	tried := map[*taskState]bool{}
+	reclaims := 0
 	for {
 		c.mu.Lock()
 		if c.draining || w.status == state.WorkerDraining {
@@ -296,6 +303,10 @@ func (c *Coordinator) Claim(ctx context.Context, s Session, max int, wait time.D
 				return protocol.ClaimResponse{Assignments: asg}, err
 			}
 			continue // every pick was taken by another writer: look again
+		}
+		if reclaims < maxReclaims && c.reclaimUnstarted(ctx, w) {
+			reclaims++
+			continue // its task is queued again: pick it
 		}
 		if wait <= 0 {
 			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}}, nil
@@ -519,7 +530,7 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 	defer c.wmu.RUnlock()
 	rw := &resultWrite{c: c, poster: poster, token: token, req: req, in: in,
 		interrupted: in.Class == state.FailureClassLost && c.isInterrupted(), why: "apply interrupted; " + req.Error}
-	rw.starts, rw.unknownStarts = c.takeStarts(poster, req.Started)
+	rw.starts, rw.unknownStarts = c.takeStarts(poster, token, req.Started)
 	rw.picks, rw.ending, rw.prefetched = c.pickNext(poster, token, req.Next, req.Prefetch)
 	if in.Class == state.FailureClassFailure {
 		rw.tail = c.stderrTail(in.Artifacts) // read before the write: the committer does no file reads
@@ -748,6 +759,9 @@ func (c *Coordinator) pickNext(poster *workerState, token int64, next, prefetch 
 		return nil, nil, 0
 	}
 	free, pfree := poster.startedFree(), poster.prefetchFree()
+	if c.poolHasFreeSlotLocked(poster) {
+		pfree = 0 // another worker of the pool can start it now: no prefetch
+	}
 	l := c.leases[token]
 	switch {
 	case l == nil || l.worker != poster.id || l.ending:
@@ -772,18 +786,82 @@ func (c *Coordinator) pickNext(poster *workerState, token int64, next, prefetch 
 	return picks, l, prefetched
 }
 
-// takeStarts brings memory in line with the starts poster reports with a
-// result (ResultRequest.Started) and returns those the write is to take,
+// maxReclaims bounds the unstarted leases one claim hands back to take.
+const maxReclaims = 3
+
+// poolHasFreeSlotLocked reports whether a worker of w's pool other than w
+// is active with a slot free for a started lease. c.mu must be held.
+func (c *Coordinator) poolHasFreeSlotLocked(w *workerState) bool {
+	for _, o := range c.workers {
+		if o != w && o.pool == w.pool && o.status == state.WorkerActive && o.startedFree() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// reclaimUnstarted hands back, at no cost, one unstarted lease that
+// another worker of w's pool holds for a task w may run, when w has a
+// free slot and found nothing to claim: a prefetched task never waits
+// behind a running attempt while a worker that could run it idles. The
+// lease is handed back only if it is still unstarted (the state decides);
+// its holder learns it from its next heartbeat or from its start, which
+// is then refused. It reports whether one was handed back.
+func (c *Coordinator) reclaimUnstarted(ctx context.Context, w *workerState) bool {
+	c.mu.Lock()
+	if c.stopped || w.status != state.WorkerActive || w.startedFree() <= 0 {
+		c.mu.Unlock()
+		return false
+	}
+	var tok int64
+	var holder string
+	for t, l := range c.leases {
+		if !l.unstarted || l.worker == w.id || l.ending {
+			continue
+		}
+		o, ts := c.workers[l.worker], c.tasks[l.task]
+		if o == nil || ts == nil || o.pool != w.pool || (w.narrowed && !placement.Satisfies(w.labels, ts.rt.Placement)) {
+			continue
+		}
+		if tok == 0 || t < tok {
+			tok, holder = t, l.worker
+		}
+	}
+	c.mu.Unlock()
+	if tok == 0 {
+		return false
+	}
+	n, err := c.releaseIf(ctx, []int64{tok}, "prefetched by worker "+holder+", which had no free slot; worker "+w.id+" has one",
+		func(l state.Lease) bool { return l.Unstarted })
+	if err != nil {
+		c.log.Warn("handing back a prefetched lease", "token", tok, "err", err)
+	}
+	return n > 0
+}
+
+// takeStarts brings memory in line with the starts poster reports with its
+// result of lease own (ResultRequest.Started; the result starts its own
+// lease too) and returns those the write is to take,
 // with the task's timeout and lease grace, and the refused ones: tokens of
 // no lease of poster's it knows. A lease it knows as started is passed on
 // too (an earlier post that reported it may not have been written).
-func (c *Coordinator) takeStarts(poster *workerState, tokens []int64) (starts []state.LeaseStart, refused []int64) {
+func (c *Coordinator) takeStarts(poster *workerState, own int64, tokens []int64) (starts []state.LeaseStart, refused []int64) {
+	c.mu.Lock()
+	if l := c.leases[own]; l != nil && l.worker == poster.id && l.unstarted {
+		// A result is its lease's start too: its attempt ran.
+		l.unstarted = false
+		poster.unstarted--
+	}
+	c.mu.Unlock()
 	if len(tokens) == 0 {
 		return nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, tok := range tokens {
+		if tok == own {
+			continue
+		}
 		l := c.leases[tok]
 		ts := (*taskState)(nil)
 		if l != nil {

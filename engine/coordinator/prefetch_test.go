@@ -118,6 +118,10 @@ func TestPrefetchedLeases(t *testing.T) {
 	if kinds := h.eventKinds(pre2[0].Task); !slices.Contains(kinds, coordinator.EventReleased) || slices.Contains(kinds, coordinator.EventRetried) {
 		t.Errorf("events of the expired unstarted lease's task: %v; want released, not retried", kinds)
 	}
+	// Five leases granted, one of them never started: four attempts.
+	if got := h.c.Progress().AttemptsGranted; got != 4 {
+		t.Errorf("attempts counted: %d, want 4 (the unstarted lease is none)", got)
+	}
 }
 
 // TestPrefetchConcurrentResults: results posted at once, each asking for a
@@ -160,5 +164,54 @@ func TestPrefetchConcurrentResults(t *testing.T) {
 	}
 	if started > 2 || unstarted > 1 {
 		t.Errorf("the worker holds %d started and %d unstarted leases; its capacity is 2, one unstarted at most", started, unstarted)
+	}
+}
+
+// TestPrefetchNeverKeepsATaskFromAnIdleWorker: no lease is prefetched
+// while another worker of the pool has a free slot, and a worker that
+// claims with a free slot and finds nothing queued takes over another
+// worker's unstarted lease, handed back at no cost; the holder's next
+// heartbeat cancels it.
+func TestPrefetchNeverKeepsATaskFromAnIdleWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{rtTask("a"), rtTask("b"), rtTask("c"), rtTask("d"), rtTask("e", "task.d"), rtTask("f", "task.d")}, harnessOpts{})
+	w1 := h.register("p")
+	first := w1.claimOne()
+	resp := w1.postNext(first, 1, 1)
+	run, pre := split(t, resp.Assignments)
+	if len(run) != 1 || len(pre) != 1 {
+		t.Fatalf("lone busy worker: %d started and %d prefetched; want 1 and 1", len(run), len(pre))
+	}
+
+	// A second worker with a free slot: nothing is queued but task d, which
+	// it claims; then it takes the prefetched lease over.
+	w2 := h.register("p")
+	d := w2.claimOne()
+	if d.Task != "task.d" {
+		t.Fatalf("second worker claimed %s, want task.d", d.Task)
+	}
+	w3 := h.register("p")
+	took := w3.claimOne()
+	if took.Task != pre[0].Task || took.Prefetched {
+		t.Fatalf("idle worker claimed %s (prefetched %v); want %s, started", took.Task, took.Prefetched, pre[0].Task)
+	}
+	if l, _ := h.store.Lease(ctx, pre[0].FencingToken); l.Status != state.LeaseReleased {
+		t.Errorf("the prefetched lease taken over is %s, want released", l.Status)
+	}
+	if task := h.task(took.Task); task.LostUsed != 0 || task.FailuresUsed != 0 {
+		t.Errorf("taking over spent budget: lost %d, failures %d", task.LostUsed, task.FailuresUsed)
+	}
+	if hb := w1.heartbeat(run[0].FencingToken, pre[0].FencingToken); !slices.Equal(hb.CancelLeases, []int64{pre[0].FencingToken}) {
+		t.Errorf("holder's heartbeat cancels %v, want [%d]", hb.CancelLeases, pre[0].FencingToken)
+	}
+
+	// While w3 is busy and w2 too, w1's result may prefetch again, but not
+	// while another worker has a free slot: w2 finishes first.
+	h.clock.Advance(time.Second)
+	w2.post(d, "", "")
+	resp = w1.postNext(run[0], 1, 1)
+	if run, pre := split(t, resp.Assignments); len(run) != 1 || len(pre) != 0 {
+		t.Errorf("%d started and %d prefetched leases while worker %s had a free slot; want 1 and 0", len(run), len(pre), w2.id)
 	}
 }

@@ -61,6 +61,11 @@ func (c *Coordinator) PoolView(pool string) (PoolView, bool) {
 		return PoolView{}, false
 	}
 	v := PoolView{Queued: c.claimableLocked(ps, c.now())}
+	for _, w := range c.workers {
+		if w.pool == ps {
+			v.Queued += w.unstarted // a prefetched task waits for a slot, as a queued one does
+		}
+	}
 	for _, ts := range c.order {
 		if ts.status.Finished() {
 			continue
@@ -74,7 +79,7 @@ func (c *Coordinator) PoolView(pool string) (PoolView, bool) {
 	}
 	for _, w := range c.workers {
 		if w.pool == ps {
-			v.Workers = append(v.Workers, WorkerView{ID: w.id, Seq: w.seq, Status: w.status, Held: w.held, Claiming: w.picking > 0, IdleSince: w.idleSince})
+			v.Workers = append(v.Workers, WorkerView{ID: w.id, Seq: w.seq, Status: w.status, Held: w.held - w.unstarted, Claiming: w.picking > 0, IdleSince: w.idleSince})
 		}
 	}
 	sort.Slice(v.Workers, func(i, j int) bool {
