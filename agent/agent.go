@@ -716,7 +716,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 			err: "not run: the coordinator granted more assignments than the worker's free slots (" + strconv.Itoa(a.reg.Capacity) + ")"}
 		log.Warn("assignment beyond capacity: not running it")
 	} else {
-		log.Info("attempt started") // not the command: it may hold a sensitive value; the plan shows it
+		log.Info("attempt started", "prefetched", asg.Prefetched) // not the command: it may hold a sensitive value; the plan shows it
 		ex = a.execute(callCtx, at)
 		started, reserved = a.freeSlot()
 		if started != nil {

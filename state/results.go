@@ -542,7 +542,10 @@ func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (Res
 		VALUES (?, ?, ?, ?, ?, 'accepted', NULL, ?, ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, string(in.Body), ms(now)); err != nil {
 		return ResultDecision{}, fmt.Errorf("record result %q: %w", in.Key, err)
 	}
-	if _, err := t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ? WHERE token = ? AND status = 'active'`,
+	// A result completes an unstarted lease as started (its attempt ran).
+	if _, err := t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ?,
+			hard_expires_at = CASE unstarted WHEN 1 THEN expires_at ELSE hard_expires_at END, unstarted = 0
+		WHERE token = ? AND status = 'active'`,
 		ms(now), l.Token); err != nil {
 		return ResultDecision{}, fmt.Errorf("complete lease %d: %w", l.Token, err)
 	}

@@ -207,3 +207,24 @@ func TestResultOfUnstartedLeaseAccepted(t *testing.T) {
 		t.Errorf("task %s, want succeeded", task.Status)
 	}
 }
+
+// TestResultCompletesUnstartedLeaseAsStarted: the lease a result completes
+// is no longer unstarted, and its hard expiry is no longer unbounded.
+func TestResultCompletesUnstartedLeaseAsStarted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	l, err := s.GrantLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour, Prefetched: true}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	if _, err := s.AcceptResult(ctx, ResultInput{Key: "k", Token: l.Token, WorkerID: "w1", ExitCode: &zero}, nil, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Lease(ctx, l.Token)
+	if got.Status != LeaseCompleted || got.Unstarted || !got.HardExpiresAt.Equal(got.ExpiresAt) {
+		t.Errorf("completed lease: %s, unstarted %v, hard %s, expires %s; want completed, started, hard = expires", got.Status, got.Unstarted, got.HardExpiresAt, got.ExpiresAt)
+	}
+}
