@@ -540,7 +540,9 @@ func stepKnown(s linState, in linInput, out linOutput) []linState {
 // by the same rules but unstarted: expires_at = grant time + ttl, and no
 // hard expiry until its start (stepStart). Its attempt number is spent
 // even if it never starts: a number is never granted twice, so two
-// processes never run one attempt's folders.
+// processes never run one attempt's folders. A grant may take over
+// another worker's unstarted lease of the task: released at no cost, at
+// the grant's time (a claim with a free slot that found nothing queued).
 func stepGrant(s linState, c linTaskConf, in linInput) []linState {
 	g := in.ExpiresAt - min(c.TTL, c.Limit)
 	if in.Prefetched {
@@ -551,6 +553,13 @@ func stepGrant(s linState, c linTaskConf, in linInput) []linState {
 	}
 	var next []linState
 	for _, s2 := range settle(s, c, g) {
+		if i := s2.latest(); s2.active() && s2.Leases[i].Unstarted && s2.Leases[i].Worker != in.Worker && s2.Leases[i].Expires > g {
+			// A claim takes over another worker's unstarted lease: it is
+			// released at no cost, in the claim's write, then granted.
+			s2 = s2.clone()
+			s2.Leases[i].Status = state.LeaseReleased
+			s2.Status, s2.NotBefore = state.TaskQueued, 0
+		}
 		if in.Epoch != s2.Epoch || s2.Status != state.TaskQueued || g < s2.NotBefore || in.Attempt != s2.Attempts+1 {
 			continue
 		}
@@ -763,7 +772,8 @@ func stepResult(s linState, c linTaskConf, in linInput, out linOutput) []linStat
 					Unsure: decision == protocol.DecisionRejected})
 			}
 			if decision == protocol.DecisionAccepted {
-				s3.Leases[idx].Status = state.LeaseCompleted
+				// A result is its lease's start too: the lease ends started.
+				s3.Leases[idx].Status, s3.Leases[idx].Unstarted = state.LeaseCompleted, false
 				switch state.FailureClass(in.Class) {
 				case "":
 					s3.Status = state.TaskSucceeded
@@ -1048,6 +1058,12 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(grant("w2", 0, 2, 2, 160), 160, 160, linOutput{}),
 			op(start("w1", 1), 170, 170, linOutput{Cancelled: []int64{1}}),
 		}, true},
+		{"a claim takes over another worker's unstarted lease", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(grant("w2", 0, 2, 2, 10), 10, 10, linOutput{}),
+			op(start("w1", 1), 20, 20, linOutput{Cancelled: []int64{1}}),
+			op(linInput{Kind: linLookup}, 25, 25, lookup(2, "w2", 2, state.LeaseActive, 10, 110)),
+		}, true},
 		{"a result of an unstarted lease is its start", []porcupine.Operation{
 			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
 			op(result("w1", 1, 1, "k1", ""), 50, 50, accepted),
@@ -1211,6 +1227,11 @@ func TestLinearizabilityModel(t *testing.T) {
 			op(linInput{Kind: linStart, Conf: short, Worker: "w1", Token: 1}, 180, 180, linOutput{}),
 			op(linInput{Kind: linHeartbeat, Conf: short, Worker: "w1", Reported: []int64{1}}, 270, 270, linOutput{}),
 			op(linInput{Kind: linResult, Conf: short, Worker: "w1", Token: 1, Attempt: 1, Key: "k1"}, 340, 340, accepted),
+		}, false},
+		{"a claim takes over a started lease", []porcupine.Operation{
+			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
+			op(start("w1", 1), 5, 5, linOutput{}),
+			op(grant("w2", 0, 2, 2, 10), 10, 10, linOutput{}),
 		}, false},
 		{"a start taken after its lease expired", []porcupine.Operation{
 			op(prefetch("w1", 0, 1, 1, 0), 0, 0, linOutput{}),
