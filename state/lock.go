@@ -138,10 +138,15 @@ func (t *Tx) acquireLock(lock Lock, takeOver string, now time.Time) (previous *L
 
 // RenewLock moves the expiry of the lock with the given ID to now + ttl and
 // returns the lock. Errors: ErrInvalid for ttl <= 0; ErrLockLost when the
-// lock is no longer held under that ID.
+// lock is no longer held under that ID, or when the state file was removed
+// or replaced (StillAtPath): the apply must stop, as its writes would be
+// lost.
 func (s *Store) RenewLock(ctx context.Context, lockID string, ttl time.Duration, now time.Time) (Lock, error) {
 	if ttl <= 0 {
 		return Lock{}, invalidf("lock ttl must be positive, have %s", ttl)
+	}
+	if !s.StillAtPath() {
+		return Lock{}, fmt.Errorf("renew lock %s: the state file %s was removed or replaced: %w", lockID, s.abs, ErrLockLost)
 	}
 	var l *Lock
 	err := s.writeLock(ctx, func(tx *Tx) error {

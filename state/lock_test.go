@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,37 @@ func TestApplyLockValidation(t *testing.T) {
 	}
 	if _, err := s.RenewLock(context.Background(), "id", 0, t0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("RenewLock with ttl 0: %v", err)
+	}
+}
+
+// TestRenewLockNoticesTheStateFileGone: a lock whose state file was
+// removed or replaced under the apply cannot be renewed (ErrLockLost): the
+// apply's writes would go to a file nobody reads.
+func TestRenewLockNoticesTheStateFileGone(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"removed", "replaced"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := setup(t)
+			l, _, err := s.AcquireLock(ctx, LockRequest{Holder: "a@h", Host: "h", PID: 1, TTL: 30 * time.Second}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.RenewLock(ctx, l.ID, 30*time.Second, t0.Add(time.Second)); err != nil {
+				t.Fatalf("renewal with the file in place: %v", err)
+			}
+			if err := os.Remove(s.abs); err != nil {
+				t.Fatal(err)
+			}
+			if how == "replaced" {
+				if err := os.WriteFile(s.abs, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.RenewLock(ctx, l.ID, 30*time.Second, t0.Add(2*time.Second)); !errors.Is(err, ErrLockLost) {
+				t.Errorf("renewal after the state file was %s: %v, want ErrLockLost", how, err)
+			}
+		})
 	}
 }

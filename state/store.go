@@ -35,7 +35,8 @@ const openRetryBudget = 10 * time.Second
 // writers in other processes wait on SQLite's busy timeout (5 s).
 type Store struct {
 	path     string
-	abs      string // the state file's absolute path
+	abs      string      // the state file's absolute path
+	file     os.FileInfo // the file opened at abs, to tell whether it is still there (StillAtPath)
 	db       *sql.DB
 	readOnly bool
 	// The group commit (Write): writes queue here for commitLoop.
@@ -295,6 +296,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 // (given as path); a writable one starts its committer.
 func newStore(path, abs string, db *sql.DB, readOnly bool) *Store {
 	s := &Store{path: path, abs: abs, db: db, readOnly: readOnly, stopped: make(chan struct{})}
+	s.file, _ = os.Stat(abs)
 	s.qcond = sync.NewCond(&s.qmu)
 	if readOnly {
 		close(s.stopped)
@@ -307,6 +309,17 @@ func newStore(path, abs string, db *sql.DB, readOnly bool) *Store {
 
 // Path returns the path the store was opened with.
 func (s *Store) Path() string { return s.path }
+
+// StillAtPath reports whether the state file the store opened is still the
+// file at its path: false once it was removed or replaced (its writes then
+// go to a file nobody will read).
+func (s *Store) StillAtPath() bool {
+	if s.file == nil {
+		return true // not known at open: nothing to compare
+	}
+	fi, err := os.Stat(s.abs)
+	return err == nil && os.SameFile(fi, s.file)
+}
 
 // Close commits the writes already submitted, then closes the database.
 // Writes submitted afterwards fail with ErrClosed; the Store must not be

@@ -308,7 +308,7 @@ func (v *applyCmdView) Locked() {
 }
 
 func (v *applyCmdView) LockLost() {
-	fmt.Fprintln(v.e.stderr, "wdc: error: the state lock was removed or taken over; stopping")
+	fmt.Fprintln(v.e.stderr, "wdc: error: the state lock was removed or taken over, or the state file removed or replaced; stopping")
 }
 
 func (v *applyCmdView) TookOver(prev state.Lock, dead bool) {

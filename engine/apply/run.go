@@ -26,7 +26,7 @@ var ErrLockLost error = lockLostError{}
 type lockLostError struct{}
 
 func (lockLostError) Error() string {
-	return "the state lock was taken over or removed while applying; stopped without writing more to the state"
+	return "the state lock was taken over or removed (or the state file itself removed or replaced) while applying; stopped without writing more to the state"
 }
 
 func (lockLostError) Unwrap() error { return state.ErrLockLost }
