@@ -64,9 +64,11 @@ func fail(req *protocol.ResultRequest, why string) {
 	}
 }
 
-// writeTail writes the last bytes of the log at path (size bytes long) to
-// path+".tail", under a first line saying how many bytes were cut, so that
-// the whole file is at most maxSize bytes. It returns the new file.
+// writeTail replaces the log at path (size bytes long) by its last bytes,
+// under a first line saying how many bytes were cut, so that the whole
+// file is at most maxSize bytes: the worker's disk holds no more of a log
+// than the coordinator keeps. It writes path+".tail" (0600, as logs are),
+// then renames it over path, and returns path.
 func writeTail(path string, size, maxSize int64) (string, error) {
 	keep := maxSize
 	var header string
@@ -86,7 +88,7 @@ func writeTail(path string, size, maxSize int64) (string, error) {
 		return "", err
 	}
 	out := path + ".tail"
-	dst, err := os.Create(out)
+	dst, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) // a log's copy: 0600, as the log
 	if err != nil {
 		return "", err
 	}
@@ -96,7 +98,16 @@ func writeTail(path string, size, maxSize int64) (string, error) {
 	}
 	if _, err := io.CopyN(dst, src, keep); err != nil {
 		dst.Close()
+		os.Remove(out)
 		return "", err
 	}
-	return out, dst.Close()
+	if err := dst.Close(); err != nil {
+		os.Remove(out)
+		return "", err
+	}
+	if err := os.Rename(out, path); err != nil {
+		os.Remove(out)
+		return "", err
+	}
+	return path, nil
 }

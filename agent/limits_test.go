@@ -73,4 +73,14 @@ func TestFitArtifacts(t *testing.T) {
 	if h, _, _ := artifact.HashFile(files[got.SHA256]); h != got.SHA256 {
 		t.Errorf("the tail's ref does not hash its file")
 	}
+	// The log itself now holds only its tail, 0600, with no copy beside it.
+	if files[got.SHA256] != stdoutPath {
+		t.Errorf("the tail is at %s, want it in place of the log %s", files[got.SHA256], stdoutPath)
+	}
+	if fi, err := os.Stat(stdoutPath); err != nil || fi.Size() != 1024 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the log after fitting: %v, %v; want 1024 bytes, mode 0600", fi, err)
+	}
+	if _, err := os.Stat(stdoutPath + ".tail"); err == nil {
+		t.Errorf("a .tail copy stays beside the log")
+	}
 }

@@ -85,7 +85,7 @@ func (l *loader) settings(blocks hcl.Blocks) {
 			l.add(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Duplicate wdc block",
-				Detail:   fmt.Sprintf("A wdc block was already declared at %s; a configuration has at most one.", blocks[0].DefRange),
+				Detail:   fmt.Sprintf("A wdc block was already declared at %s; a configuration has at most one.", rangeStart(blocks[0].DefRange)),
 				Subject:  b.DefRange.Ptr(),
 			})
 			continue

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/big"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -219,7 +218,13 @@ func (l *loader) linkText(lk depLink) string {
 
 // linkAt is where a link is: its file's name and line, main.wdc.hcl:3.
 func linkAt(lk depLink) string {
-	return fmt.Sprintf("%s:%d", filepath.Base(lk.Range.Filename), lk.Range.Start.Line)
+	return rangeStart(lk.Range)
+}
+
+// rangeStart is where r starts, as file:line:col (the form every
+// diagnostic's location has).
+func rangeStart(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
 }
 
 // betterCut reports whether removing the links a breaks a cycle at less

@@ -436,7 +436,7 @@ func duplicate(kind string, b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  fmt.Sprintf("Duplicate %s %q", kind, b.Labels[0]),
-		Detail:   fmt.Sprintf("%s %s named %q was already declared at %s. Each %s needs a unique name.", article, kind, b.Labels[0], first, kind),
+		Detail:   fmt.Sprintf("%s %s named %q was already declared at %s. Each %s needs a unique name.", article, kind, b.Labels[0], rangeStart(first), kind),
 		Subject:  b.DefRange.Ptr(),
 	}
 }

@@ -16,7 +16,7 @@ task "c" {
 task "self" {
   count      = 3
   command    = ["true"]
-  depends_on = [task.self[1]] # ERROR: task.self → task.self by depends_on element task.self[1] (main.wdc.hcl:19). # ERROR: To break the cycle, remove task.self[1] from the depends_on of task.self (main.wdc.hcl:19).
+  depends_on = [task.self[1]] # ERROR: task.self → task.self by depends_on element task.self[1] (testdata/invalid/cycle/main.wdc.hcl:19:17). # ERROR: To break the cycle, remove task.self[1] from the depends_on of task.self (testdata/invalid/cycle/main.wdc.hcl:19:17).
 }
 
 task "x" {
@@ -33,7 +33,7 @@ locals {
 task "p" {
   command    = ["true"]
   outputs    = ["o.txt"]
-  depends_on = [task.q] # ERROR: task.q → task.p by input "o" from task.p (main.wdc.hcl:43). # ERROR: To break the cycle, remove task.q from the depends_on of task.p (main.wdc.hcl:36).
+  depends_on = [task.q] # ERROR: task.q → task.p by input "o" from task.p (testdata/invalid/cycle/main.wdc.hcl:43:14). # ERROR: To break the cycle, remove task.q from the depends_on of task.p (testdata/invalid/cycle/main.wdc.hcl:36:17).
 }
 
 task "q" {
