@@ -274,8 +274,9 @@ type ResultInput struct {
 	// event. Nil records every rejection. The coordinator bounds with it
 	// what one worker's rejected results make the state keep.
 	Keep func(rej ResultDecision) (keep bool, note string)
-	// Body is the request as posted (JSON), kept in the results table
-	// (at most MaxRejectedBodyBytes of a rejected one).
+	// Body is the request as posted (JSON). The results table keeps it
+	// of a rejected result only (at most MaxRejectedBodyBytes of it): an
+	// accepted result's is in its attempt, lease and artifacts rows.
 	Body []byte
 	// Recommendations are the attempt's recommendations, as the
 	// coordinator read them. They are recorded, in the same transaction,
@@ -361,7 +362,7 @@ type Result struct {
 	WorkerID   string
 	Decision   string
 	Reason     string
-	Body       []byte
+	Body       []byte // a rejected result's request as posted; empty for an accepted one
 	ReceivedAt time.Time
 }
 
@@ -536,7 +537,7 @@ func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (Res
 		}
 	}
 	if _, err := t.ExecContext(t.ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
-		VALUES (?, ?, ?, ?, ?, 'accepted', NULL, ?, ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, string(in.Body), ms(now)); err != nil {
+		VALUES (?, ?, ?, ?, ?, 'accepted', NULL, '', ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, ms(now)); err != nil {
 		return ResultDecision{}, fmt.Errorf("record result %q: %w", in.Key, err)
 	}
 	if _, err := t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ? WHERE token = ? AND status = 'active'`,
@@ -648,7 +649,7 @@ func (s *Store) ArtifactsOf(ctx context.Context, task string, attempt int) ([]Ar
 	var out []Artifact
 	err := s.read(ctx, func(tx *Tx) error {
 		var err error
-		out, err = queryArtifacts(ctx, tx, `WHERE task = ? AND attempt = ?`, task, attempt)
+		out, err = queryArtifacts(ctx, tx, `WHERE fencing_token = (SELECT fencing_token FROM attempts WHERE task = ? AND number = ?)`, task, attempt)
 		return err
 	})
 	return out, err

@@ -364,7 +364,8 @@ func TestIdempotencyKeyScopedToTokenAndWorker(t *testing.T) {
 
 // TestRejectedBodyIsCapped: what a rejected post sent is kept only up to
 // MaxRejectedBodyBytes, so rejected posts cannot grow the state without
-// bound; an accepted result keeps its body whole.
+// bound; an accepted result keeps none (its attempt, lease and artifacts
+// rows hold what it said).
 func TestRejectedBodyIsCapped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -377,6 +378,19 @@ func TestRejectedBodyIsCapped(t *testing.T) {
 	rs, err := s.Results(ctx, "task.a")
 	if err != nil || len(rs) != 1 || len(rs[0].Body) > MaxRejectedBodyBytes+len("…") || !strings.HasSuffix(string(rs[0].Body), "…") {
 		t.Fatalf("rejected body of %d bytes kept as %d bytes, %v", len(big), len(rs[0].Body), err)
+	}
+	l, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "k2", Token: l.Token, Task: "task.a", Attempt: l.Attempt, WorkerID: "w1",
+		ExitCode: &zero, Body: []byte(`{"exit_code":0}`)}, nil, t0)
+	if err != nil || dec.Decision != DecisionAccepted {
+		t.Fatalf("accept: %+v, %v", dec, err)
+	}
+	if rs, err = s.Results(ctx, "task.a"); err != nil || len(rs) != 2 || rs[1].Decision != DecisionAccepted || len(rs[1].Body) != 0 {
+		t.Fatalf("results after the accepted one: %+v, %v", rs, err)
 	}
 }
 
