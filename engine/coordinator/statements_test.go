@@ -24,7 +24,7 @@ import (
 // (docs/PERFORMANCE.md, "Statements per claim and accept").
 const (
 	maxClaimStatements  = 9 // BEGIN, the claim's statements, COMMIT
-	maxAcceptStatements = 11
+	maxAcceptStatements = 9
 )
 
 func TestStatementsPerClaimAndAccept(t *testing.T) {
