@@ -559,11 +559,8 @@ func (t *Tx) accept(in ResultInput, l Lease, b *taskBudget, pol TaskPolicy, now 
 			return ResultDecision{}, &MissingArtifactsError{Missing: missing}
 		}
 	}
-	for _, a := range in.Artifacts {
-		if _, err := t.ExecContext(t.ctx, `INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, l.Token, l.Task, l.Attempt, a.Kind, a.Name, a.SHA256, a.Size, a.MediaType); err != nil {
-			return ResultDecision{}, fmt.Errorf("record artifact %s of %s attempt %d: %w", a.Name, l.Task, l.Attempt, err)
-		}
+	if err := insertArtifactsTx(t, l, in.Artifacts); err != nil {
+		return ResultDecision{}, err
 	}
 	if _, err := t.ExecContext(t.ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
 		VALUES (?, ?, ?, ?, ?, 'accepted', NULL, '', ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, ms(now)); err != nil {
@@ -675,6 +672,58 @@ func (s *Store) ArtifactsOf(ctx context.Context, task string, attempt int) ([]Ar
 	return out, err
 }
 
+// EmptySHA256 is the SHA-256 of no bytes: the hash of every empty
+// artifact, which attempt_artifacts keeps as ''.
+const EmptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// storedSHA256 is how attempt_artifacts keeps the hash of an artifact of
+// size bytes; readSHA256 undoes it.
+func storedSHA256(sha string, size int64) string {
+	if size == 0 && sha == EmptySHA256 {
+		return ""
+	}
+	return sha
+}
+
+func readSHA256(stored string) string {
+	if stored == "" {
+		return EmptySHA256
+	}
+	return stored
+}
+
+// artifactRowsPerInsert bounds the rows of one INSERT of artifacts (8
+// variables each, under SQLite's limit of 32,766 variables a statement).
+const artifactRowsPerInsert = 1000
+
+// insertArtifactsTx records the artifacts as of lease l, in one
+// multi-row statement (per artifactRowsPerInsert of them).
+func insertArtifactsTx(t *Tx, l Lease, as []Artifact) error {
+	for len(as) > artifactRowsPerInsert {
+		if err := insertArtifactsTx(t, l, as[:artifactRowsPerInsert]); err != nil {
+			return err
+		}
+		as = as[artifactRowsPerInsert:]
+	}
+	if len(as) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type) VALUES `)
+	args := make([]any, 0, 8*len(as))
+	for i, a := range as {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, l.Token, l.Task, l.Attempt, a.Kind, a.Name, storedSHA256(a.SHA256, a.Size), a.Size, a.MediaType)
+	}
+	if _, err := t.ExecContext(t.ctx, q.String(), args...); err != nil {
+		return fmt.Errorf("record the artifacts of %s attempt %d: %w", l.Task, l.Attempt, err)
+	}
+	return nil
+}
+
 func queryArtifacts(ctx context.Context, tx *Tx, where string, args ...any) ([]Artifact, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT kind, name, sha256, size, media_type FROM attempt_artifacts `+where+` ORDER BY kind, name`, args...)
 	if err != nil {
@@ -687,6 +736,7 @@ func queryArtifacts(ctx context.Context, tx *Tx, where string, args ...any) ([]A
 		if err := rows.Scan(&a.Kind, &a.Name, &a.SHA256, &a.Size, &a.MediaType); err != nil {
 			return nil, fmt.Errorf("read artifacts: %w", err)
 		}
+		a.SHA256 = readSHA256(a.SHA256)
 		out = append(out, a)
 	}
 	return out, rows.Err()

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -747,5 +748,40 @@ func TestAcceptResultKeep(t *testing.T) {
 	}
 	if dec, _ := s.AcceptResult(ctx, ResultInput{Key: "k2", Token: 99, WorkerID: "w1", Keep: keep(false, "")}, nil, t0); !dec.Duplicate {
 		t.Errorf("replay of the kept rejection: %+v; want a duplicate", dec)
+	}
+}
+
+// TestArtifactsCompact: an empty artifact's hash is kept as ” and read
+// back as EmptySHA256; many artifacts are recorded in several multi-row
+// statements and read back whole.
+func TestArtifactsCompact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	l, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := []Artifact{{Kind: "log", Name: "stderr", SHA256: EmptySHA256, MediaType: "text/plain; charset=utf-8"}}
+	for i := range artifactRowsPerInsert + 5 {
+		as = append(as, Artifact{Kind: "output", Name: fmt.Sprintf("o%05d", i), SHA256: strings.Repeat("ab", 32), Size: 3})
+	}
+	zero := 0
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "k", Token: l.Token, Task: "task.a", Attempt: l.Attempt, WorkerID: "w1",
+		ExitCode: &zero, Artifacts: as}, nil, t0)
+	if err != nil || dec.Decision != DecisionAccepted {
+		t.Fatalf("accept: %+v, %v", dec, err)
+	}
+	var stored string
+	if err := s.db.QueryRow(`SELECT sha256 FROM attempt_artifacts WHERE name = 'stderr'`).Scan(&stored); err != nil || stored != "" {
+		t.Errorf("stored hash of the empty log: %q, %v; want ''", stored, err)
+	}
+	got, err := s.ArtifactsOf(ctx, "task.a", l.Attempt)
+	if err != nil || len(got) != len(as) || got[0].SHA256 != EmptySHA256 || got[0].Name != "stderr" || got[1].SHA256 != as[1].SHA256 {
+		t.Fatalf("artifacts read back: %d of %d, %v", len(got), len(as), err)
+	}
+	if _, err := s.db.Exec(`INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size) VALUES (?, 'task.a', 1, 'log', 'x', '', 1)`, l.Token); err == nil {
+		t.Errorf("an empty hash of a non-empty artifact was accepted")
 	}
 }
