@@ -673,7 +673,7 @@ func (s *Store) ArtifactsOf(ctx context.Context, task string, attempt int) ([]Ar
 }
 
 // EmptySHA256 is the SHA-256 of no bytes: the hash of every empty
-// artifact, which attempt_artifacts keeps as ''.
+// artifact, which attempt_artifacts keeps as ”.
 const EmptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // storedSHA256 is how attempt_artifacts keeps the hash of an artifact of
