@@ -685,6 +685,26 @@ func storedSHA256(sha string, size int64) string {
 	return sha
 }
 
+// LogMediaType is the media type of every log, which attempt_artifacts
+// keeps as ” for an artifact of kind log.
+const LogMediaType = "text/plain; charset=utf-8"
+
+// storedMediaType is how attempt_artifacts keeps the media type of an
+// artifact of kind; readMediaType undoes it.
+func storedMediaType(kind, mt string) string {
+	if kind == "log" && mt == LogMediaType {
+		return ""
+	}
+	return mt
+}
+
+func readMediaType(kind, stored string) string {
+	if kind == "log" && stored == "" {
+		return LogMediaType
+	}
+	return stored
+}
+
 func readSHA256(stored string) string {
 	if stored == "" {
 		return EmptySHA256
@@ -716,7 +736,7 @@ func insertArtifactsTx(t *Tx, l Lease, as []Artifact) error {
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, l.Token, l.Task, l.Attempt, a.Kind, a.Name, storedSHA256(a.SHA256, a.Size), a.Size, a.MediaType)
+		args = append(args, l.Token, l.Task, l.Attempt, a.Kind, a.Name, storedSHA256(a.SHA256, a.Size), a.Size, storedMediaType(a.Kind, a.MediaType))
 	}
 	if _, err := t.ExecContext(t.ctx, q.String(), args...); err != nil {
 		return fmt.Errorf("record the artifacts of %s attempt %d: %w", l.Task, l.Attempt, err)
@@ -736,7 +756,7 @@ func queryArtifacts(ctx context.Context, tx *Tx, where string, args ...any) ([]A
 		if err := rows.Scan(&a.Kind, &a.Name, &a.SHA256, &a.Size, &a.MediaType); err != nil {
 			return nil, fmt.Errorf("read artifacts: %w", err)
 		}
-		a.SHA256 = readSHA256(a.SHA256)
+		a.SHA256, a.MediaType = readSHA256(a.SHA256), readMediaType(a.Kind, a.MediaType)
 		out = append(out, a)
 	}
 	return out, rows.Err()

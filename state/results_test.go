@@ -774,11 +774,12 @@ func TestArtifactsCompact(t *testing.T) {
 		t.Fatalf("accept: %+v, %v", dec, err)
 	}
 	var stored string
-	if err := s.db.QueryRow(`SELECT sha256 FROM attempt_artifacts WHERE name = 'stderr'`).Scan(&stored); err != nil || stored != "" {
-		t.Errorf("stored hash of the empty log: %q, %v; want ''", stored, err)
+	var storedMT string
+	if err := s.db.QueryRow(`SELECT sha256, media_type FROM attempt_artifacts WHERE name = 'stderr'`).Scan(&stored, &storedMT); err != nil || stored != "" || storedMT != "" {
+		t.Errorf("stored hash and media type of the empty log: %q %q, %v; want '' ''", stored, storedMT, err)
 	}
 	got, err := s.ArtifactsOf(ctx, "task.a", l.Attempt)
-	if err != nil || len(got) != len(as) || got[0].SHA256 != EmptySHA256 || got[0].Name != "stderr" || got[1].SHA256 != as[1].SHA256 {
+	if err != nil || len(got) != len(as) || got[0].SHA256 != EmptySHA256 || got[0].Name != "stderr" || got[0].MediaType != LogMediaType || got[1].SHA256 != as[1].SHA256 {
 		t.Fatalf("artifacts read back: %d of %d, %v", len(got), len(as), err)
 	}
 	if _, err := s.db.Exec(`INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size) VALUES (?, 'task.a', 1, 'log', 'x', '', 1)`, l.Token); err == nil {
