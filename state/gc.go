@@ -78,7 +78,7 @@ func referencedBlobs(ctx context.Context, tx *Tx) (map[string]bool, error) {
 			return nil, fmt.Errorf("read referenced blobs: %w", err)
 		}
 		if h.Valid {
-			out[h.String] = true
+			out[readSHA256(h.String)] = true // an input's hash is never ''
 		}
 	}
 	if err := rows.Err(); err != nil {

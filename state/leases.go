@@ -96,6 +96,13 @@ func grantWritesTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string
 		WHERE address = ? RETURNING attempts`, ms(now), req.Task).Scan(&attempt); err != nil {
 		return Lease{}, fmt.Errorf("grant lease for %s: count attempt: %w", req.Task, err)
 	}
+	return grantLeaseTx(ctx, tx, req, defHash, ttlMS, attempt, now)
+}
+
+// grantLeaseTx makes the writes of a grant after its attempt was counted
+// (as number attempt): it takes the next fencing token and inserts the
+// lease, the attempt row and the "leased" event.
+func grantLeaseTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string, ttlMS int64, attempt int, now time.Time) (Lease, error) {
 	var token int64
 	if err := tx.QueryRowContext(ctx, `UPDATE fencing_counter SET last_token = last_token + 1
 		WHERE id = 1 RETURNING last_token`).Scan(&token); err != nil {

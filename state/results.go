@@ -90,21 +90,33 @@ type AttemptOutcome struct {
 	Unstarted bool
 }
 
+// taskBudget is what settle reads of a task: its attempts and the budgets
+// spent and allowed.
+type taskBudget struct {
+	Attempts, Failures, Lost, MaxAttempts, MaxLost int
+}
+
 // settle settles the task of an attempt that just ended with class ("" =
 // success) and error text errMsg: it reads the task's budgets, asks
 // lifecycle.Decide what the attempt means for the task, and applies the
 // decision: the task's budgets, status and last_error; a retry directive;
 // dependents queued or cancelled; and the task's event (succeeded, retried
 // or failed). The lease and the attempt row must already be ended by the
-// caller.
-func (t *Tx) settle(l Lease, class FailureClass, errMsg string, pol TaskPolicy, now time.Time) (AttemptOutcome, error) {
+// caller. b is the task's budgets as the caller read them in this
+// transaction (nil: settle reads them).
+func (t *Tx) settle(l Lease, class FailureClass, errMsg string, pol TaskPolicy, b *taskBudget, now time.Time) (AttemptOutcome, error) {
 	out := AttemptOutcome{Task: l.Task, Attempt: l.Attempt, Token: l.Token, WorkerID: l.WorkerID, Class: class}
 	f := lifecycle.Facts{Attempt: l.Attempt, Class: lifecycle.Class(class), Error: errMsg, Now: now,
 		Settings: lifecycle.Settings{Backoff: pol.Backoff, MaxBackoff: pol.MaxBackoff}}
-	err := t.QueryRowContext(t.ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
-		l.Task).Scan(&f.Attempts, &f.Spent.Failures, &f.Spent.Lost, &f.Settings.MaxAttempts, &f.Settings.MaxLost)
-	if err != nil {
-		return out, fmt.Errorf("settle task %s: %w", l.Task, err)
+	if b != nil {
+		f.Attempts, f.Spent.Failures, f.Spent.Lost = b.Attempts, b.Failures, b.Lost
+		f.Settings.MaxAttempts, f.Settings.MaxLost = b.MaxAttempts, b.MaxLost
+	} else {
+		err := t.QueryRowContext(t.ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
+			l.Task).Scan(&f.Attempts, &f.Spent.Failures, &f.Spent.Lost, &f.Settings.MaxAttempts, &f.Settings.MaxLost)
+		if err != nil {
+			return out, fmt.Errorf("settle task %s: %w", l.Task, err)
+		}
 	}
 	d, err := lifecycle.Decide(f)
 	if err != nil {
@@ -277,8 +289,9 @@ type ResultInput struct {
 	// event. Nil records every rejection. The coordinator bounds with it
 	// what one worker's rejected results make the state keep.
 	Keep func(rej ResultDecision) (keep bool, note string)
-	// Body is the request as posted (JSON), kept in the results table
-	// (at most MaxRejectedBodyBytes of a rejected one).
+	// Body is the request as posted (JSON). The results table keeps it
+	// of a rejected result only (at most MaxRejectedBodyBytes of it): an
+	// accepted result's is in its attempt, lease and artifacts rows.
 	Body []byte
 	// Recommendations are the attempt's recommendations, as the
 	// coordinator read them. They are recorded, in the same transaction,
@@ -364,7 +377,7 @@ type Result struct {
 	WorkerID   string
 	Decision   string
 	Reason     string
-	Body       []byte
+	Body       []byte // a rejected result's request as posted; empty for an accepted one
 	ReceivedAt time.Time
 }
 
@@ -426,19 +439,12 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 	if err := checkArtifacts(in.Artifacts); err != nil {
 		return ResultDecision{}, err
 	}
-	var decision string
-	var reason sql.NullString
-	err := t.QueryRowContext(t.ctx, `SELECT decision, reason FROM results WHERE idempotency_key = ? AND token = ? AND worker_id = ?`,
-		in.Key, in.Token, in.WorkerID).Scan(&decision, &reason)
-	if err == nil {
-		return ResultDecision{Decision: decision, Reason: reason.String, Duplicate: true}, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return ResultDecision{}, fmt.Errorf("result %q: %w", in.Key, err)
-	}
-	l, rej, err := t.fence(in, now)
+	l, budget, first, rej, err := t.fence(in, now)
 	if err != nil {
 		return ResultDecision{}, err
+	}
+	if first != nil {
+		return *first, nil
 	}
 	if rej != nil {
 		if in.Keep != nil {
@@ -456,25 +462,49 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 		}
 		return *rej, nil
 	}
-	return t.accept(in, l, pol.of(l.Task), now)
+	return t.accept(in, l, budget, pol.of(l.Task), now)
 }
 
-// fence reads the lease in names and checks that in may settle it
-// (docs/design.md §3 rule 3): it returns the lease, or the rejection to
-// record, in the order of the checks AcceptResult lists.
-func (t *Tx) fence(in ResultInput, now time.Time) (Lease, *ResultDecision, error) {
-	reject := func(task, reason, detail string) (Lease, *ResultDecision, error) {
-		return Lease{}, &ResultDecision{Decision: DecisionRejected, Reason: reason, Detail: detail, Task: task}, nil
+// fence reads, in one statement, the first decision on in's key (a
+// replay gets it back: first), the lease in names, the task's latest
+// token and the task's budgets, and checks that in may settle the lease
+// (docs/design.md §3 rule 3): it returns the lease and the budgets, or the
+// rejection to record, in the order of the checks AcceptResult lists.
+func (t *Tx) fence(in ResultInput, now time.Time) (l Lease, b *taskBudget, first, rej *ResultDecision, err error) {
+	reject := func(task, reason, detail string) (Lease, *taskBudget, *ResultDecision, *ResultDecision, error) {
+		return Lease{}, nil, nil, &ResultDecision{Decision: DecisionRejected, Reason: reason, Detail: detail, Task: task}, nil
 	}
-	// The lease and the task's latest token, in one statement.
-	var latest int64
-	l, err := scanLease(withLatest{t.QueryRowContext(t.ctx, `SELECT `+leaseColumns+`,
-		(SELECT max(m.token) FROM leases m WHERE m.task = leases.task) FROM leases WHERE token = ?`, in.Token), &latest})
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	var decision, reason, task, defHash, worker, status sql.NullString
+	var token, attempt, granted, renewed, expires, hard, ended, latest sql.NullInt64
+	var attempts, failures, lost, maxAttempts, maxLost sql.NullInt64
+	err = t.QueryRowContext(t.ctx, `SELECT r.decision, r.reason,
+			l.token, l.task, l.def_hash, l.worker_id, l.attempt, l.status, l.granted_at, l.renewed_at,
+			l.expires_at, l.hard_expires_at, l.ended_at,
+			(SELECT max(m.token) FROM leases m WHERE m.task = l.task),
+			t.attempts, t.failures_used, t.lost_used, t.max_attempts, t.max_lost
+		FROM (SELECT 1)
+		LEFT JOIN results r ON r.idempotency_key = ?1 AND r.token = ?2 AND r.worker_id = ?3
+		LEFT JOIN leases l ON l.token = ?2
+		LEFT JOIN tasks t ON t.address = l.task`, in.Key, in.Token, in.WorkerID).Scan(&decision, &reason,
+		&token, &task, &defHash, &worker, &attempt, &status, &granted, &renewed, &expires, &hard, &ended, &latest,
+		&attempts, &failures, &lost, &maxAttempts, &maxLost)
+	if err != nil {
+		return Lease{}, nil, nil, nil, fmt.Errorf("result %q: read lease %d: %w", in.Key, in.Token, err)
+	}
+	if decision.Valid {
+		return Lease{}, nil, &ResultDecision{Decision: decision.String, Reason: reason.String, Duplicate: true}, nil, nil
+	}
+	if !token.Valid {
 		return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("no lease has token %d", in.Token))
-	case err != nil:
-		return Lease{}, nil, fmt.Errorf("result %q: read lease %d: %w", in.Key, in.Token, err)
+	}
+	l = Lease{Token: token.Int64, Task: task.String, DefHash: defHash.String, WorkerID: worker.String, Attempt: int(attempt.Int64),
+		Status: LeaseStatus(status.String), GrantedAt: fromMS(granted.Int64), RenewedAt: fromMS(renewed.Int64),
+		ExpiresAt: fromMS(expires.Int64), HardExpiresAt: fromMS(hard.Int64), EndedAt: fromNullMS(ended)}
+	if attempts.Valid {
+		b = &taskBudget{Attempts: int(attempts.Int64), Failures: int(failures.Int64), Lost: int(lost.Int64),
+			MaxAttempts: int(maxAttempts.Int64), MaxLost: int(maxLost.Int64)}
+	}
+	switch {
 	case (in.Task != "" && l.Task != in.Task) || (in.Attempt != 0 && l.Attempt != in.Attempt):
 		return reject(in.Task, ReasonUnknownLease, fmt.Sprintf("lease %d is for %s attempt %d, not %s attempt %d",
 			l.Token, l.Task, l.Attempt, in.Task, in.Attempt))
@@ -483,14 +513,14 @@ func (t *Tx) fence(in ResultInput, now time.Time) (Lease, *ResultDecision, error
 			l.Token, shortHash(l.DefHash), shortHash(in.DefHash)))
 	case l.WorkerID != in.WorkerID:
 		return reject(l.Task, ReasonWrongWorker, fmt.Sprintf("lease %d belongs to worker %s, not %s", l.Token, l.WorkerID, in.WorkerID))
-	case latest > l.Token:
-		return reject(l.Task, ReasonStaleToken, fmt.Sprintf("lease %d of %s was superseded by lease %d", l.Token, l.Task, latest))
+	case latest.Int64 > l.Token:
+		return reject(l.Task, ReasonStaleToken, fmt.Sprintf("lease %d of %s was superseded by lease %d", l.Token, l.Task, latest.Int64))
 	case l.Status != LeaseActive:
 		return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d is %s", l.Token, l.Status))
 	case !now.Before(l.ExpiresAt):
 		return reject(l.Task, ReasonLeaseExpired, fmt.Sprintf("lease %d expired at %s", l.Token, l.ExpiresAt.Format(time.RFC3339Nano)))
 	}
-	return l, nil, nil
+	return l, b, nil, nil, nil
 }
 
 // recordRejection records the rejected result in and its EventRejected
@@ -513,7 +543,7 @@ func (t *Tx) recordRejection(in ResultInput, rej ResultDecision, now time.Time) 
 // accept records the accepted result in for lease l, once in.Check lets
 // it and every artifact it binds is held: its artifacts, the result, the lease completed, the
 // attempt ended, the task settled with pol and its recommendations.
-func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (ResultDecision, error) {
+func (t *Tx) accept(in ResultInput, l Lease, b *taskBudget, pol TaskPolicy, now time.Time) (ResultDecision, error) {
 	if in.Check != nil {
 		if err := in.Check(l); err != nil {
 			return ResultDecision{}, err
@@ -532,14 +562,11 @@ func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (Res
 			return ResultDecision{}, &MissingArtifactsError{Missing: missing}
 		}
 	}
-	for _, a := range in.Artifacts {
-		if _, err := t.ExecContext(t.ctx, `INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, l.Token, l.Task, l.Attempt, a.Kind, a.Name, a.SHA256, a.Size, a.MediaType); err != nil {
-			return ResultDecision{}, fmt.Errorf("record artifact %s of %s attempt %d: %w", a.Name, l.Task, l.Attempt, err)
-		}
+	if err := insertArtifactsTx(t, l, in.Artifacts); err != nil {
+		return ResultDecision{}, err
 	}
 	if _, err := t.ExecContext(t.ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
-		VALUES (?, ?, ?, ?, ?, 'accepted', NULL, ?, ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, string(in.Body), ms(now)); err != nil {
+		VALUES (?, ?, ?, ?, ?, 'accepted', NULL, '', ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, ms(now)); err != nil {
 		return ResultDecision{}, fmt.Errorf("record result %q: %w", in.Key, err)
 	}
 	// A result completes an unstarted lease as started (its attempt ran).
@@ -562,7 +589,7 @@ func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (Res
 		WHERE fencing_token = ?`, ms(now), exit, in.Signal, fc, in.Error, in.StdoutPath, in.StderrPath, l.Token); err != nil {
 		return ResultDecision{}, fmt.Errorf("end attempt %d of %s: %w", l.Attempt, l.Task, err)
 	}
-	out, err := t.settle(l, in.Class, describe(in), pol, now)
+	out, err := t.settle(l, in.Class, describe(in), pol, b, now)
 	if err != nil {
 		return ResultDecision{}, err
 	}
@@ -571,15 +598,6 @@ func (t *Tx) accept(in ResultInput, l Lease, pol TaskPolicy, now time.Time) (Res
 	}
 	return ResultDecision{Decision: DecisionAccepted, Outcome: &out, Task: l.Task}, nil
 }
-
-// withLatest scans a lease row followed by one more column, the task's
-// latest token, into latest.
-type withLatest struct {
-	row    *sql.Row
-	latest *int64
-}
-
-func (w withLatest) Scan(dest ...any) error { return w.row.Scan(append(dest, w.latest)...) }
 
 // describe is the error text of a result: its error, exit code or signal.
 func describe(in ResultInput) string {
@@ -654,10 +672,82 @@ func (s *Store) ArtifactsOf(ctx context.Context, task string, attempt int) ([]Ar
 	var out []Artifact
 	err := s.read(ctx, func(tx *Tx) error {
 		var err error
-		out, err = queryArtifacts(ctx, tx, `WHERE task = ? AND attempt = ?`, task, attempt)
+		out, err = queryArtifacts(ctx, tx, `WHERE fencing_token = (SELECT fencing_token FROM attempts WHERE task = ? AND number = ?)`, task, attempt)
 		return err
 	})
 	return out, err
+}
+
+// EmptySHA256 is the SHA-256 of no bytes: the hash of every empty
+// artifact, which attempt_artifacts keeps as ”.
+const EmptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// storedSHA256 is how attempt_artifacts keeps the hash of an artifact of
+// size bytes; readSHA256 undoes it.
+func storedSHA256(sha string, size int64) string {
+	if size == 0 && sha == EmptySHA256 {
+		return ""
+	}
+	return sha
+}
+
+// LogMediaType is the media type of every log, which attempt_artifacts
+// keeps as ” for an artifact of kind log.
+const LogMediaType = "text/plain; charset=utf-8"
+
+// storedMediaType is how attempt_artifacts keeps the media type of an
+// artifact of kind; readMediaType undoes it.
+func storedMediaType(kind, mt string) string {
+	if kind == "log" && mt == LogMediaType {
+		return ""
+	}
+	return mt
+}
+
+func readMediaType(kind, stored string) string {
+	if kind == "log" && stored == "" {
+		return LogMediaType
+	}
+	return stored
+}
+
+func readSHA256(stored string) string {
+	if stored == "" {
+		return EmptySHA256
+	}
+	return stored
+}
+
+// artifactRowsPerInsert bounds the rows of one INSERT of artifacts (8
+// variables each, under SQLite's limit of 32,766 variables a statement).
+const artifactRowsPerInsert = 1000
+
+// insertArtifactsTx records the artifacts as of lease l, in one
+// multi-row statement (per artifactRowsPerInsert of them).
+func insertArtifactsTx(t *Tx, l Lease, as []Artifact) error {
+	for len(as) > artifactRowsPerInsert {
+		if err := insertArtifactsTx(t, l, as[:artifactRowsPerInsert]); err != nil {
+			return err
+		}
+		as = as[artifactRowsPerInsert:]
+	}
+	if len(as) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type) VALUES `)
+	args := make([]any, 0, 8*len(as))
+	for i, a := range as {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, l.Token, l.Task, l.Attempt, a.Kind, a.Name, storedSHA256(a.SHA256, a.Size), a.Size, storedMediaType(a.Kind, a.MediaType))
+	}
+	if _, err := t.ExecContext(t.ctx, q.String(), args...); err != nil {
+		return fmt.Errorf("record the artifacts of %s attempt %d: %w", l.Task, l.Attempt, err)
+	}
+	return nil
 }
 
 func queryArtifacts(ctx context.Context, tx *Tx, where string, args ...any) ([]Artifact, error) {
@@ -672,6 +762,7 @@ func queryArtifacts(ctx context.Context, tx *Tx, where string, args ...any) ([]A
 		if err := rows.Scan(&a.Kind, &a.Name, &a.SHA256, &a.Size, &a.MediaType); err != nil {
 			return nil, fmt.Errorf("read artifacts: %w", err)
 		}
+		a.SHA256, a.MediaType = readSHA256(a.SHA256), readMediaType(a.Kind, a.MediaType)
 		out = append(out, a)
 	}
 	return out, rows.Err()

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -364,7 +365,8 @@ func TestIdempotencyKeyScopedToTokenAndWorker(t *testing.T) {
 
 // TestRejectedBodyIsCapped: what a rejected post sent is kept only up to
 // MaxRejectedBodyBytes, so rejected posts cannot grow the state without
-// bound; an accepted result keeps its body whole.
+// bound; an accepted result keeps none (its attempt, lease and artifacts
+// rows hold what it said).
 func TestRejectedBodyIsCapped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -377,6 +379,19 @@ func TestRejectedBodyIsCapped(t *testing.T) {
 	rs, err := s.Results(ctx, "task.a")
 	if err != nil || len(rs) != 1 || len(rs[0].Body) > MaxRejectedBodyBytes+len("…") || !strings.HasSuffix(string(rs[0].Body), "…") {
 		t.Fatalf("rejected body of %d bytes kept as %d bytes, %v", len(big), len(rs[0].Body), err)
+	}
+	l, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "k2", Token: l.Token, Task: "task.a", Attempt: l.Attempt, WorkerID: "w1",
+		ExitCode: &zero, Body: []byte(`{"exit_code":0}`)}, nil, t0)
+	if err != nil || dec.Decision != DecisionAccepted {
+		t.Fatalf("accept: %+v, %v", dec, err)
+	}
+	if rs, err = s.Results(ctx, "task.a"); err != nil || len(rs) != 2 || rs[1].Decision != DecisionAccepted || len(rs[1].Body) != 0 {
+		t.Fatalf("results after the accepted one: %+v, %v", rs, err)
 	}
 }
 
@@ -733,5 +748,41 @@ func TestAcceptResultKeep(t *testing.T) {
 	}
 	if dec, _ := s.AcceptResult(ctx, ResultInput{Key: "k2", Token: 99, WorkerID: "w1", Keep: keep(false, "")}, nil, t0); !dec.Duplicate {
 		t.Errorf("replay of the kept rejection: %+v; want a duplicate", dec)
+	}
+}
+
+// TestArtifactsCompact: an empty artifact's hash is kept as ” and read
+// back as EmptySHA256; many artifacts are recorded in several multi-row
+// statements and read back whole.
+func TestArtifactsCompact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	l, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := []Artifact{{Kind: "log", Name: "stderr", SHA256: EmptySHA256, MediaType: "text/plain; charset=utf-8"}}
+	for i := range artifactRowsPerInsert + 5 {
+		as = append(as, Artifact{Kind: "output", Name: fmt.Sprintf("o%05d", i), SHA256: strings.Repeat("ab", 32), Size: 3})
+	}
+	zero := 0
+	dec, err := s.AcceptResult(ctx, ResultInput{Key: "k", Token: l.Token, Task: "task.a", Attempt: l.Attempt, WorkerID: "w1",
+		ExitCode: &zero, Artifacts: as}, nil, t0)
+	if err != nil || dec.Decision != DecisionAccepted {
+		t.Fatalf("accept: %+v, %v", dec, err)
+	}
+	var stored string
+	var storedMT string
+	if err := s.db.QueryRow(`SELECT sha256, media_type FROM attempt_artifacts WHERE name = 'stderr'`).Scan(&stored, &storedMT); err != nil || stored != "" || storedMT != "" {
+		t.Errorf("stored hash and media type of the empty log: %q %q, %v; want '' ''", stored, storedMT, err)
+	}
+	got, err := s.ArtifactsOf(ctx, "task.a", l.Attempt)
+	if err != nil || len(got) != len(as) || got[0].SHA256 != EmptySHA256 || got[0].Name != "stderr" || got[0].MediaType != LogMediaType || got[1].SHA256 != as[1].SHA256 {
+		t.Fatalf("artifacts read back: %d of %d, %v", len(got), len(as), err)
+	}
+	if _, err := s.db.Exec(`INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size) VALUES (?, 'task.a', 1, 'log', 'x', '', 1)`, l.Token); err == nil {
+		t.Errorf("an empty hash of a non-empty artifact was accepted")
 	}
 }

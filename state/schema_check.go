@@ -45,8 +45,6 @@ var currentSchema = []schemaObject{
 	{"table", "tasks"},
 	{"table", "workers"},
 
-	{"index", "attempt_artifacts_sha256"},
-	{"index", "attempt_artifacts_task"},
 	{"index", "events_task"},
 	{"index", "launches_open"},
 	{"index", "leases_one_active_per_task"},
@@ -64,7 +62,6 @@ var currentSchema = []schemaObject{
 	{"trigger", "events_no_update"},
 	{"trigger", "fencing_counter_increases"},
 	{"trigger", "fencing_counter_no_delete"},
-	{"trigger", "fencing_counter_within_reservation"},
 	{"trigger", "fencing_reservation_increases"},
 	{"trigger", "fencing_reservation_no_delete"},
 	{"trigger", "join_tokens_revoke_once"},

@@ -55,6 +55,11 @@ func TestSchemaInvariants(t *testing.T) {
 		{"fencing counter goes back", `UPDATE fencing_counter SET last_token = 5`, `UPDATE fencing_counter SET last_token = 4`, "strictly increase"},
 		{"fencing counter stays", "", `UPDATE fencing_counter SET last_token = last_token`, "strictly increase"},
 		{"fencing counter deleted", "", `DELETE FROM fencing_counter`, "cannot be deleted"},
+		{"fencing counter id changes", "", `UPDATE fencing_counter SET id = 2, last_token = last_token + 1`, "strictly increase"},
+		{"fencing token beyond the reserved block", `UPDATE fencing_reservation SET reserved_through = 3`,
+			`UPDATE fencing_counter SET last_token = 4`, "beyond the reserved block"},
+		{"fencing token within the reserved block but going back", `UPDATE fencing_reservation SET reserved_through = 9;
+			UPDATE fencing_counter SET last_token = 5`, `UPDATE fencing_counter SET last_token = 4`, "strictly increase"},
 		{"lease expires after hard expiry", `UPDATE fencing_counter SET last_token = 1`,
 			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
 			 VALUES (1, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 30, 20)`, "CHECK constraint failed"},

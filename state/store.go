@@ -611,8 +611,12 @@ func finish(group []*writeReq) {
 func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 	content := group[0].content
 	begun := s.turns.waiting()
+	traceBegin := time.Now()
 	tx, err := s.db.BeginTx(context.Background(), nil) // BEGIN IMMEDIATE (_txlock=immediate)
 	begun()
+	if fn := statementTrace.Load(); fn != nil {
+		(*fn)("BEGIN IMMEDIATE", time.Since(traceBegin))
+	}
 	if err != nil {
 		for _, r := range group {
 			r.err = fmt.Errorf("begin write: %w", err)
@@ -679,7 +683,10 @@ func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 		err2 = bumpSerial(t)
 	}
 	if err2 == nil {
-		if err2 = tx.Commit(); err2 != nil {
+		t.trace("COMMIT")
+		err2 = tx.Commit()
+		t.trace("")
+		if err2 != nil {
 			err2 = fmt.Errorf("commit: %w", err2)
 		}
 	} else {

@@ -146,7 +146,7 @@ func (t *Tx) lose(l Lease, status LeaseStatus, kind, why string, pol TaskPolicy,
 		Message: fmt.Sprintf("attempt %d: %s", l.Attempt, why)}, now); err != nil {
 		return AttemptOutcome{}, err
 	}
-	return t.settle(l, FailureClassLost, why, pol, now)
+	return t.settle(l, FailureClassLost, why, pol, nil, now)
 }
 
 // RevokeResult lists what RevokeAllLeases changed.

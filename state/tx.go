@@ -5,7 +5,25 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync/atomic"
+	"time"
 )
+
+// statementTrace is the function TraceStatements set, or nil.
+var statementTrace atomic.Pointer[func(query string, d time.Duration)]
+
+// TraceStatements makes every statement of every Tx (and the BEGIN and
+// COMMIT of the write groups) call fn with its SQL and its time, until
+// stop is called: a measurement hook for tests and benchmarks
+// (docs/PERFORMANCE.md, "Statements per claim and accept"). A statement's
+// time runs from its start to the start of the transaction's next
+// statement (or its COMMIT or ROLLBACK): the driver steps a query only
+// when its rows are read, after the call returns. fn runs on the
+// committer's goroutine, between statements.
+func TraceStatements(fn func(query string, d time.Duration)) (stop func()) {
+	statementTrace.Store(&fn)
+	return func() { statementTrace.Store(nil) }
+}
 
 // Tx is one transaction on the state file, handed to the functions given
 // to Store.Write (a write inside a group commit) and used by the Store's
@@ -40,6 +58,25 @@ type Tx struct {
 	// UPDATE, DELETE, REPLACE; with or without RETURNING): a write or Part
 	// that fails before its first one has nothing to roll back.
 	writes int
+
+	// traced and tracedAt: the statement being traced and its start.
+	traced   string
+	tracedAt time.Time
+}
+
+// trace ends the traced statement, if any, and starts tracing query
+// ("" = none).
+func (t *Tx) trace(query string) {
+	fn := statementTrace.Load()
+	if fn == nil {
+		t.traced = ""
+		return
+	}
+	now := time.Now()
+	if t.traced != "" {
+		(*fn)(t.traced, now.Sub(t.tracedAt))
+	}
+	t.traced, t.tracedAt = query, now
 }
 
 // noteWrite counts query when it may change rows.
@@ -80,6 +117,7 @@ func (t *Tx) Part(fn func() error) error {
 // t's own (see Tx.ctx); so are those of the methods below.
 func (t *Tx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
 	t.noteWrite(query)
+	t.trace(query)
 	return t.tx.ExecContext(t.ctx, query, args...)
 }
 
@@ -87,12 +125,14 @@ func (t *Tx) ExecContext(_ context.Context, query string, args ...any) (sql.Resu
 // transaction ends.
 func (t *Tx) QueryContext(_ context.Context, query string, args ...any) (*sql.Rows, error) {
 	t.noteWrite(query)
+	t.trace(query)
 	return t.tx.QueryContext(t.ctx, query, args...)
 }
 
 // QueryRowContext is sql.Tx.QueryRowContext.
 func (t *Tx) QueryRowContext(_ context.Context, query string, args ...any) *sql.Row {
 	t.noteWrite(query)
+	t.trace(query)
 	return t.tx.QueryRowContext(t.ctx, query, args...)
 }
 

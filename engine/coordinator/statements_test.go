@@ -1,0 +1,124 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
+	"github.com/wdc-dev/wdc/protocol"
+	"github.com/wdc-dev/wdc/state"
+)
+
+// Statements a claim (one lease granted) and an accept (its successful
+// result) run, each alone in its write group, counted with
+// state.TraceStatements. The test fails when either runs more statements
+// than it does now; -v lists each statement with its mean time
+// (docs/PERFORMANCE.md, "Statements per claim and accept").
+const (
+	maxClaimStatements  = 8 // BEGIN, the claim's statements, COMMIT
+	maxAcceptStatements = 9
+)
+
+func TestStatementsPerClaimAndAccept(t *testing.T) {
+	const n = 200
+	ctx := context.Background()
+	pools := []coordinator.PoolRuntime{{Name: "p", Capacity: 1, HeartbeatInterval: time.Hour, TTL: 10 * time.Hour}}
+	tasks := make([]coordinator.TaskRuntime, n)
+	for i := range tasks {
+		tasks[i] = rtTask(fmt.Sprintf("s%04d", i))
+	}
+	s, err := state.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	upsertAll(t, s, pools, tasks, time.Now())
+	c, err := coordinator.New(coordinator.Options{Store: s, Pools: pools, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(c))
+	defer srv.Close()
+	_, reg := registerOn(t, c, srv.URL, "p", protocol.RegisterRequest{Host: "stmts"})
+	sess := session(t, c, reg)
+
+	type stat struct {
+		order int
+		count int
+		total time.Duration
+	}
+	var mu sync.Mutex
+	phase := ""
+	stats := map[string]map[string]*stat{"claim": {}, "accept": {}}
+	stop := state.TraceStatements(func(q string, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		m := stats[phase]
+		if m == nil {
+			return
+		}
+		q = strings.Join(strings.Fields(q), " ")
+		st := m[q]
+		if st == nil {
+			st = &stat{order: len(m)}
+			m[q] = st
+		}
+		st.count++
+		st.total += d
+	})
+	defer stop()
+	setPhase := func(p string) {
+		mu.Lock()
+		phase = p
+		mu.Unlock()
+	}
+	zero := 0
+	for i := range n {
+		setPhase("claim")
+		resp, err := c.Claim(ctx, sess, 1, time.Second)
+		if err != nil || len(resp.Assignments) != 1 {
+			t.Fatalf("claim %d: %+v, %v", i, resp, err)
+		}
+		a := resp.Assignments[0]
+		setPhase("accept")
+		req := protocol.ResultRequest{WorkerID: sess.WorkerID(), ExitCode: &zero, IdempotencyKey: fmt.Sprintf("k%d", i),
+			Task: a.Task, Attempt: a.Attempt}
+		if r, err := c.Result(ctx, sess, a.FencingToken, req, nil); err != nil || r.Decision != "accepted" {
+			t.Fatalf("result %d: %+v, %v", i, r, err)
+		}
+		setPhase("")
+	}
+	stop()
+	for _, op := range []string{"claim", "accept"} {
+		m := stats[op]
+		qs := make([]string, 0, len(m))
+		for q := range m {
+			qs = append(qs, q)
+		}
+		sort.Slice(qs, func(i, j int) bool { return m[qs[i]].order < m[qs[j]].order })
+		var per float64
+		var total time.Duration
+		for _, q := range qs {
+			st := m[q]
+			per += float64(st.count) / n
+			total += st.total
+			t.Logf("%s: %5.2f per op, %7.1f µs  %s", op, float64(st.count)/n, float64(st.total.Microseconds())/float64(st.count), q)
+		}
+		t.Logf("%s: %.2f statements per op, %.1f µs per op", op, per, float64(total.Microseconds())/n)
+		limit := maxClaimStatements
+		if op == "accept" {
+			limit = maxAcceptStatements
+		}
+		if per > float64(limit) {
+			t.Errorf("%s runs %.2f statements, more than %d", op, per, limit)
+		}
+	}
+}
