@@ -1,4 +1,4 @@
--- 009_lean_writes: less for a claim and an accept to write, and less state
+-- 010_lean_writes: less for a claim and an accept to write, and less state
 -- per finished task.
 --
 -- attempt_artifacts_sha256 and attempt_artifacts_task served no query

@@ -1,4 +1,4 @@
--- 010_compact_artifacts: attempt_artifacts without its rowid (its primary
+-- 011_compact_artifacts: attempt_artifacts without its rowid (its primary
 -- key is the table: no second B-tree of the same columns), and the hash
 -- of an empty artifact kept as '' (size 0). Most attempts of trivial
 -- tasks bind two empty logs: their 64 hex digits, twice per attempt, were
