@@ -555,20 +555,8 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		}
 		return
 	}
-	for _, tok := range resp.CancelLeases {
-		if a.dropParkedToken(tok) {
-			a.log.Info("coordinator cancelled a prefetched lease before its start", "token", tok)
-			continue
-		}
-		a.mu.Lock()
-		at := a.attempts[tok]
-		a.mu.Unlock()
-		if at == nil {
-			continue
-		}
-		a.log.Warn("coordinator cancelled a lease: stopping its attempt", "task", at.asg.Task, "attempt", at.asg.Attempt, "token", tok)
-		at.stop("stopped: the coordinator cancelled the lease (it is no longer active)")
-	}
+	a.cancelLeases(resp.CancelLeases, "coordinator cancelled a lease: stopping its attempt",
+		"stopped: the coordinator cancelled the lease (it is no longer active)")
 	for _, tok := range resp.FollowLogs {
 		a.mu.Lock()
 		at := a.attempts[tok]
@@ -720,7 +708,7 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		ex = a.execute(callCtx, at)
 		started, reserved = a.freeSlot()
 		if started != nil {
-			a.run(callCtx, started)
+			a.run(callCtx, started, true)
 		}
 		exit := "none"
 		if ex.exitCode != nil {
@@ -743,7 +731,8 @@ func (a *Agent) runAssignment(callCtx context.Context, at *attempt, fits bool) {
 		req.Prefetch = 1
 	}
 	resp, accepted := a.settle(callCtx, log, asg.FencingToken, req, files)
-	a.cancelRefusedStarts(resp.CancelLeases)
+	a.cancelLeases(resp.CancelLeases, "coordinator refused a prefetched attempt's start: stopping it",
+		"stopped: the coordinator refused its start (the lease is no longer active)")
 	if reserved || len(resp.Assignments) > 0 {
 		a.startNext(callCtx, resp.Assignments, reserved)
 		reserved = false
@@ -854,16 +843,17 @@ func (a *Agent) fillFreeSlots(callCtx context.Context) {
 	}
 	a.mu.Unlock()
 	for _, at := range start {
-		a.run(callCtx, at)
+		a.run(callCtx, at, true)
 	}
 }
 
-// run runs a held attempt counted as running on its own goroutine.
-func (a *Agent) run(callCtx context.Context, at *attempt) {
+// run runs a held attempt on its own goroutine (runAssignment; fits: it
+// is counted as running).
+func (a *Agent) run(callCtx context.Context, at *attempt, fits bool) {
 	a.attemptWG.Add(1)
 	go func() {
 		defer a.attemptWG.Done()
-		a.runAssignment(callCtx, at, true)
+		a.runAssignment(callCtx, at, fits)
 	}()
 }
 
@@ -900,18 +890,24 @@ func (a *Agent) dropParkedToken(tok int64) bool {
 	return false
 }
 
-// cancelRefusedStarts stops the attempts whose reported start the
-// coordinator refused (their leases are gone).
-func (a *Agent) cancelRefusedStarts(tokens []int64) {
+// cancelLeases acts on leases the coordinator answered as no longer
+// active (a heartbeat's cancel_leases, or a result's for refused starts):
+// a parked assignment is let go, a running attempt is stopped with why,
+// logging msg.
+func (a *Agent) cancelLeases(tokens []int64, msg, why string) {
 	for _, tok := range tokens {
+		if a.dropParkedToken(tok) {
+			a.log.Info("coordinator cancelled a prefetched lease before its start", "token", tok)
+			continue
+		}
 		a.mu.Lock()
 		at := a.attempts[tok]
 		a.mu.Unlock()
 		if at == nil {
 			continue
 		}
-		a.log.Warn("coordinator refused a prefetched attempt's start: stopping it", "task", at.asg.Task, "attempt", at.asg.Attempt, "token", tok)
-		at.stop("stopped: the coordinator refused its start (the lease is no longer active)")
+		a.log.Warn(msg, "task", at.asg.Task, "attempt", at.asg.Attempt, "token", tok)
+		at.stop(why)
 	}
 }
 
@@ -1002,13 +998,6 @@ func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, r
 // that no started assignment fills goes to a parked one (whose own result
 // then reports its start).
 func (a *Agent) startNext(callCtx context.Context, asgs []protocol.Assignment, reserved bool) {
-	run := func(at *attempt, fits bool) {
-		a.attemptWG.Add(1)
-		go func() {
-			defer a.attemptWG.Done()
-			a.runAssignment(callCtx, at, fits)
-		}()
-	}
 	slot := reserved
 	for _, asg := range asgs {
 		if asg.Prefetched {
@@ -1021,27 +1010,13 @@ func (a *Agent) startNext(callCtx context.Context, asgs []protocol.Assignment, r
 				"task", asg.Task, "attempt", asg.Attempt, "token", asg.FencingToken)
 			continue
 		}
-		run(at, slot)
+		a.run(callCtx, at, slot)
 		slot = false
 	}
-	if !reserved {
-		return
+	if reserved {
+		a.releaseReserved()
+		a.fillFreeSlots(callCtx) // a slot the answer left free goes to a parked assignment
 	}
-	if slot && !a.done() {
-		a.mu.Lock()
-		var at *attempt
-		if len(a.parked) > 0 {
-			at = a.parked[0]
-			a.parked = a.parked[1:]
-			a.running++
-		}
-		a.mu.Unlock()
-		if at != nil {
-			run(at, true)
-		}
-	}
-	a.releaseReserved()
-	a.fillFreeSlots(callCtx)
 }
 
 // releaseReserved gives back a slot reserved for eager dispatch.

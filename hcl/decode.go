@@ -337,16 +337,11 @@ type heartbeatBody struct {
 func (l *loader) pools(blocks hcl.Blocks) {
 	seen := map[string]hcl.Range{}
 	for _, b := range blocks {
-		if d := validName("pool", b); d != nil {
+		if d := claimLabel("pool", b, seen); d != nil {
 			l.add(d)
 			continue
 		}
 		name := b.Labels[0]
-		if first, ok := seen[name]; ok {
-			l.add(duplicate("pool", b, first))
-			continue
-		}
-		seen[name] = b.DefRange
 		p := &Pool{
 			Name:         name,
 			Min:          DefaultPoolMin,
@@ -589,16 +584,11 @@ func (l *loader) tasks(blocks hcl.Blocks) {
 	seen := map[string]hcl.Range{}
 	var tbs []*taskBlock
 	for _, b := range blocks {
-		if d := validName("task", b); d != nil {
+		if d := claimLabel("task", b, seen); d != nil {
 			l.add(d)
 			continue
 		}
 		name := b.Labels[0]
-		if first, ok := seen[name]; ok {
-			l.add(duplicate("task", b, first))
-			continue
-		}
-		seen[name] = b.DefRange
 		tb := &taskBlock{name: name, block: b}
 		tbs = append(tbs, tb)
 		l.task(tb)

@@ -333,16 +333,10 @@ func (l *loader) edges(blocks hcl.Blocks) {
 	type key struct{ from, typ string }
 	byKey := map[key]*Edge{}
 	for _, b := range blocks {
-		if d := validName("edge", b); d != nil {
+		if d := claimLabel("edge", b, seen); d != nil {
 			l.add(d)
 			continue
 		}
-		name := b.Labels[0]
-		if first, ok := seen[name]; ok {
-			l.add(duplicate("edge", b, first))
-			continue
-		}
-		seen[name] = b.DefRange
 		e, ok := l.edge(b, byName)
 		if !ok {
 			continue

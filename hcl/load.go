@@ -427,6 +427,20 @@ func isUnknownFollowUp(d *hcl.Diagnostic) bool {
 	return strings.Contains(d.Detail, unknownDetail) || strings.Contains(d.Summary, unknownDetail)
 }
 
+// claimLabel checks the label of a block of kind against the names seen
+// so far: an invalid name (validName) or one declared before (duplicate)
+// is reported; a good one is recorded in seen, and nil returned.
+func claimLabel(kind string, b *hcl.Block, seen map[string]hcl.Range) *hcl.Diagnostic {
+	if d := validName(kind, b); d != nil {
+		return d
+	}
+	if first, ok := seen[b.Labels[0]]; ok {
+		return duplicate(kind, b, first)
+	}
+	seen[b.Labels[0]] = b.DefRange
+	return nil
+}
+
 // duplicate reports a block whose label was already used.
 func duplicate(kind string, b *hcl.Block, first hcl.Range) *hcl.Diagnostic {
 	article := "A"

@@ -200,15 +200,10 @@ func ParseTestFile(src []byte, filename string) (tf *TestFile, diags hcl.Diagnos
 	diags = append(diags, suggestBlockTypes(d, testFileSchema)...)
 	seen := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
-		if d := validName("run", b); d != nil {
+		if d := claimLabel("run", b, seen); d != nil {
 			diags = append(diags, d)
 			continue
 		}
-		if first, ok := seen[b.Labels[0]]; ok {
-			diags = append(diags, duplicate("run", b, first))
-			continue
-		}
-		seen[b.Labels[0]] = b.DefRange
 		run, d := parseTestRun(b)
 		diags = append(diags, d...)
 		tf.Runs = append(tf.Runs, run)
@@ -264,15 +259,10 @@ func parseTestRun(b *hcl.Block) (*TestRun, hcl.Diagnostics) {
 				return run.Variables[i].Range.Start.Byte < run.Variables[j].Range.Start.Byte
 			})
 		case "override_pool":
-			if d := validName("override_pool", blk); d != nil {
+			if d := claimLabel("override_pool", blk, overrides); d != nil {
 				diags = append(diags, d)
 				continue
 			}
-			if first, ok := overrides[blk.Labels[0]]; ok {
-				diags = append(diags, duplicate("override_pool", blk, first))
-				continue
-			}
-			overrides[blk.Labels[0]] = blk.DefRange
 			o, d := parsePoolOverride(blk)
 			diags = append(diags, d...)
 			if o != nil {

@@ -1,8 +1,6 @@
 package state
 
 import (
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -32,22 +30,26 @@ func (t *Tx) StartLeases(workerID string, starts []LeaseStart, now time.Time) (r
 			return nil, invalidf("start lease %d: timeout must be positive and grace not negative, have %s and %s", st.Token, st.Timeout, st.Grace)
 		}
 		hard := nowMS + durMS(st.Timeout) + durMS(st.Grace)
-		var token int64
-		err := t.QueryRowContext(t.ctx, `UPDATE leases SET
-				unstarted = 0,
-				hard_expires_at = CASE unstarted WHEN 1 THEN ?3 ELSE hard_expires_at END,
-				expires_at = CASE unstarted WHEN 1
-					THEN min(max(expires_at, ?4 + (SELECT ttl_ms FROM workers WHERE id = ?2)), ?3)
-					ELSE expires_at END
-			WHERE token = ?1 AND worker_id = ?2 AND status = 'active' AND expires_at > ?4
-			RETURNING token`,
-			st.Token, workerID, hard, nowMS).Scan(&token)
+		res, err := t.ExecContext(t.ctx, `UPDATE leases SET unstarted = 0, hard_expires_at = ?3,
+				expires_at = min(max(expires_at, ?4 + (SELECT ttl_ms FROM workers WHERE id = ?2)), ?3)
+			WHERE token = ?1 AND worker_id = ?2 AND status = 'active' AND expires_at > ?4 AND unstarted = 1`,
+			st.Token, workerID, hard, nowMS)
 		if err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				refused = append(refused, st.Token)
-				continue
-			}
 			return nil, fmt.Errorf("start lease %d: %w", st.Token, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// Started already (a start reported again) is taken as it is;
+			// anything else is refused.
+			var live bool
+			if err := t.QueryRowContext(t.ctx, `SELECT EXISTS (SELECT 1 FROM leases
+				WHERE token = ? AND worker_id = ? AND status = 'active' AND expires_at > ?)`,
+				st.Token, workerID, nowMS).Scan(&live); err != nil {
+				return nil, fmt.Errorf("start lease %d: %w", st.Token, err)
+			}
+			if !live {
+				refused = append(refused, st.Token)
+			}
+			continue
 		}
 		if _, err := t.ExecContext(t.ctx, `UPDATE attempts SET started_at = ? WHERE fencing_token = ? AND ended_at IS NULL`,
 			nowMS, st.Token); err != nil {

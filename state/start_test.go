@@ -188,8 +188,10 @@ func TestUnstartedLeaseEndsAtNoCost(t *testing.T) {
 	}
 }
 
-// TestResultOfUnstartedLeaseAccepted: a result is its lease's start too.
-func TestResultOfUnstartedLeaseAccepted(t *testing.T) {
+// TestResultCompletesUnstartedLeaseAsStarted: a result is its lease's
+// start too: it is accepted, and the lease it completes is no longer
+// unstarted, its hard expiry no longer unbounded.
+func TestResultCompletesUnstartedLeaseAsStarted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := setup(t)
@@ -205,23 +207,6 @@ func TestResultOfUnstartedLeaseAccepted(t *testing.T) {
 	}
 	if task, _ := s.Task(ctx, "task.a"); task.Status != TaskSucceeded {
 		t.Errorf("task %s, want succeeded", task.Status)
-	}
-}
-
-// TestResultCompletesUnstartedLeaseAsStarted: the lease a result completes
-// is no longer unstarted, and its hard expiry is no longer unbounded.
-func TestResultCompletesUnstartedLeaseAsStarted(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := setup(t)
-	seed(t, s)
-	l, err := s.GrantLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour, Prefetched: true}, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zero := 0
-	if _, err := s.AcceptResult(ctx, ResultInput{Key: "k", Token: l.Token, WorkerID: "w1", ExitCode: &zero}, nil, t0.Add(time.Second)); err != nil {
-		t.Fatal(err)
 	}
 	got, _ := s.Lease(ctx, l.Token)
 	if got.Status != LeaseCompleted || got.Unstarted || !got.HardExpiresAt.Equal(got.ExpiresAt) {

@@ -847,34 +847,30 @@ func (c *Coordinator) reclaimUnstarted(ctx context.Context, w *workerState) bool
 // too (an earlier post that reported it may not have been written).
 func (c *Coordinator) takeStarts(poster *workerState, own int64, tokens []int64) (starts []state.LeaseStart, refused []int64) {
 	c.mu.Lock()
-	if l := c.leases[own]; l != nil && l.worker == poster.id && l.unstarted {
-		// A result is its lease's start too: its attempt ran.
-		l.unstarted = false
-		poster.unstarted--
-	}
-	c.mu.Unlock()
-	if len(tokens) == 0 {
-		return nil, nil
-	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
+	started := func(l *leaseState) {
+		if l.unstarted {
+			l.unstarted = false
+			poster.unstarted--
+		}
+	}
+	if l := c.leases[own]; l != nil && l.worker == poster.id {
+		started(l) // a result is its lease's start too: its attempt ran
+	}
 	for _, tok := range tokens {
 		if tok == own {
 			continue
 		}
 		l := c.leases[tok]
-		ts := (*taskState)(nil)
-		if l != nil {
+		var ts *taskState
+		if l != nil && l.worker == poster.id {
 			ts = c.tasks[l.task]
 		}
-		if l == nil || l.worker != poster.id || ts == nil {
+		if ts == nil {
 			refused = append(refused, tok)
 			continue
 		}
-		if l.unstarted {
-			l.unstarted = false
-			poster.unstarted--
-		}
+		started(l)
 		starts = append(starts, state.LeaseStart{Token: tok, Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace})
 	}
 	return starts, refused
