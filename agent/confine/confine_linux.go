@@ -177,18 +177,26 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 	// the agent's pid and that thread's id), which stops or kills the whole
 	// agent. So the thread must be gone before the command runs a single
 	// instruction of its own: the command is started traced (it stops at
-	// its exec, before its program runs), and the thread ends with the
-	// command still stopped; the kernel then detaches the command, which
-	// goes on. A parent-death signal would fire at that thread's end: the
-	// command has none (the agent's provider ends what a dead agent left).
+	// its exec, before its program runs); the thread detaches it with a
+	// SIGSTOP in place of the exec's SIGTRAP, so it stays stopped, and
+	// ends. Only when the thread is gone from the process (an ending thread
+	// still takes signals until the kernel releases it, after its trace has
+	// ended) does another thread send the command SIGCONT. A parent-death
+	// signal would fire at that thread's end: the command has none (the
+	// agent's provider ends what a dead agent left).
 	attr := syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		attr = *cmd.SysProcAttr
 	}
 	attr.Ptrace, attr.Pdeathsig = true, 0
 	cmd.SysProcAttr = &attr
-	ready := make(chan error, 1)
+	type started struct {
+		tid int
+		err error
+	}
+	ready := make(chan started, 1)
 	proceed := make(chan struct{})
+	detached := make(chan error, 1)
 	onOwnThread(func() {
 		err := enter(p, mech, rulesetFD)
 		unix.Close(rulesetFD)
@@ -198,20 +206,31 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 		if err == nil {
 			err = consumeExecStop(cmd.Process.Pid)
 		}
-		ready <- err
-		if err == nil {
-			<-proceed // the command stays stopped until Started returns
+		ready <- started{unix.Gettid(), err}
+		if err != nil {
+			return
 		}
-		// returning ends the thread, and with it the trace
+		<-proceed // the command stays stopped until Started returns
+		detached <- detachStopped(cmd.Process.Pid)
+		time.Sleep(lingerAfterDetach)
+		// returning ends the thread
 	})
-	if err := <-ready; err != nil {
-		return nil, err
+	st := <-ready
+	if st.err != nil {
+		return nil, st.err
 	}
 	if p.Started != nil {
 		p.Started(cmd.Process.Pid)
 	}
 	close(proceed)
-	if err := waitUntraced(cmd.Process.Pid); err != nil {
+	err = <-detached
+	if err == nil {
+		err = waitThreadGone(st.tid)
+	}
+	if err == nil {
+		err = continueStopped(cmd.Process.Pid)
+	}
+	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, fmt.Errorf("confining the attempt: %w", err)
@@ -238,23 +257,75 @@ func consumeExecStop(pid int) error {
 	}
 }
 
-// untracedWithin bounds how long waitUntraced waits for the confining
-// thread to end.
-const untracedWithin = 10 * time.Second
+// detachStopped ends the trace of process pid, stopped at its exec, and
+// has it take SIGSTOP instead of the exec's SIGTRAP: it goes on stopped,
+// no longer traced, until SIGCONT. Only the tracing thread may call it.
+func detachStopped(pid int) error {
+	_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(pid), 0, uintptr(unix.SIGSTOP), 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("ending the trace of the command: %w", errno)
+	}
+	return nil
+}
 
-// waitUntraced waits until process pid is no longer traced (the thread
-// that started it ended), or has ended itself: until then a wait for it
-// would report its trace stop, not its end.
-func waitUntraced(pid int) error {
-	status := "/proc/" + strconv.Itoa(pid) + "/status"
-	deadline := time.Now().Add(untracedWithin)
+// lingerAfterDetach keeps the confining thread alive that long after it
+// detached the command (tests: the command must stay stopped until the
+// thread is gone, however long it takes to end).
+var lingerAfterDetach time.Duration
+
+// startedWithin bounds how long the agent waits for the confining thread
+// to be gone and for the command to stop.
+const startedWithin = 10 * time.Second
+
+// waitThreadGone waits until thread tid of this process is gone: released
+// by the kernel, so no signal reaches it any more.
+func waitThreadGone(tid int) error {
+	return poll(func() (bool, error) {
+		_, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid))
+		return errors.Is(err, fs.ErrNotExist), nil
+	}, "the thread that confined the command was still there")
+}
+
+// continueStopped waits until process pid, detached with SIGSTOP, is
+// stopped, and sends it SIGCONT; a process already gone is left as it is
+// (its Wait reports how it ended). A SIGCONT sent before the stop is taken
+// would leave it stopped for good.
+func continueStopped(pid int) error {
+	stat := "/proc/" + strconv.Itoa(pid) + "/stat"
+	return poll(func() (bool, error) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return true, nil // gone
+		}
+		// pid (comm) state ...; comm may hold anything but ends at the last ')'
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return false, nil
+		}
+		switch b[i+2] {
+		case 'T':
+			if err := unix.Kill(pid, unix.SIGCONT); err != nil && err != unix.ESRCH {
+				return false, fmt.Errorf("continuing the command: %w", err)
+			}
+			return true, nil
+		case 'Z', 'X':
+			return true, nil
+		}
+		return false, nil
+	}, "the command had not stopped")
+}
+
+// poll calls done with a growing delay until it reports true or an error,
+// or startedWithin has passed (an error saying what).
+func poll(done func() (bool, error), what string) error {
+	deadline := time.Now().Add(startedWithin)
 	for delay := 10 * time.Microsecond; ; delay = min(2*delay, 5*time.Millisecond) {
-		b, err := os.ReadFile(status)
-		if err != nil || !bytes.Contains(b, []byte("\nTracerPid:\t")) || bytes.Contains(b, []byte("\nTracerPid:\t0\n")) {
-			return nil // gone, or no longer traced
+		ok, err := done()
+		if ok || err != nil {
+			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the command was still stopped at its start after %s", untracedWithin)
+			return fmt.Errorf("%s after %s", what, startedWithin)
 		}
 		time.Sleep(delay)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // requireConfinement skips where this process cannot confine, except in CI
@@ -342,13 +343,17 @@ func mainThreadStatus(t *testing.T) string {
 // TestNoThreadOfTheAgentCanBeSignalled: a confined command may signal no
 // thread of its agent, not even the one that confined itself and started
 // it (it shares the command's Landlock domain, and tgkill of it would stop
-// or kill the whole agent): that thread is gone before the command runs.
+// or kill the whole agent): that thread is gone before the command runs,
+// even when it takes long to end after it detached the command (every
+// other try here).
 func TestNoThreadOfTheAgentCanBeSignalled(t *testing.T) {
 	requireConfinement(t)
+	t.Cleanup(func() { lingerAfterDetach = 0 })
 	for _, mech := range mechanismsHere() {
 		work := filepath.Join(t.TempDir(), "work")
 		attempt := fixture(t, work)
 		for i := 0; i < 20; i++ {
+			lingerAfterDetach = time.Duration(i%2) * 20 * time.Millisecond
 			var out bytes.Buffer
 			cmd := exec.Command(os.Args[0])
 			cmd.Env = append(os.Environ(), probeEnv+"=tgkill")
