@@ -197,6 +197,7 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 	ready := make(chan started, 1)
 	proceed := make(chan struct{})
 	detached := make(chan error, 1)
+	linger := lingerAfterDetach
 	onOwnThread(func() {
 		err := enter(p, mech, rulesetFD)
 		unix.Close(rulesetFD)
@@ -212,7 +213,7 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 		}
 		<-proceed // the command stays stopped until Started returns
 		detached <- detachStopped(cmd.Process.Pid)
-		time.Sleep(lingerAfterDetach)
+		time.Sleep(linger)
 		// returning ends the thread
 	})
 	st := <-ready
