@@ -194,3 +194,29 @@ func (t *Tx) Worker(id string) (Worker, error) {
 	}
 	return w, err
 }
+
+// ShiftLiveness moves the last heartbeat of every active or draining
+// worker d later, so the ttl of each counts from d after its last
+// heartbeat: the step that lets a test clock jump d ahead (package
+// testclock) without making a live worker stale. It refuses (ErrInvalid)
+// d < 0, and while a lease is active: a jump happens only when no attempt
+// runs. It returns the number of workers moved.
+func (t *Tx) ShiftLiveness(d time.Duration) (int, error) {
+	if d < 0 {
+		return 0, invalidf("shift liveness: negative duration %s", d)
+	}
+	var active int
+	if err := t.QueryRowContext(t.ctx, `SELECT count(*) FROM leases WHERE status = 'active'`).Scan(&active); err != nil {
+		return 0, fmt.Errorf("shift liveness: %w", err)
+	}
+	if active > 0 {
+		return 0, invalidf("shift liveness: %d active leases", active)
+	}
+	res, err := t.ExecContext(t.ctx, `UPDATE workers SET last_heartbeat_at = last_heartbeat_at + ?
+		WHERE status IN ('active', 'draining')`, durMS(d))
+	if err != nil {
+		return 0, fmt.Errorf("shift liveness: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 	"github.com/wdc-dev/wdc/engine/plan"
 	"github.com/wdc-dev/wdc/engine/supervise"
+	"github.com/wdc-dev/wdc/engine/testclock"
 
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/folder"
@@ -105,6 +106,11 @@ type Options struct {
 	Executable string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// SkipWaits, when set, is the clock Now reads (`wdc test`'s, package
+	// testclock): the apply jumps it over the waits that only wait
+	// whenever the run is quiescent (see skipWaits). Nil: the wall clock,
+	// nothing skipped.
+	SkipWaits *testclock.Clock
 	// OnEvent receives progress: the coordinator's events and apply's own
 	// (EventLaunched, EventExited, EventPoolFailed, EventDraining), one
 	// call at a time, in the order they happened (once the coordinator
@@ -278,6 +284,9 @@ func RecoverState(ctx context.Context, store *state.Store, reason string, now ti
 // for interruption.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	started := time.Now()
+	if opts.SkipWaits != nil {
+		opts.Now = opts.SkipWaits.Now
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -366,6 +375,11 @@ type applier struct {
 	failure error
 	// supervised is when the supervisor last took a step.
 	supervised time.Time
+	// quiet counts the steps in a row that found the apply quiescent
+	// (skipWaits); supervisedQuiet, that the supervisor took a step
+	// among them.
+	quiet           int
+	supervisedQuiet bool
 
 	mu         sync.Mutex
 	registered []coordinator.Event // registrations of launched workers, not yet matched to their launch

@@ -15,6 +15,7 @@ import (
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 	"github.com/wdc-dev/wdc/engine/plan"
+	"github.com/wdc-dev/wdc/engine/testclock"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -55,6 +56,10 @@ type Operation struct {
 	View OperationView
 	// Now is the clock of every decision (default time.Now).
 	Now func() time.Time
+	// SkipWaits, when set, is the clock of every decision instead of Now,
+	// jumped over the waits that only wait (Options.SkipWaits): `wdc
+	// test`'s clock.
+	SkipWaits *testclock.Clock
 	// Redact rewrites error texts workers report (Options.Redact).
 	Redact func(string) string
 	// Abort, when closed, stops at once (a second interrupt): workers are
@@ -144,6 +149,9 @@ func (e *SavedPlanError) Unwrap() error { return e.Err }
 // ErrPlanFailed, ErrInterruptedLocking, a *LockWaitInterruptedError, a
 // *SavedPlanError, the state's errors, or those of Run.
 func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
+	if op.SkipWaits != nil {
+		op.Now = op.SkipWaits.Now
+	}
 	if op.Now == nil {
 		op.Now = time.Now
 	}
@@ -385,6 +393,7 @@ func (op *Operation) apply(ctx context.Context, store *state.Store, lock *HeldLo
 		LockLost:        lock.Lost(),
 		WorkDir:         filepath.Dir(op.StatePath),
 		Now:             op.Now,
+		SkipWaits:       op.SkipWaits,
 		OnEvent:         op.View.Event,
 		Redact:          op.Redact,
 		Abort:           op.Abort,

@@ -301,6 +301,9 @@ func (a *applier) step(ctx context.Context) {
 	if superviseDue {
 		a.supervised = now
 	}
+	if a.opts.SkipWaits != nil && a.failure == nil {
+		a.skipWaits(ctx, superviseDue)
+	}
 }
 
 // failReason says why pool p fails (decidePool said it does).

@@ -18,6 +18,7 @@ import (
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 	"github.com/wdc-dev/wdc/engine/plan"
+	"github.com/wdc-dev/wdc/engine/testclock"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/state"
 )
@@ -54,7 +55,9 @@ type Options struct {
 	// TempDir is where the runs' temporary folders are made (default
 	// os.TempDir()).
 	TempDir string
-	// Now is the clock (default time.Now).
+	// Now is the clock of the runs' times and durations (default
+	// time.Now). Each apply run has a test clock of its own
+	// (testclock.Clock), on the wall clock and jumped over waits.
 	Now func() time.Time
 	// Redact, when set, makes the redactor of error texts workers report
 	// for a configuration (apply.Operation.Redact).
@@ -129,6 +132,10 @@ type RunResult struct {
 	// Duration is the run's wall time, the copy of the configuration
 	// included.
 	Duration time.Duration
+	// Skipped is the time the run's test clock jumped over waits that
+	// only wait (package testclock): a retry's backoff, the supervisor's
+	// idle delay.
+	Skipped time.Duration
 	// Asserts is the number of assert blocks; Failures those that did not
 	// hold (or could not be evaluated), in order.
 	Asserts  int
@@ -350,12 +357,13 @@ func (o *Options) apply(ctx context.Context, cfg *wdchcl.Config, configDir, work
 		return err
 	}
 	v := &operationView{opts: o, cfg: cfg, configDir: configDir, obs: obs}
-	op := &apply.Operation{Config: cfg, StatePath: filepath.Join(workDir, "state.db"), View: v, Now: o.Now}
+	clock := &testclock.Clock{}
+	op := &apply.Operation{Config: cfg, StatePath: filepath.Join(workDir, "state.db"), View: v, SkipWaits: clock}
 	if o.Redact != nil {
 		op.Redact = o.Redact(cfg)
 	}
 	res, err := op.Run(ctx)
-	rr.Apply = res
+	rr.Apply, rr.Skipped = res, clock.Skipped()
 	switch {
 	case errors.Is(err, apply.ErrPlanFailed):
 		obs.PlanFailed = true

@@ -14,7 +14,7 @@ import (
 )
 
 // TestFormatVersion is the format_version of the test-result document.
-const TestFormatVersion = "1.0"
+const TestFormatVersion = "1.1"
 
 // TestDoc is the document `wdc test --json` prints (docs/json.md, "The
 // test-result document").
@@ -52,6 +52,7 @@ type TestRunDoc struct {
 	Status          string           `json:"status"`
 	StartedAt       string           `json:"started_at"`
 	DurationSeconds float64          `json:"duration_seconds"`
+	SkippedSeconds  float64          `json:"skipped_seconds"`
 	Assertions      int              `json:"assertions"`
 	Failures        []TestFailureDoc `json:"failures"`
 	Diagnostics     []DiagnosticJS   `json:"diagnostics"`
@@ -123,7 +124,7 @@ func NewTestDoc(res *wdctest.Result, diags hcl.Diagnostics, version string) *Tes
 		fd := TestFileDoc{Path: f.File.Path, Status: string(f.Status()), DurationSeconds: seconds(f.Duration), Runs: []TestRunDoc{}}
 		for _, r := range f.Runs {
 			rd := TestRunDoc{Name: r.Name, Command: r.Command, Status: string(r.Status), StartedAt: r.Started.UTC().Format(time.RFC3339Nano),
-				DurationSeconds: seconds(r.Duration), Assertions: r.Asserts, Failures: []TestFailureDoc{}, Diagnostics: Diagnostics(r.Diags)}
+				DurationSeconds: seconds(r.Duration), SkippedSeconds: seconds(r.Skipped), Assertions: r.Asserts, Failures: []TestFailureDoc{}, Diagnostics: Diagnostics(r.Diags)}
 			if r.Err != nil {
 				s := r.Err.Error()
 				rd.Error = &s
@@ -249,11 +250,15 @@ func runErrorMessage(r *wdctest.RunResult) string {
 }
 
 // TestRunLine is a run's line of `wdc test`'s output: `  run "NAME"...
-// pass (1.2s)`.
+// pass (1.2s)`, or `pass (1.2s, 30m0s of waiting skipped)` when its test
+// clock jumped.
 func TestRunLine(r *wdctest.RunResult) string {
 	st := "pass"
 	if r.Status != wdctest.StatusPass {
 		st = "fail"
+	}
+	if r.Skipped > 0 {
+		return fmt.Sprintf("  run %q... %s (%s, %s of waiting skipped)", r.Name, st, FormatRunTime(r.Duration), r.Skipped.Round(time.Second))
 	}
 	return fmt.Sprintf("  run %q... %s (%s)", r.Name, st, FormatRunTime(r.Duration))
 }
