@@ -412,6 +412,9 @@ func watchGroup(at *attempt, cmd *exec.Cmd, killGrace time.Duration) (timedOut, 
 	}
 	select {
 	case <-done:
+		// It exited on its own (nothing here ended it), though a stop may
+		// have come at once: select picks either when both are ready.
+		exitedFirst = isClosed(at.stopCh)
 	case <-timeout:
 		timedOut = true
 		procgroup.Terminate(pgid, done, killGrace)
