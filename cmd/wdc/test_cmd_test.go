@@ -10,6 +10,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/wdc-dev/wdc/cmd/internal/views"
 )
 
 // testCmdConfig is a configuration whose test file has plan runs that
@@ -99,7 +101,7 @@ func TestSchemaTest(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc["status"] != "error" || doc["format_version"] != "1.0" {
+	if doc["status"] != "error" || doc["format_version"] != views.TestFormatVersion {
 		t.Fatalf("status %v, format_version %v", doc["status"], doc["format_version"])
 	}
 	runs := doc["files"].([]any)[0].(map[string]any)["runs"].([]any)
