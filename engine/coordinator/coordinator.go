@@ -139,6 +139,9 @@ type Options struct {
 	// the state stores it or an event shows it (apply hides the values of
 	// sensitive variables, which a refused command or dir may quote).
 	Redact func(string) string
+	// Faults, when set, injects faults into the protocol (`wdc test`'s
+	// fault blocks): nil injects none.
+	Faults FaultInjector
 	// Artifacts is the work folder's blob store, which holds the logs and
 	// outputs results bind. Without it, a result that names artifacts
 	// waits for them forever (answered missing_artifacts).
@@ -204,6 +207,7 @@ type Coordinator struct {
 	log           *slog.Logger
 	events        *eventQueue
 	redact        func(string) string
+	faults        FaultInjector
 	artifacts     *artifact.Store
 	sweepInterval time.Duration
 	maxClaimWait  time.Duration
@@ -370,6 +374,7 @@ func New(opts Options) (*Coordinator, error) {
 		now:           opts.Now,
 		log:           opts.Logger,
 		redact:        opts.Redact,
+		faults:        opts.Faults,
 		artifacts:     opts.Artifacts,
 		sweepInterval: opts.SweepInterval,
 		maxClaimWait:  opts.MaxClaimWait,

@@ -78,6 +78,8 @@ type harnessOpts struct {
 	config *wdchcl.Config
 	// fixedPlan: the apply carries out a saved plan.
 	fixedPlan bool
+	// faults injects faults (Options.Faults).
+	faults coordinator.FaultInjector
 }
 
 // task is a shorthand TaskRuntime: name, placement "k=v,…", deps.
@@ -167,7 +169,7 @@ func newHarness(t *testing.T, pools []coordinator.PoolRuntime, tasks []coordinat
 	h.blobs = blobs
 	h.c, err = coordinator.New(coordinator.Options{
 		Store: s, Pools: pools, Tasks: tasks, Now: now, MaxClaimWait: o.maxClaimWait, Artifacts: blobs, MetricsOpen: o.metricsOpen, Redact: o.redact,
-		Config: o.config, FixedPlan: o.fixedPlan,
+		Config: o.config, FixedPlan: o.fixedPlan, Faults: o.faults,
 		EventQueue: o.eventQueue,
 		OnEvent: func(e coordinator.Event) {
 			if o.onEvent != nil {

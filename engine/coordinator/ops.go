@@ -26,6 +26,9 @@ import (
 // follows the logs of. Errors: the state's.
 func (c *Coordinator) Heartbeat(ctx context.Context, s Session, req protocol.HeartbeatRequest) (protocol.HeartbeatResponse, error) {
 	w := s.w
+	if c.faults != nil && c.faults.DropHeartbeat(w.id) {
+		return protocol.HeartbeatResponse{}, ErrHeartbeatDropped
+	}
 	c.wmu.RLock()
 	defer c.wmu.RUnlock()
 	reported := make(map[int64]bool, len(req.Leases))
@@ -520,6 +523,11 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 	defer func() { c.countResult(poster.pool.metrics, start, resp, err) }()
 	if err := CheckArtifactNames(req.Artifacts); err != nil {
 		return protocol.ResultResponse{}, invalid("%v", err)
+	}
+	if c.faults != nil && c.faults.RevokeBeforeResult(req.Task, req.Attempt) {
+		if _, err := c.RevokeLease(ctx, token, "the lease was revoked before its result arrived (fault late_result)"); err != nil {
+			return protocol.ResultResponse{}, err
+		}
 	}
 	in, req := c.resultInput(poster, token, req, body)
 	in.Check = func(l state.Lease) error { return c.checkResultOutputs(l.Task, req) }
