@@ -130,6 +130,8 @@ func FuzzParseTestFile(f *testing.F) {
 		"run \"a\" {\n  command = plan\n  variables {\n    n = 1\n  }\n}\n",
 		"run \"a\" {\n  override_pool \"gpu\" {\n    provider = \"local\"\n  }\n  assert {\n    condition     = task.x[0].status == \"succeeded\"\n    error_message = \"x\"\n  }\n}\n",
 		"run \"a\" {\n  fault \"kill_worker\" {\n    task = task.x\n  }\n}\n",
+		"run \"a\" {\n  fault \"silence_worker\" {\n    task = task.x[2]\n    attempt = 2\n    duration = \"1m\"\n  }\n}\n",
+		"run \"a\" {\n  fault \"fail_launch\" {\n    pool = pool.gpu\n    count = 2\n  }\n  fault \"late_result\" {\n    task = task.x\n  }\n}\n",
 		"run {\n}\n", "run \"a\" \"b\" {}", "run \"a\" {\n  command = 1\n}\n", "{", "run \"\u0000\" {\n}\n",
 	} {
 		f.Add([]byte(s))

@@ -57,7 +57,10 @@ type TestRun struct {
 	// OverridePools are the override_pool blocks, in source order.
 	OverridePools []*PoolOverride
 	// Asserts are the assert blocks, in source order.
-	Asserts   []*TestAssert
+	Asserts []*TestAssert
+	// Faults are the fault blocks, in source order: what the run injects
+	// (command = apply only).
+	Faults    []*TestFault
 	DeclRange hcl.Range
 }
 
@@ -279,13 +282,20 @@ func parseTestRun(b *hcl.Block) (*TestRun, hcl.Diagnostics) {
 			diags = append(diags, checkTestRefs(msg.Expr)...)
 			run.Asserts = append(run.Asserts, &TestAssert{Condition: cond.Expr, ErrorMessage: msg.Expr, DeclRange: blk.DefRange})
 		case "fault":
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Fault blocks are not supported yet",
-				Detail:   fmt.Sprintf("Run %q has a fault block; this version of wdc test runs configurations without injected faults. Remove the block.", run.Name),
-				Subject:  blk.DefRange.Ptr(),
-			})
+			f, d := parseTestFault(run.Name, blk)
+			diags = append(diags, d...)
+			if f != nil {
+				run.Faults = append(run.Faults, f)
+			}
 		}
+	}
+	if run.Command == TestCommandPlan && len(run.Faults) > 0 {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Fault in a plan run",
+			Detail:   fmt.Sprintf("Run %q plans only, and nothing runs for a fault to act on; faults need command = apply.", run.Name),
+			Subject:  run.Faults[0].DeclRange.Ptr(),
+		})
 	}
 	return run, diags
 }

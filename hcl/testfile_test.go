@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -59,7 +60,8 @@ run "b" {
 		{name: "unknown root", src: "run \"a\" {\n  assert {\n    condition     = foo.bar == 1\n    error_message = \"x\"\n  }\n}\n",
 			runs: 1, command: "apply", asserts: 1, wantErr: `not to "foo"`, pos: "3:21"},
 		{name: "missing message", src: "run \"a\" {\n  assert {\n    condition = true\n  }\n}\n", runs: 1, command: "apply", wantErr: "error_message", pos: "2:10"},
-		{name: "fault", src: "run \"a\" {\n  fault \"kill_worker\" {\n  }\n}\n", runs: 1, command: "apply", wantErr: "not supported yet", pos: "2:3"},
+		{name: "fault without its target", src: "run \"a\" {\n  fault \"kill_worker\" {\n  }\n}\n", runs: 1, command: "apply", wantErr: `The argument "task" is required`, pos: "2:23"},
+		{name: "fault in a plan run", src: "run \"a\" {\n  command = plan\n  fault \"late_result\" {\n    task = task.a\n  }\n}\n", runs: 1, command: "plan", wantErr: "faults need command = apply", pos: "3:3"},
 		{name: "override without provider", src: "run \"a\" {\n  override_pool \"gpu\" {\n  }\n}\n", runs: 1, command: "apply", wantErr: "provider", pos: "2:23"},
 		{name: "override empty provider", src: "run \"a\" {\n  override_pool \"gpu\" {\n    provider = \"\"\n  }\n}\n", runs: 1, command: "apply", wantErr: "a provider's name", pos: "3:16"},
 		{name: "syntax error", src: "run \"a\" {\n  command = \n}\n", runs: 0, wantErr: "", pos: "2:13"},
@@ -253,5 +255,86 @@ task "shard" {
 	_, diags = Load(dir, withProviders(Inputs{TestVariables: attrs("shards = \"many\"\n")}))
 	if !diags.HasErrors() || diags[0].Subject == nil || diags[0].Subject.Filename != "v.wdctest.hcl" {
 		t.Fatalf("want an error in the test file, got %v", diags)
+	}
+}
+
+// TestParseTestFault: each fault kind with its defaults, and the errors
+// of a bad fault block with their positions.
+func TestParseTestFault(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, body string
+		want       TestFault // Kind, Task, Attempt, Pool, Count, Duration
+		wantErr    string
+		pos        string // "line:column" of the error's subject
+	}{
+		{name: "kill_worker, attempt 1 by default", body: `fault "kill_worker" {
+    task = task.shard[1]
+  }`, want: TestFault{Kind: FaultKillWorker, Task: "task.shard[1]", Attempt: 1, Count: 1, Duration: DefaultSilence}},
+		{name: "silence_worker with a duration", body: `fault "silence_worker" {
+    task     = task.train
+    attempt  = 2
+    duration = "90s"
+  }`, want: TestFault{Kind: FaultSilenceWorker, Task: "task.train", Attempt: 2, Count: 1, Duration: 90 * time.Second}},
+		{name: "late_result", body: `fault "late_result" {
+    task = task.a
+  }`, want: TestFault{Kind: FaultLateResult, Task: "task.a", Attempt: 1, Count: 1, Duration: DefaultSilence}},
+		{name: "fail_launch", body: `fault "fail_launch" {
+    pool  = pool.gpu
+    count = 3
+  }`, want: TestFault{Kind: FaultFailLaunch, Pool: "gpu", Attempt: 1, Count: 3, Duration: DefaultSilence}},
+		{name: "unknown kind", body: `fault "kill_pool" {
+  }`, wantErr: `the fault kinds are kill_worker`, pos: "2:9"},
+		{name: "disk_full is not injected yet", body: `fault "disk_full" {
+  }`, wantErr: "does not inject yet", pos: "2:9"},
+		{name: "a string, not a reference", body: `fault "late_result" {
+    task = "task.a"
+  }`, wantErr: "must be a reference such as task.NAME", pos: "3:12"},
+		{name: "a pool for a task", body: `fault "kill_worker" {
+    task = pool.cpu
+  }`, wantErr: "must be a reference such as task.NAME", pos: "3:12"},
+		{name: "an index for a pool", body: `fault "fail_launch" {
+    pool = pool.cpu[0]
+  }`, wantErr: "must be a reference such as pool.NAME", pos: "3:12"},
+		{name: "attempt 0", body: `fault "kill_worker" {
+    task    = task.a
+    attempt = 0
+  }`, wantErr: "whole number of at least 1", pos: "4:15"},
+		{name: "a bad duration", body: `fault "silence_worker" {
+    task     = task.a
+    duration = "soon"
+  }`, wantErr: "must be a duration greater than zero", pos: "4:16"},
+		{name: "an argument of another kind", body: `fault "kill_worker" {
+    task  = task.a
+    count = 2
+  }`, wantErr: `An argument named "count" is not expected here`, pos: "4:5"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := "run \"r\" {\n  " + tc.body + "\n}\n"
+			tf, diags := ParseTestFile([]byte(src), "x.wdctest.hcl")
+			if tc.wantErr == "" {
+				if diags.HasErrors() {
+					t.Fatalf("errors: %v", diags)
+				}
+				if len(tf.Runs) != 1 || len(tf.Runs[0].Faults) != 1 {
+					t.Fatalf("runs %d, want one run with one fault", len(tf.Runs))
+				}
+				got := *tf.Runs[0].Faults[0]
+				got.TargetRange, got.DeclRange = hcl.Range{}, hcl.Range{}
+				if got != tc.want {
+					t.Fatalf("fault %+v, want %+v", got, tc.want)
+				}
+				return
+			}
+			for _, d := range diags {
+				if d.Severity == hcl.DiagError && strings.Contains(d.Summary+" "+d.Detail, tc.wantErr) && d.Subject != nil &&
+					fmt.Sprintf("%d:%d", d.Subject.Start.Line, d.Subject.Start.Column) == tc.pos {
+					return
+				}
+			}
+			t.Fatalf("no error %q at %s; got: %v", tc.wantErr, tc.pos, diags)
+		})
 	}
 }

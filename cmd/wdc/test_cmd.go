@@ -255,7 +255,10 @@ func (v *testCmdView) failureText(r *wdctest.RunResult) string {
 	}
 	for _, f := range r.Failures {
 		what := "Assertion failed"
-		if f.Diags.HasErrors() {
+		switch {
+		case f.Fault:
+			what = "Fault not injected"
+		case f.Diags.HasErrors():
 			what = "Assertion could not be evaluated"
 		}
 		fmt.Fprintf(&b, "%s at %s:%d: %s\n", what, f.Range.Filename, f.Range.Start.Line, views.Printable(f.Message))

@@ -111,6 +111,9 @@ type Options struct {
 	// whenever the run is quiescent (see skipWaits). Nil: the wall clock,
 	// nothing skipped.
 	SkipWaits *testclock.Clock
+	// Faults, when set, injects faults into the run (`wdc test`'s fault
+	// blocks): into the coordinator's protocol, and into launches.
+	Faults Faults
 	// OnEvent receives progress: the coordinator's events and apply's own
 	// (EventLaunched, EventExited, EventPoolFailed, EventDraining), one
 	// call at a time, in the order they happened (once the coordinator

@@ -127,6 +127,15 @@ func (l *launcher) launch(ctx context.Context, p *poolRun, why string) {
 		failed("could not be launched", err)
 		return
 	}
+	if a.opts.Faults != nil {
+		if err := a.opts.Faults.FailLaunch(name); err != nil {
+			if _, cerr := a.coord.CloseLaunch(context.WithoutCancel(ctx), name, seq, true); cerr != nil {
+				a.opts.logger().Warn("closing a failed launch", "pool", name, "seq", seq, "err", cerr)
+			}
+			failed("failed to launch", err)
+			return
+		}
+	}
 	resp, err := l.provs[p.cfg.Provider].Launch(ctx, providers.LaunchRequest{
 		Pool: name, Lineage: a.opts.Lineage, ApplyID: a.coord.ApplyID(), Seq: seq,
 		ServerURL: a.ep.URL, CASHA256: a.ep.CASHA256, Credential: cred,

@@ -60,6 +60,8 @@ type Operation struct {
 	// jumped over the waits that only wait (Options.SkipWaits): `wdc
 	// test`'s clock.
 	SkipWaits *testclock.Clock
+	// Faults injects faults (Options.Faults): `wdc test`'s.
+	Faults Faults
 	// Redact rewrites error texts workers report (Options.Redact).
 	Redact func(string) string
 	// Abort, when closed, stops at once (a second interrupt): workers are
@@ -394,6 +396,7 @@ func (op *Operation) apply(ctx context.Context, store *state.Store, lock *HeldLo
 		WorkDir:         filepath.Dir(op.StatePath),
 		Now:             op.Now,
 		SkipWaits:       op.SkipWaits,
+		Faults:          op.Faults,
 		OnEvent:         op.View.Event,
 		Redact:          op.Redact,
 		Abort:           op.Abort,

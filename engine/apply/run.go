@@ -147,7 +147,7 @@ func (a *applier) serve(ctx context.Context, runtimes []coordinator.TaskRuntime)
 	}
 	coord, err := coordinator.New(coordinator.Options{
 		Store: a.opts.Store, ApplyID: a.opts.ApplyID, Pools: pools, Tasks: runtimes, Now: a.opts.Now, Logger: a.opts.Logger,
-		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Artifacts: a.blobs, MetricsOpen: a.opts.Serve.Loopback(),
+		OnEvent: a.onCoordinatorEvent, Redact: a.opts.Redact, Faults: a.coordinatorFaults(), Artifacts: a.blobs, MetricsOpen: a.opts.Serve.Loopback(),
 		Config: a.opts.Config, FixedPlan: a.opts.SavedPlan, HideFolders: []string{a.opts.WorkDir},
 	})
 	if err != nil {

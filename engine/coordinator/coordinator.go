@@ -310,6 +310,7 @@ type workerState struct {
 	idleSince       time.Time
 	lastSeen        time.Time // its registration or its last heartbeat
 	seq             int       // its launch sequence, or 0
+	pid             int       // the process id it registered with
 	session         [32]byte  // SHA-256 of its session token
 	// expected are the blobs this worker may upload, by the lease token
 	// of its result that was answered missing them (several of its results

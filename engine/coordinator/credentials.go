@@ -341,7 +341,7 @@ func (c *Coordinator) Register(ctx context.Context, cred *Credential, req protoc
 	}
 	session := newSecret(protocol.SessionTokenPrefix)
 	ws := &workerState{id: reg.ID, pool: ps, status: state.WorkerActive, labels: maps(labels),
-		narrowed: cred.kind == KindJoin && cred.join.Labels != nil, joinID: w.JoinTokenID, seq: w.LaunchSeq, session: secretHash(session), idleSince: now, lastSeen: now}
+		narrowed: cred.kind == KindJoin && cred.join.Labels != nil, joinID: w.JoinTokenID, seq: w.LaunchSeq, pid: req.PID, session: secretHash(session), idleSince: now, lastSeen: now}
 	resp := protocol.RegisterResponse{
 		WorkerID:            reg.ID,
 		SessionToken:        session,

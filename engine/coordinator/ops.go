@@ -467,6 +467,9 @@ func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, prefetch
 			}
 			c.granted++
 			w.pool.metrics.leasesGranted.Inc()
+			if c.faults != nil && !l.Unstarted {
+				c.faults.AttemptStarted(l.Task, l.Attempt, w.id, w.pid)
+			}
 			evs = append(evs, Event{At: now, Kind: EventLeased, Task: l.Task, WorkerID: w.id, Pool: w.pool.rt.Name,
 				Attempt: l.Attempt, Token: l.Token, Message: msg})
 		case g.fresh != nil:
@@ -525,7 +528,7 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 		return protocol.ResultResponse{}, invalid("%v", err)
 	}
 	if c.faults != nil && c.faults.RevokeBeforeResult(req.Task, req.Attempt) {
-		if _, err := c.RevokeLease(ctx, token, "the lease was revoked before its result arrived (fault late_result)"); err != nil {
+		if _, err := c.revokeLease(ctx, token, "the lease was revoked before its result arrived (fault late_result)", poster); err != nil {
 			return protocol.ResultResponse{}, err
 		}
 	}
@@ -779,6 +782,11 @@ func (c *Coordinator) pickNext(poster *workerState, token int64, next, prefetch 
 	default:
 		free++ // the lease this result ends; a copy of this result posted at the same time may not count it too
 	}
+	if c.faults != nil {
+		// Injected faults act when an attempt starts; a prefetched one's
+		// start is reported late (with its worker's next result).
+		pfree = 0
+	}
 	started := max(0, min(next, free))
 	picks = c.pickLocked(poster, started+max(0, min(prefetch, pfree)), c.now(), map[*taskState]bool{})
 	if len(picks) == 0 {
@@ -860,6 +868,9 @@ func (c *Coordinator) takeStarts(poster *workerState, own int64, tokens []int64)
 		if l.unstarted {
 			l.unstarted = false
 			poster.unstarted--
+			if c.faults != nil {
+				c.faults.AttemptStarted(l.task, l.attempt, poster.id, poster.pid)
+			}
 		}
 	}
 	if l := c.leases[own]; l != nil && l.worker == poster.id {

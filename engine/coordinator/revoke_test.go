@@ -64,6 +64,8 @@ func (f *injector) DropHeartbeat(id string) bool {
 	return f.silenced[id]
 }
 
+func (f *injector) AttemptStarted(string, int, string, int) {}
+
 func (f *injector) RevokeBeforeResult(task string, attempt int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

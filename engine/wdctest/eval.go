@@ -219,6 +219,9 @@ type Failure struct {
 	// Diags are the errors of evaluating the condition (none when it
 	// evaluated to false).
 	Diags hcl.Diagnostics
+	// Fault: not an assertion but a fault block that never fired (Range
+	// is the block's).
+	Fault bool
 }
 
 // Reference is one reference of a condition and its value, written as HCL.

@@ -137,9 +137,12 @@ type RunResult struct {
 	// idle delay.
 	Skipped time.Duration
 	// Asserts is the number of assert blocks; Failures those that did not
-	// hold (or could not be evaluated), in order.
+	// hold (or could not be evaluated), in order, then the faults that
+	// never fired.
 	Asserts  int
 	Failures []*Failure
+	// Faults are what became of the run's fault blocks, in order.
+	Faults []*FaultResult
 	// Diags are the errors that kept the run from being carried out (the
 	// configuration does not load with the run's inputs, say), and their
 	// warnings.
@@ -245,6 +248,9 @@ func (o *Options) run(ctx context.Context, f *wdchcl.TestFile, r *wdchcl.TestRun
 	if f.File != nil {
 		rr.Files[f.Name] = f.File
 	}
+	if !diags.HasErrors() {
+		diags = append(diags, o.rename(checkFaultTargets(r.Faults, cfg), configDir)...)
+	}
 	rr.Diags = diags
 	if diags.HasErrors() {
 		rr.Status = StatusError
@@ -262,7 +268,7 @@ func (o *Options) run(ctx context.Context, f *wdchcl.TestFile, r *wdchcl.TestRun
 		if o.View != nil {
 			o.View.Planned(cfg, p, pd)
 		}
-	} else if err := o.apply(ctx, cfg, configDir, workDir, obs, rr); err != nil {
+	} else if err := o.apply(ctx, cfg, configDir, workDir, r.Faults, obs, rr); err != nil {
 		rr.Status, rr.Err = StatusError, err
 		return rr
 	}
@@ -282,6 +288,14 @@ func (o *Options) run(ctx context.Context, f *wdchcl.TestFile, r *wdchcl.TestRun
 			rr.Status = StatusError
 		} else if rr.Status == StatusPass {
 			rr.Status = StatusFail
+		}
+	}
+	for _, fr := range rr.Faults {
+		if !fr.Fired {
+			rr.Failures = append(rr.Failures, neverFired(fr))
+			if rr.Status == StatusPass {
+				rr.Status = StatusFail
+			}
 		}
 	}
 	return rr
@@ -352,7 +366,7 @@ func (o *Options) renamePath(name, configDir string) string {
 
 // apply carries the run out as `wdc apply --auto-approve` would, on a
 // fresh state in workDir.
-func (o *Options) apply(ctx context.Context, cfg *wdchcl.Config, configDir, workDir string, obs *Observed, rr *RunResult) error {
+func (o *Options) apply(ctx context.Context, cfg *wdchcl.Config, configDir, workDir string, faults []*wdchcl.TestFault, obs *Observed, rr *RunResult) error {
 	if err := os.MkdirAll(workDir, 0o700); err != nil {
 		return err
 	}
@@ -362,8 +376,16 @@ func (o *Options) apply(ctx context.Context, cfg *wdchcl.Config, configDir, work
 	if o.Redact != nil {
 		op.Redact = o.Redact(cfg)
 	}
+	var in *injector
+	if len(faults) > 0 {
+		in = newInjector(faults, clock.Now)
+		op.Faults = in
+	}
 	res, err := op.Run(ctx)
 	rr.Apply, rr.Skipped = res, clock.Skipped()
+	if in != nil {
+		rr.Faults = in.outcome()
+	}
 	switch {
 	case errors.Is(err, apply.ErrPlanFailed):
 		obs.PlanFailed = true

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/wdc-dev/wdc/engine/wdctest"
+	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/internal/plural"
 )
 
@@ -55,16 +56,40 @@ type TestRunDoc struct {
 	SkippedSeconds  float64          `json:"skipped_seconds"`
 	Assertions      int              `json:"assertions"`
 	Failures        []TestFailureDoc `json:"failures"`
+	Faults          []TestFaultDoc   `json:"faults"`
 	Diagnostics     []DiagnosticJS   `json:"diagnostics"`
 	Error           *string          `json:"error"`
 }
 
-// TestFailureDoc is one assertion that did not hold.
+// TestFailureDoc is one assertion that did not hold, or a fault that
+// never fired.
 type TestFailureDoc struct {
+	// Kind is "assertion", or "fault" for a fault block that never fired
+	// (1.1).
+	Kind        string              `json:"kind"`
 	Range       RangeJS             `json:"range"`
 	Message     string              `json:"message"`
 	Values      []wdctest.Reference `json:"values"`
 	Diagnostics []DiagnosticJS      `json:"diagnostics"`
+}
+
+// TestFaultDoc is what became of one fault block of a run (1.1).
+type TestFaultDoc struct {
+	Kind string `json:"kind"`
+	// Target is the task's address, or pool.NAME for fail_launch.
+	Target string `json:"target"`
+	// Attempt is the attempt the fault targets (0 for fail_launch).
+	Attempt int     `json:"attempt"`
+	Range   RangeJS `json:"range"`
+	Fired   bool    `json:"fired"`
+	Detail  string  `json:"detail"`
+}
+
+func faultTarget(f *wdchcl.TestFault) string {
+	if f.Kind == wdchcl.FaultFailLaunch {
+		return "pool." + f.Pool
+	}
+	return f.Task
 }
 
 // DiagnosticJS is a diagnostic in a JSON document.
@@ -124,7 +149,7 @@ func NewTestDoc(res *wdctest.Result, diags hcl.Diagnostics, version string) *Tes
 		fd := TestFileDoc{Path: f.File.Path, Status: string(f.Status()), DurationSeconds: seconds(f.Duration), Runs: []TestRunDoc{}}
 		for _, r := range f.Runs {
 			rd := TestRunDoc{Name: r.Name, Command: r.Command, Status: string(r.Status), StartedAt: r.Started.UTC().Format(time.RFC3339Nano),
-				DurationSeconds: seconds(r.Duration), SkippedSeconds: seconds(r.Skipped), Assertions: r.Asserts, Failures: []TestFailureDoc{}, Diagnostics: Diagnostics(r.Diags)}
+				DurationSeconds: seconds(r.Duration), SkippedSeconds: seconds(r.Skipped), Assertions: r.Asserts, Failures: []TestFailureDoc{}, Faults: []TestFaultDoc{}, Diagnostics: Diagnostics(r.Diags)}
 			if r.Err != nil {
 				s := r.Err.Error()
 				rd.Error = &s
@@ -134,7 +159,19 @@ func NewTestDoc(res *wdctest.Result, diags hcl.Diagnostics, version string) *Tes
 				if vals == nil {
 					vals = []wdctest.Reference{}
 				}
-				rd.Failures = append(rd.Failures, TestFailureDoc{Range: rangeJS(fl.Range), Message: fl.Message, Values: vals, Diagnostics: Diagnostics(fl.Diags)})
+				kind := "assertion"
+				if fl.Fault {
+					kind = "fault"
+				}
+				rd.Failures = append(rd.Failures, TestFailureDoc{Kind: kind, Range: rangeJS(fl.Range), Message: fl.Message, Values: vals, Diagnostics: Diagnostics(fl.Diags)})
+			}
+			for _, fr := range r.Faults {
+				attempt := fr.Fault.Attempt
+				if fr.Fault.Kind == wdchcl.FaultFailLaunch {
+					attempt = 0
+				}
+				rd.Faults = append(rd.Faults, TestFaultDoc{Kind: fr.Fault.Kind, Target: faultTarget(fr.Fault), Attempt: attempt,
+					Range: rangeJS(fr.Fault.DeclRange), Fired: fr.Fired, Detail: fr.Detail})
 			}
 			fd.Runs = append(fd.Runs, rd)
 		}
@@ -201,10 +238,23 @@ func WriteJUnit(w io.Writer, res *wdctest.Result, failureText func(*wdctest.RunR
 			c := junitCase{Name: r.Name, Classname: f.File.Path, Time: junitTime(r.Duration), Timestamp: junitTimestamp(r.Started)}
 			switch r.Status {
 			case wdctest.StatusFail:
-				n := len(r.Failures)
-				c.Failure = &junitProblem{Type: "assertion",
-					Message: fmt.Sprintf("%d of %d %s failed", n, r.Asserts, plural.Word(r.Asserts, "assertion", "assertions")),
-					Body:    failureText(r)}
+				n, faults := 0, 0
+				for _, fl := range r.Failures {
+					if fl.Fault {
+						faults++
+					} else {
+						n++
+					}
+				}
+				msg := fmt.Sprintf("%d of %d %s failed", n, r.Asserts, plural.Word(r.Asserts, "assertion", "assertions"))
+				typ := "assertion"
+				if faults > 0 {
+					msg += fmt.Sprintf("; %s not injected", plural.Count(faults, "fault", "faults"))
+					if n == 0 {
+						typ = "fault"
+					}
+				}
+				c.Failure = &junitProblem{Type: typ, Message: msg, Body: failureText(r)}
 				s.Failures++
 			case wdctest.StatusError:
 				c.Error = &junitProblem{Type: "error", Message: runErrorMessage(r), Body: failureText(r)}

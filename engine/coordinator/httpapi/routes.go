@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"time"
@@ -27,6 +28,11 @@ func (s *server) serveHeartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.c.Heartbeat(r.Context(), sess, req)
+	if errors.Is(err, coordinator.ErrHeartbeatDropped) {
+		// An injected fault (wdc test's silence_worker): the heartbeat is
+		// lost on the way, so the worker gets no answer at all.
+		panic(http.ErrAbortHandler)
+	}
 	respond(w, resp, err)
 }
 
