@@ -307,9 +307,12 @@ func (c *Coordinator) Claim(ctx context.Context, s Session, max int, wait time.D
 			}
 			continue // every pick was taken by another writer: look again
 		}
-		if reclaims < maxReclaims && c.reclaimUnstarted(ctx, w) {
+		if reclaims < maxReclaims {
 			reclaims++
-			continue // its task is queued again: pick it
+			asg, ok, err := c.takeOverUnstarted(ctx, w)
+			if ok || err != nil {
+				return protocol.ClaimResponse{Assignments: asg}, err
+			}
 		}
 		if wait <= 0 {
 			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}}, nil
@@ -816,43 +819,85 @@ func (c *Coordinator) poolHasFreeSlotLocked(w *workerState) bool {
 	return false
 }
 
-// reclaimUnstarted hands back, at no cost, one unstarted lease that
-// another worker of w's pool holds for a task w may run, when w has a
-// free slot and found nothing to claim: a prefetched task never waits
-// behind a running attempt while a worker that could run it idles. The
-// lease is handed back only if it is still unstarted (the state decides);
-// its holder learns it from its next heartbeat or from its start, which
-// is then refused. It reports whether one was handed back.
-func (c *Coordinator) reclaimUnstarted(ctx context.Context, w *workerState) bool {
+// takeOverUnstarted takes over, for w, one unstarted lease that another
+// worker of w's pool holds for a task w may run, when w has a free slot
+// and found nothing to claim: a prefetched task never waits behind a
+// running attempt while a worker that could run it idles. In one write
+// the lease is handed back at no cost, if it is still unstarted (the
+// state decides), and its task granted to w, so the takeover and the
+// grant happen at one instant (docs/design.md §3, prefetched leases); the
+// holder learns it from its next heartbeat or from its start, which is
+// then refused. It reports whether a lease was taken over and granted,
+// with the assignment.
+func (c *Coordinator) takeOverUnstarted(ctx context.Context, w *workerState) ([]protocol.Assignment, bool, error) {
 	c.mu.Lock()
 	if c.stopped || w.status != state.WorkerActive || w.startedFree() <= 0 {
 		c.mu.Unlock()
-		return false
+		return nil, false, nil
 	}
 	var tok int64
 	var holder string
+	var picked *taskState
 	for t, l := range c.leases {
 		if !l.unstarted || l.worker == w.id || l.ending {
 			continue
 		}
 		o, ts := c.workers[l.worker], c.tasks[l.task]
-		if o == nil || ts == nil || o.pool != w.pool || (w.narrowed && !placement.Satisfies(w.labels, ts.rt.Placement)) {
+		if o == nil || ts == nil || ts.claiming || o.pool != w.pool || (w.narrowed && !placement.Satisfies(w.labels, ts.rt.Placement)) {
 			continue
 		}
 		if tok == 0 || t < tok {
-			tok, holder = t, l.worker
+			tok, holder, picked = t, l.worker, ts
 		}
 	}
-	c.mu.Unlock()
 	if tok == 0 {
-		return false
+		c.mu.Unlock()
+		return nil, false, nil
 	}
-	n, err := c.releaseIf(ctx, []int64{tok}, "prefetched by worker "+holder+", which had no free slot; worker "+w.id+" has one",
-		func(l state.Lease) bool { return l.Unstarted })
+	picks := []*taskState{picked}
+	picked.claiming = true
+	w.picking++
+	w.pending++
+	c.mu.Unlock()
+	why := "prefetched by worker " + holder + ", which had no free slot; worker " + w.id + " has one"
+	c.wmu.RLock()
+	var (
+		now      time.Time
+		released []state.Lease
+		tries    []grantTry
+	)
+	err := c.store.Write(ctx, func(tx *state.Tx) error {
+		now = c.now()
+		released, tries = nil, nil
+		l, err := tx.Lease(tok)
+		if err != nil || l.Status != state.LeaseActive || !l.Unstarted {
+			return err // started or ended meanwhile: nothing to take over
+		}
+		if ok, err := tx.ReleaseLease(tok, why, now); err != nil || !ok {
+			return err
+		}
+		released = append(released, l)
+		return c.grantTx(tx, w, picks, 0, now, &tries)
+	}, func(err error) {
+		c.mu.Lock()
+		var evs []Event
+		if err == nil {
+			evs = c.releasedLocked(released, why, now)
+		}
+		evs = append(evs, c.grantedLocked(w, picks, 0, tries, err, now)...)
+		w.picking--
+		c.mu.Unlock()
+		c.emit(evs)
+	})
+	c.wmu.RUnlock()
 	if err != nil {
-		c.log.Warn("handing back a prefetched lease", "token", tok, "err", err)
+		return nil, false, err
 	}
-	return n > 0
+	if len(released) == 0 {
+		return nil, false, nil
+	}
+	asg, err := c.assignments(ctx, w, tries, "the claim was abandoned before its answer was sent")
+	return asg, len(asg) > 0, err
 }
 
 // takeStarts brings memory in line with the starts poster reports with its
