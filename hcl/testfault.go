@@ -24,11 +24,13 @@ const (
 	FaultLateResult = "late_result"
 	// FaultFailLaunch: a pool's next launches fail.
 	FaultFailLaunch = "fail_launch"
+	// FaultDiskFull: the state's disk is full after a number of writes.
+	FaultDiskFull = "disk_full"
 )
 
 // FaultKinds are the fault kinds a run may inject, in the order the
 // documentation lists them.
-var FaultKinds = []string{FaultKillWorker, FaultSilenceWorker, FaultFailLaunch, FaultLateResult}
+var FaultKinds = []string{FaultKillWorker, FaultSilenceWorker, FaultFailLaunch, FaultLateResult, FaultDiskFull}
 
 // TestFault is a fault "KIND" block of a run.
 type TestFault struct {
@@ -43,6 +45,9 @@ type TestFault struct {
 	// Count how many of its next launches (default 1).
 	Pool  string
 	Count int
+	// Writes is how many writes of the state succeed before its disk is
+	// full (disk_full).
+	Writes int
 	// Duration is how long a silenced worker's heartbeats are dropped, on
 	// the run's clock (silence_worker; default 1m).
 	Duration time.Duration
@@ -54,8 +59,11 @@ type TestFault struct {
 // String names the fault as messages do: `kill_worker of task.shard[1]
 // attempt 1`, `fail_launch of pool.gpu (2 launches)`.
 func (f *TestFault) String() string {
-	if f.Kind == FaultFailLaunch {
+	switch f.Kind {
+	case FaultFailLaunch:
 		return fmt.Sprintf("%s of pool.%s (%d %s)", f.Kind, f.Pool, f.Count, map[bool]string{true: "launch", false: "launches"}[f.Count == 1])
+	case FaultDiskFull:
+		return fmt.Sprintf("%s of the state after %d %s", f.Kind, f.Writes, map[bool]string{true: "write", false: "writes"}[f.Writes == 1])
 	}
 	return fmt.Sprintf("%s of %s attempt %d", f.Kind, f.Task, f.Attempt)
 }
@@ -69,6 +77,7 @@ var faultSchemas = map[string]*hcl.BodySchema{
 	FaultSilenceWorker: {Attributes: []hcl.AttributeSchema{{Name: "task", Required: true}, {Name: "attempt"}, {Name: "duration"}}},
 	FaultLateResult:    {Attributes: []hcl.AttributeSchema{{Name: "task", Required: true}, {Name: "attempt"}}},
 	FaultFailLaunch:    {Attributes: []hcl.AttributeSchema{{Name: "pool", Required: true}, {Name: "count"}}},
+	FaultDiskFull:      {Attributes: []hcl.AttributeSchema{{Name: "after", Required: true}}},
 }
 
 // parseTestFault decodes a fault block of run; nil when it is unusable.
@@ -77,9 +86,6 @@ func parseTestFault(run string, blk *hcl.Block) (*TestFault, hcl.Diagnostics) {
 	schema := faultSchemas[kind]
 	if schema == nil {
 		detail := fmt.Sprintf("Run %q has a fault %q; the fault kinds are %s.%s", run, kind, strings.Join(FaultKinds, ", "), didYouMean(kind, FaultKinds))
-		if kind == "disk_full" {
-			detail = fmt.Sprintf("Run %q has a fault %q, which this version of wdc test does not inject yet; the fault kinds are %s.", run, kind, strings.Join(FaultKinds, ", "))
-		}
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Unknown fault kind",
@@ -106,7 +112,7 @@ func parseTestFault(run string, blk *hcl.Block) (*TestFault, hcl.Diagnostics) {
 	for _, num := range []struct {
 		name string
 		into *int
-	}{{"attempt", &f.Attempt}, {"count", &f.Count}} {
+	}{{"attempt", &f.Attempt}, {"count", &f.Count}, {"after", &f.Writes}} {
 		a := c.Attributes[num.name]
 		if a == nil {
 			continue

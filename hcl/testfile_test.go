@@ -285,8 +285,11 @@ func TestParseTestFault(t *testing.T) {
   }`, want: TestFault{Kind: FaultFailLaunch, Pool: "gpu", Attempt: 1, Count: 3, Duration: DefaultSilence}},
 		{name: "unknown kind", body: `fault "kill_pool" {
   }`, wantErr: `the fault kinds are kill_worker`, pos: "2:9"},
-		{name: "disk_full is not injected yet", body: `fault "disk_full" {
-  }`, wantErr: "does not inject yet", pos: "2:9"},
+		{name: "disk_full", body: `fault "disk_full" {
+    after = 40
+  }`, want: TestFault{Kind: FaultDiskFull, Attempt: 1, Count: 1, Writes: 40, Duration: DefaultSilence}},
+		{name: "disk_full needs after", body: `fault "disk_full" {
+  }`, wantErr: `The argument "after" is required`, pos: "2:21"},
 		{name: "a string, not a reference", body: `fault "late_result" {
     task = "task.a"
   }`, wantErr: "must be a reference such as task.NAME", pos: "3:12"},

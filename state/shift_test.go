@@ -77,3 +77,37 @@ func TestShiftLiveness(t *testing.T) {
 		})
 	}
 }
+
+// TestFailWritesAfter: after n writes every write fails as on a full
+// disk, before it changes anything, and onFull is called once; the lock's
+// writes still pass.
+func TestFailWritesAfter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	full := 0
+	s.FailWritesAfter(1, func() { full++ })
+	hb := func(at time.Duration) error {
+		_, err := s.Heartbeat(ctx, "w1", t0.Add(at))
+		return err
+	}
+	for i, tc := range []struct {
+		at   time.Duration
+		full bool
+	}{{time.Second, false}, {2 * time.Second, true}, {3 * time.Second, true}} {
+		err := hb(tc.at)
+		if errors.Is(err, ErrDiskFull) != tc.full {
+			t.Fatalf("write %d: %v, want full %v", i+1, err, tc.full)
+		}
+	}
+	if full != 1 {
+		t.Fatalf("onFull called %d times, want 1", full)
+	}
+	if w, err := s.Worker(ctx, "w1"); err != nil || !w.LastHeartbeatAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("last heartbeat %s (%v), want the first write's t0+1s only", w.LastHeartbeatAt, err)
+	}
+	if _, _, err := s.AcquireLock(ctx, LockRequest{Holder: "test", Host: "h", PID: 1, TTL: time.Minute}, t0); err != nil {
+		t.Fatalf("the lock's write: %v", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -45,7 +46,9 @@ type Store struct {
 	queue   []*writeReq
 	closed  bool
 	stopped chan struct{} // closed when commitLoop has returned
-	turns   *writerTurns  // taking turns with other writers (turns.go)
+	// fullAfter, when set, is the injected full disk (FailWritesAfter).
+	fullAfter atomic.Pointer[injectedFull]
+	turns     *writerTurns // taking turns with other writers (turns.go)
 	// guard, when set, is the apply lock ID every content write must still
 	// hold (GuardWrites).
 	guard atomic.Pointer[string]
@@ -533,6 +536,14 @@ func (s *Store) submit(ctx context.Context, content bool, fn func(tx *Tx) error,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if f := s.fullAfter.Load(); content && f != nil && f.left.Add(-1) < 0 {
+		f.once.Do(f.onFull)
+		err := &DiskFullError{Path: s.path, Err: fmt.Errorf("%w (injected)", syscall.ENOSPC)}
+		if after != nil {
+			after(err)
+		}
+		return err
+	}
 	r := &writeReq{ctx: ctx, content: content, fn: fn, after: after, done: make(chan struct{})}
 	s.qmu.Lock()
 	if s.closed {
@@ -849,4 +860,26 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return hex.EncodeToString(b)
+}
+
+// injectedFull is a full disk FailWritesAfter injects.
+type injectedFull struct {
+	left   atomic.Int64
+	once   sync.Once
+	onFull func()
+}
+
+// FailWritesAfter makes the store's disk full after n more writes (`wdc
+// test`'s disk_full fault): every write through Write after them fails
+// with a *DiskFullError (wrapping ErrDiskFull and ENOSPC) before it
+// changes anything, as a write SQLite could not make does; onFull (nil:
+// none) is called once, at the first write refused. The lock's writes
+// (AcquireLock, RenewLock, ReleaseLock) are not counted and still pass.
+func (s *Store) FailWritesAfter(n int, onFull func()) {
+	f := &injectedFull{onFull: func() {}}
+	if onFull != nil {
+		f.onFull = onFull
+	}
+	f.left.Store(int64(n))
+	s.fullAfter.Store(f)
 }

@@ -222,6 +222,9 @@ func (v *testCmdView) RunFinished(f *wdchcl.TestFile, r *wdctest.RunResult) {
 		return
 	}
 	fmt.Fprintln(v.e.stdout, views.TestRunLine(r))
+	if r.Stopped != nil {
+		fmt.Fprintf(v.e.stdout, "    The apply stopped, as its disk_full fault makes it: %s\n", views.OneLine(r.Stopped.Error()))
+	}
 	if r.Status == wdctest.StatusPass {
 		return
 	}

@@ -1,6 +1,9 @@
 package apply
 
-import "github.com/wdc-dev/wdc/engine/coordinator"
+import (
+	"github.com/wdc-dev/wdc/engine/coordinator"
+	"github.com/wdc-dev/wdc/state"
+)
 
 // Faults injects faults into an apply: `wdc test`'s fault blocks (package
 // wdctest). Its methods are called concurrently.
@@ -11,6 +14,10 @@ type Faults interface {
 	// launch as the provider's error would (it counts toward failing the
 	// pool), and the provider is not called.
 	FailLaunch(pool string) error
+	// StateLocked is given the state once the apply holds its lock,
+	// before the apply writes anything else (disk_full makes its disk
+	// full after a number of writes: state.Store.FailWritesAfter).
+	StateLocked(*state.Store)
 }
 
 // coordinatorFaults is Options.Faults as the coordinator takes it: nil

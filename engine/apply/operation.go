@@ -184,6 +184,9 @@ func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if op.Faults != nil {
+		op.Faults.StateLocked(store)
+	}
 	if op.Checkpoints != nil {
 		op.cps = op.newCheckpoints(store, lock)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wdc-dev/wdc/engine/apply"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
+	"github.com/wdc-dev/wdc/state"
 )
 
 // FaultResult is what became of one fault block of a run.
@@ -35,6 +36,8 @@ type injector struct {
 	failed  map[*FaultResult]int // fail_launch: launches failed so far
 	// silenced maps a worker to the end of its silence, on the run's clock.
 	silenced map[string]time.Time
+	// diskFull: disk_full fired.
+	diskFull bool
 }
 
 var _ apply.Faults = (*injector)(nil)
@@ -132,6 +135,33 @@ func (in *injector) FailLaunch(pool string) error {
 	return nil
 }
 
+// StateLocked makes the state's disk full for disk_full (the first one:
+// a disk is full once).
+func (in *injector) StateLocked(st *state.Store) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, r := range in.results {
+		if r.Fault.Kind != wdchcl.FaultDiskFull {
+			continue
+		}
+		r := r
+		st.FailWritesAfter(r.Fault.Writes, func() {
+			in.mu.Lock()
+			defer in.mu.Unlock()
+			r.Fired, r.Detail = true, fmt.Sprintf("the state's disk was full after %d writes", r.Fault.Writes)
+			in.diskFull = true
+		})
+		return
+	}
+}
+
+// diskFullFired reports whether disk_full fired.
+func (in *injector) diskFullFired() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.diskFull
+}
+
 // outcome is what became of each fault, in source order.
 func (in *injector) outcome() []*FaultResult {
 	in.mu.Lock()
@@ -167,6 +197,7 @@ func checkFaultTargets(faults []*wdchcl.TestFault, cfg *wdchcl.Config) hcl.Diagn
 	var diags hcl.Diagnostics
 	for _, f := range faults {
 		switch {
+		case f.Kind == wdchcl.FaultDiskFull:
 		case f.Kind == wdchcl.FaultFailLaunch && !pools[f.Pool]:
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Fault of an unknown pool",
 				Detail:  fmt.Sprintf("Fault %s names pool %q, which the configuration does not declare.", f.Kind, f.Pool),

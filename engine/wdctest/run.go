@@ -150,6 +150,10 @@ type RunResult struct {
 	// Err is the apply's error, when it failed for another reason than
 	// its plan's errors.
 	Err error
+	// Stopped is the apply's error when a disk_full fault made it stop:
+	// expected, so not an error of the run (its assertions judge the state
+	// the apply left).
+	Stopped error
 	// Apply is the apply's summary (command = apply, once it ran).
 	Apply *apply.Result
 	// Files are the configuration's files as loaded for the run, named as
@@ -389,6 +393,11 @@ func (o *Options) apply(ctx context.Context, cfg *wdchcl.Config, configDir, work
 	switch {
 	case errors.Is(err, apply.ErrPlanFailed):
 		obs.PlanFailed = true
+		return nil
+	case err != nil && in != nil && in.diskFullFired() && errors.Is(err, state.ErrDiskFull):
+		// What disk_full is for: the apply stopped as on a full disk;
+		// the assertions judge the state it left.
+		rr.Stopped = err
 		return nil
 	case err != nil:
 		return err

@@ -76,7 +76,8 @@ type TestFailureDoc struct {
 // TestFaultDoc is what became of one fault block of a run (1.1).
 type TestFaultDoc struct {
 	Kind string `json:"kind"`
-	// Target is the task's address, or pool.NAME for fail_launch.
+	// Target is the task's address, pool.NAME for fail_launch, "state"
+	// for disk_full.
 	Target string `json:"target"`
 	// Attempt is the attempt the fault targets (0 for fail_launch).
 	Attempt int     `json:"attempt"`
@@ -86,8 +87,11 @@ type TestFaultDoc struct {
 }
 
 func faultTarget(f *wdchcl.TestFault) string {
-	if f.Kind == wdchcl.FaultFailLaunch {
+	switch f.Kind {
+	case wdchcl.FaultFailLaunch:
 		return "pool." + f.Pool
+	case wdchcl.FaultDiskFull:
+		return "state"
 	}
 	return f.Task
 }
@@ -167,7 +171,7 @@ func NewTestDoc(res *wdctest.Result, diags hcl.Diagnostics, version string) *Tes
 			}
 			for _, fr := range r.Faults {
 				attempt := fr.Fault.Attempt
-				if fr.Fault.Kind == wdchcl.FaultFailLaunch {
+				if fr.Fault.Kind == wdchcl.FaultFailLaunch || fr.Fault.Kind == wdchcl.FaultDiskFull {
 					attempt = 0
 				}
 				rd.Faults = append(rd.Faults, TestFaultDoc{Kind: fr.Fault.Kind, Target: faultTarget(fr.Fault), Attempt: attempt,
