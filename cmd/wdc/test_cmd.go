@@ -77,7 +77,7 @@ func (c *TestCmd) Run(e *env) error {
 	if !c.JSON {
 		e.printDiagFiles(testFiles, diags) // warnings
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := e.testInterrupts()
 	defer stop()
 	view := &testCmdView{e: e, json: c.JSON, verbose: c.Verbose}
 	res, err := wdctest.Run(ctx, wdctest.Options{
@@ -88,17 +88,17 @@ func (c *TestCmd) Run(e *env) error {
 	if errors.Is(err, wdctest.ErrNoMatch) {
 		return fmt.Errorf("no run matches --filter %s (the runs are named by run, by file, or as FILE/NAME)", strings.Join(c.Filter, ", --filter "))
 	}
-	if c.JUnitXML != "" {
-		if werr := writeJUnit(resolve(dir, c.JUnitXML), res, view.failureText); werr != nil {
-			return werr
-		}
-	}
 	if c.JSON {
 		if werr := views.WriteJSON(e.stdout, views.NewTestDoc(res, diags, Version)); werr != nil {
 			return werr
 		}
 	} else {
 		fmt.Fprintf(e.stdout, "\n%s\n", views.TestSummaryLine(res))
+	}
+	if c.JUnitXML != "" {
+		if werr := writeJUnit(resolve(dir, c.JUnitXML), res, view.failureText); werr != nil {
+			return werr
+		}
 	}
 	if errors.Is(err, context.Canceled) {
 		return errors.New("interrupted: the runs after the one under way were not carried out")
@@ -110,6 +110,26 @@ func (c *TestCmd) Run(e *env) error {
 		return errExit{1}
 	}
 	return nil
+}
+
+// testInterrupts turns the first SIGINT or SIGTERM into ctx's
+// cancellation: the run under way stops at once (its workers are
+// killed: its state is thrown away) and the runs after it are not
+// carried out. A second signal ends wdc as the signal does by default.
+func (e *env) testInterrupts() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+			signal.Stop(sigs)
+			fmt.Fprintln(e.stderr, "\nInterrupt received: stopping the run under way (its workers are killed; interrupt again to quit at once).")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
 // testFileMap maps the test files' names to their parsed files, for the
@@ -134,6 +154,9 @@ func writeJUnit(path string, res *wdctest.Result, text func(*wdctest.RunResult) 
 	var buf bytes.Buffer
 	if err := views.WriteJUnit(&buf, res, text); err != nil {
 		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing the JUnit file: %w", err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing the JUnit file: %w", err)

@@ -5,17 +5,25 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // CopyConfig copies the configuration directory src into dst (made
 // anew): folders, regular files with their permissions and symbolic links
 // as links, leaving out the .wdc and .git folders at its top, dst itself
 // and every path in skip, should they be inside src, and anything else
-// (FIFOs, devices, sockets).
+// (FIFOs, devices, sockets). A link to a path inside src, written
+// absolute or relative, points to that path in dst, so that nothing
+// written through it reaches src; a link to a path outside src points
+// there (made absolute when it was relative: the copy is elsewhere).
 func CopyConfig(src, dst string, skip []string) error {
 	src, err := filepath.Abs(src)
 	if err != nil {
 		return err
+	}
+	roots := []string{src}
+	if real, err := filepath.EvalSymlinks(src); err == nil && real != src {
+		roots = append(roots, real)
 	}
 	skipped := map[string]bool{filepath.Join(src, ".wdc"): true, filepath.Join(src, ".git"): true}
 	for _, s := range append(skip, dst) {
@@ -46,12 +54,34 @@ func CopyConfig(src, dst string, skip []string) error {
 			if err != nil {
 				return err
 			}
-			return os.Symlink(link, target)
+			return os.Symlink(linkInCopy(roots, path, link, target, dst), target)
 		case mode.IsRegular():
 			return copyFile(path, target)
 		}
 		return nil
 	})
+}
+
+// linkInCopy is what the copy at target of the link at path, which
+// points to link, points to: the same path in dst when link leads inside
+// one of roots (src, and src with its links resolved), else the path it
+// leads to outside, absolute.
+func linkInCopy(roots []string, path, link, target, dst string) string {
+	to := link
+	if !filepath.IsAbs(to) {
+		to = filepath.Join(filepath.Dir(path), to)
+	}
+	to = filepath.Clean(to)
+	for _, root := range roots {
+		rel, err := filepath.Rel(root, to)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		if in, err := filepath.Rel(filepath.Dir(target), filepath.Join(dst, rel)); err == nil {
+			return in
+		}
+	}
+	return to
 }
 
 func copyFile(src, dst string) error {

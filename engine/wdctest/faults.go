@@ -203,9 +203,12 @@ func checkFaultTargets(faults []*wdchcl.TestFault, cfg *wdchcl.Config) hcl.Diagn
 				Detail:  fmt.Sprintf("Fault %s names pool %q, which the configuration does not declare.", f.Kind, f.Pool),
 				Subject: f.TargetRange.Ptr()})
 		case f.Kind != wdchcl.FaultFailLaunch && !tasks[f.Task]:
+			detail := fmt.Sprintf("Fault %s names %s, which the configuration (with the run's variables) does not have.", f.Kind, f.Task)
+			if tasks[f.Task+"[0]"] {
+				detail += fmt.Sprintf(" The task is counted: name one of its instances, as %s[0].", f.Task)
+			}
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Fault of an unknown task",
-				Detail:  fmt.Sprintf("Fault %s names %s, which the configuration (with the run's variables) does not have.", f.Kind, f.Task),
-				Subject: f.TargetRange.Ptr()})
+				Detail: detail, Subject: f.TargetRange.Ptr()})
 		}
 	}
 	return diags

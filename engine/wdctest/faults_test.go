@@ -2,6 +2,7 @@ package wdctest
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,5 +79,47 @@ func TestInjector(t *testing.T) {
 	}
 	if f := neverFired(out[4]); !f.Fault || f.Message != "fault kill_worker of task.never attempt 1 never fired" {
 		t.Errorf("never fired: %+v", f)
+	}
+}
+
+func TestCheckFaultTargets(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, writeConfig(t, map[string]string{"main.wdc.hcl": `
+pool "p" {
+  provider = "local"
+}
+task "one" {
+  command = ["true"]
+}
+task "shard" {
+  count   = 2
+  command = ["true"]
+}
+`}))
+	cases := []struct {
+		name  string
+		fault wdchcl.TestFault
+		want  string // in the detail; "" for no diagnostic
+	}{
+		{"task", wdchcl.TestFault{Kind: wdchcl.FaultKillWorker, Task: "task.one"}, ""},
+		{"instance", wdchcl.TestFault{Kind: wdchcl.FaultKillWorker, Task: "task.shard[1]"}, ""},
+		{"unknown_task", wdchcl.TestFault{Kind: wdchcl.FaultLateResult, Task: "task.zzz"}, "names task.zzz, which the configuration"},
+		{"instance_past_count", wdchcl.TestFault{Kind: wdchcl.FaultKillWorker, Task: "task.shard[2]"}, "names task.shard[2]"},
+		{"counted_without_index", wdchcl.TestFault{Kind: wdchcl.FaultSilenceWorker, Task: "task.shard"}, "name one of its instances, as task.shard[0]"},
+		{"pool", wdchcl.TestFault{Kind: wdchcl.FaultFailLaunch, Pool: "p"}, ""},
+		{"unknown_pool", wdchcl.TestFault{Kind: wdchcl.FaultFailLaunch, Pool: "q"}, `names pool "q"`},
+		{"disk_full", wdchcl.TestFault{Kind: wdchcl.FaultDiskFull}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.fault
+			diags := checkFaultTargets([]*wdchcl.TestFault{&f}, cfg)
+			switch {
+			case c.want == "" && len(diags) > 0:
+				t.Errorf("diagnostics %v, want none", diags)
+			case c.want != "" && (len(diags) != 1 || !strings.Contains(diags[0].Detail, c.want)):
+				t.Errorf("diagnostics %v, want one saying %q", diags, c.want)
+			}
+		})
 	}
 }

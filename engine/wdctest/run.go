@@ -276,6 +276,12 @@ func (o *Options) run(ctx context.Context, f *wdchcl.TestFile, r *wdchcl.TestRun
 		rr.Status, rr.Err = StatusError, err
 		return rr
 	}
+	if ctx.Err() != nil {
+		// Interrupted: what the run left is not what it would have
+		// left, so it is not judged.
+		rr.Status, rr.Err = StatusError, errors.New("interrupted: the run stopped before its apply finished; its assertions were not evaluated")
+		return rr
+	}
 	if err := observeState(ctx, filepath.Join(workDir, "state.db"), workDir, obs); err != nil {
 		rr.Status, rr.Err = StatusError, fmt.Errorf("reading the run's state: %w", err)
 		return rr
@@ -385,8 +391,16 @@ func (o *Options) apply(ctx context.Context, cfg *wdchcl.Config, configDir, work
 		in = newInjector(faults, clock.Now)
 		op.Faults = in
 	}
+	// An interrupt stops a test run at once: its workers are killed, not
+	// drained (the state is the run's own, and thrown away after it).
+	abort := make(chan struct{})
+	defer context.AfterFunc(ctx, func() { close(abort) })()
+	op.Abort = abort
 	res, err := op.Run(ctx)
 	rr.Apply, rr.Skipped = res, clock.Skipped()
+	if ctx.Err() != nil {
+		return nil // Run says the run was interrupted
+	}
 	if in != nil {
 		rr.Faults = in.outcome()
 	}

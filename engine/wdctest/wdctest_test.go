@@ -296,3 +296,60 @@ run "bad_variable" {
 		t.Fatal("a run wrote into the configuration directory")
 	}
 }
+
+// TestCopyConfigLinks: a link that leads inside the configuration
+// directory leads to the same place in the copy, however it is written,
+// so writes through it stay in the copy; one that leads outside leads
+// there.
+func TestCopyConfigLinks(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	src := writeConfig(t, map[string]string{"main.wdc.hcl": "", "data/f": "orig", "sub/x": ""})
+	cases := []struct {
+		name, link string
+		wantIn     string // the path the copy's link leads to, inside the copy
+		wantOut    string // or outside it
+	}{
+		{name: "absolute_inside", link: filepath.Join(src, "data"), wantIn: "data"},
+		{name: "relative_inside", link: "data", wantIn: "data"},
+		{name: "sub/relative_up", link: "../data/f", wantIn: "data/f"},
+		{name: "absolute_outside", link: outside, wantOut: outside},
+		{name: "sub/relative_outside", link: filepath.Join("..", "..", filepath.Base(outside)), wantOut: filepath.Join(filepath.Dir(src), filepath.Base(outside))},
+	}
+	for _, c := range cases {
+		if err := os.Symlink(c.link, filepath.Join(src, c.name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "copy")
+	if err := CopyConfig(src, dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			at := filepath.Join(dst, c.name)
+			link, err := os.Readlink(at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := link
+			if !filepath.IsAbs(to) {
+				to = filepath.Join(filepath.Dir(at), to)
+			}
+			want := c.wantOut
+			if c.wantIn != "" {
+				want = filepath.Join(dst, c.wantIn)
+			}
+			if filepath.Clean(to) != want {
+				t.Errorf("the copy's link %s -> %s leads to %s, want %s", c.name, link, to, want)
+			}
+		})
+	}
+	// A write through the absolute link stays in the copy.
+	if err := os.WriteFile(filepath.Join(dst, "absolute_inside", "f"), []byte("z"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "data", "f")); string(b) != "orig" {
+		t.Errorf("the checkout's data/f reads %q after a write through the copy's link", b)
+	}
+}

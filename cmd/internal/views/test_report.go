@@ -308,8 +308,11 @@ func runErrorMessage(r *wdctest.RunResult) string {
 // clock jumped.
 func TestRunLine(r *wdctest.RunResult) string {
 	st := "pass"
-	if r.Status != wdctest.StatusPass {
+	switch r.Status {
+	case wdctest.StatusFail:
 		st = "fail"
+	case wdctest.StatusError:
+		st = "error" // it could not be carried out or judged
 	}
 	if r.Skipped > 0 {
 		return fmt.Sprintf("  run %q... %s (%s, %s of waiting skipped)", r.Name, st, FormatRunTime(r.Duration), r.Skipped.Round(time.Second))
@@ -332,7 +335,9 @@ func TestSummaryLine(res *wdctest.Result) string {
 	if res.Status() != wdctest.StatusPass {
 		word = "Failure!"
 	}
-	failed := res.Failed + res.Errored
-	parts := []string{fmt.Sprintf("%d passed", res.Passed), fmt.Sprintf("%d failed", failed)}
+	parts := []string{fmt.Sprintf("%d passed", res.Passed), fmt.Sprintf("%d failed", res.Failed)}
+	if res.Errored > 0 {
+		parts = append(parts, fmt.Sprintf("%d errored", res.Errored))
+	}
 	return fmt.Sprintf("%s %s, in %s.", word, strings.Join(parts, ", "), FormatRunTime(res.Duration))
 }

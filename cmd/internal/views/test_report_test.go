@@ -19,10 +19,11 @@ func TestTestLines(t *testing.T) {
 		got, want string
 	}{
 		{TestRunLine(&wdctest.RunResult{Name: "a", Status: wdctest.StatusPass, Duration: 420 * time.Millisecond}), `  run "a"... pass (0.4s)`},
-		{TestRunLine(&wdctest.RunResult{Name: "b", Status: wdctest.StatusError, Duration: 12340 * time.Millisecond}), `  run "b"... fail (12.3s)`},
+		{TestRunLine(&wdctest.RunResult{Name: "b", Status: wdctest.StatusError, Duration: 12340 * time.Millisecond}), `  run "b"... error (12.3s)`},
+		{TestRunLine(&wdctest.RunResult{Name: "c", Status: wdctest.StatusFail, Duration: 2 * time.Minute}), `  run "c"... fail (2m0s)`},
 		{FormatRunTime(123 * time.Second), "2m3s"},
 		{TestSummaryLine(&wdctest.Result{Passed: 2, Duration: time.Second}), "Success! 2 passed, 0 failed, in 1.0s."},
-		{TestSummaryLine(&wdctest.Result{Passed: 1, Failed: 1, Errored: 1, Duration: time.Second}), "Failure! 1 passed, 2 failed, in 1.0s."},
+		{TestSummaryLine(&wdctest.Result{Passed: 1, Failed: 1, Errored: 1, Duration: time.Second}), "Failure! 1 passed, 1 failed, 1 errored, in 1.0s."},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
