@@ -981,7 +981,7 @@ func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, r
 	switch {
 	case !ok || entry == "":
 	case accepted:
-		done(entry)
+		a.spool.recycle(entry)
 	default:
 		if q, err := quarantine(a.spool.root, entry, "rejected: "+resp.Reason); err == nil {
 			log.Warn("the rejected result is kept in the spool's quarantine", "path", q)
@@ -1158,6 +1158,9 @@ func (a *Agent) upload(callCtx context.Context, client *protocol.Client, missing
 // starts.
 func (a *Agent) hold(asg protocol.Assignment, fits bool) *attempt {
 	at := newAttempt(asg, a.opts.WorkDir)
+	if a.spool != nil {
+		at.paths.pool = a.spool.pool
+	}
 	a.mu.Lock()
 	if _, dup := a.attempts[asg.FencingToken]; dup {
 		a.mu.Unlock()

@@ -89,6 +89,9 @@ type attemptPaths struct {
 	stage   string
 	address string // <logs>/<task>/address: the task address, as text
 	groups  string // procgroup.Dir of the work folder
+	// pool recycles the address file and the group record (nil: they
+	// are made and removed).
+	pool *inodePool
 }
 
 // pathsFor returns the log and scratch locations of an assignment:
@@ -315,7 +318,9 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	}
 	ex.started = time.Now().UTC()
 	unrecord := func() {}
-	release, err := start(cmd, func(pid int) { unrecord = procgroup.Record(paths.groups, pid) })
+	release, err := start(cmd, func(pid int) {
+		unrecord = procgroup.RecordWith(paths.groups, pid, paths.pool.emptyFile, paths.pool.putFile)
+	})
 	defer func() { unrecord() }() // after watchGroup ended the group
 	if err != nil {
 		var pe *fs.PathError

@@ -358,7 +358,7 @@ func openLogs(paths attemptPaths, task string) (stdout, stderr *os.File, err err
 	if err := makeFolder(paths.logDir); err != nil {
 		return nil, nil, fmt.Errorf("creating the log folder: %v", err)
 	}
-	if err := writeAddress(paths.address, task); err != nil {
+	if err := writeAddress(paths.pool, paths.address, task); err != nil {
 		return nil, nil, fmt.Errorf("writing the task address file: %v", err)
 	}
 	stdout, err = os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -389,18 +389,12 @@ func makeFolder(dir string) error {
 }
 
 // writeAddress writes the task address file at path unless it exists
-// (its content is the same for every attempt of the task).
-func writeAddress(path, task string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// (its content is the same for every attempt of the task), recycled from
+// pool when it has a file.
+func writeAddress(pool *inodePool, path, task string) error {
+	err := pool.writeFile(path, []byte(task+"\n"), true)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(task + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }
@@ -467,7 +461,7 @@ func tidyAttempt(paths attemptPaths, task string, accepted, succeeded, outputs b
 			}
 		}
 		if err := removeFolder(paths.logDir); err == nil {
-			note(removeTaskLogs(paths.address, task))
+			note(removeTaskLogs(paths.pool, paths.address, task))
 		} else {
 			note(err)
 		}
@@ -488,15 +482,13 @@ func tidyAttempt(paths attemptPaths, task string, accepted, succeeded, outputs b
 // removeTaskLogs removes a task's log folder (the folder of address) when
 // it holds nothing but its address file. When another attempt's log
 // folder is there, or comes meanwhile, the address file is written again.
-func removeTaskLogs(address, task string) error {
-	if err := os.Remove(address); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
+func removeTaskLogs(pool *inodePool, address, task string) error {
+	pool.putFile(address)
 	err := removeFolder(filepath.Dir(address))
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if werr := writeAddress(address, task); werr != nil && !errors.Is(werr, fs.ErrNotExist) {
+	if werr := writeAddress(pool, address, task); werr != nil && !errors.Is(werr, fs.ErrNotExist) {
 		return werr
 	}
 	return err // not empty, which the caller passes over

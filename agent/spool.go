@@ -31,7 +31,8 @@ import (
 // machine crash only loses results whose tasks are then retried.
 //
 // Layout: <spool>/<worker id>/{session.json, lock, <token>/{result.json,
-// blobs/<sha256>}} and <spool>/quarantine/<worker id>-<token>/.
+// blobs/<sha256>}, .free/} and <spool>/quarantine/<worker id>-<token>/;
+// .free is the worker's inodePool (recycle.go).
 
 // spoolSession is what a worker's spool folder keeps about the worker.
 type spoolSession struct {
@@ -51,6 +52,10 @@ type spool struct {
 	root string // the spool folder
 	dir  string // this worker's folder in it
 	lock *os.File
+	// pool keeps decided entries' folders, and the work folder's files
+	// the agent writes, for the next attempts (recycle.go); nil when its
+	// folder could not be made.
+	pool *inodePool
 }
 
 // openSpool creates the worker's folder in root, takes its lock (held for
@@ -70,20 +75,20 @@ func openSpool(root string, s spoolSession) (*spool, error) {
 		lock.Close()
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	return &spool{root: root, dir: dir, lock: lock}, nil
+	pool, err := newInodePool(filepath.Join(dir, ".free"))
+	if err != nil {
+		pool = nil // every entry and file is made and removed
+	}
+	return &spool{root: root, dir: dir, lock: lock, pool: pool}, nil
 }
 
 // close releases the worker's folder, removing it when nothing is pending.
 func (sp *spool) close() {
 	entries, _ := os.ReadDir(sp.dir)
-	pending := false
-	for _, e := range entries {
-		if e.IsDir() {
-			pending = true
-		}
-	}
-	if !pending {
-		os.RemoveAll(sp.dir)
+	if len(pendingEntries(entries)) == 0 {
+		os.RemoveAll(sp.dir) // with its pool
+	} else if sp.pool != nil {
+		os.RemoveAll(sp.pool.dir)
 	}
 	sp.lock.Close()
 }
@@ -112,13 +117,20 @@ func lockFolder(dir string, try bool) (*os.File, error) {
 // artifacts' copies in it, by hash.
 func (sp *spool) put(token int64, req protocol.ResultRequest, files map[string]string) (string, map[string]string, error) {
 	entry := filepath.Join(sp.dir, strconv.FormatInt(token, 10))
-	tmp, err := os.MkdirTemp(sp.dir, ".tmp-")
-	if err != nil {
-		return "", nil, err
+	// A decided entry's folder, from the pool (its result.json is
+	// written over in place), else a new one.
+	tmp := sp.pool.take(poolEntry)
+	if tmp == "" {
+		var err error
+		if tmp, err = os.MkdirTemp(sp.dir, ".tmp-"); err != nil {
+			return "", nil, err
+		}
 	}
-	defer os.RemoveAll(tmp)
-	if err := os.Mkdir(filepath.Join(tmp, "blobs"), 0o700); err != nil {
-		return "", nil, err
+	defer os.RemoveAll(tmp) // gone once renamed into place
+	if len(files) > 0 {
+		if err := os.Mkdir(filepath.Join(tmp, "blobs"), 0o700); err != nil {
+			return "", nil, err
+		}
 	}
 	for h, src := range files {
 		if err := linkOrCopy(src, filepath.Join(tmp, "blobs", h)); err != nil {
@@ -170,6 +182,17 @@ func linkOrCopy(src, dst string) error {
 
 // done removes a decided entry.
 func done(entry string) { os.RemoveAll(entry) }
+
+// recycle puts a decided entry of this worker's folder in the pool: its
+// blobs (links to the attempt's logs) removed, its result.json kept to be
+// written over by the next put.
+func (sp *spool) recycle(entry string) {
+	if err := os.RemoveAll(filepath.Join(entry, "blobs")); err != nil {
+		os.RemoveAll(entry)
+		return
+	}
+	sp.pool.put(poolEntry, entry)
+}
 
 // quarantine moves an entry to <root>/quarantine/<worker>-<token>, with a
 // note of why, never over another entry; it returns where it went.

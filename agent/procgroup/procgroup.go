@@ -20,6 +20,13 @@ func Dir(workDir string) string { return filepath.Join(workDir, "groups") }
 // not fatal: it only loses the clean-up after a crash, so Record returns a
 // function that does nothing then (and when dir is "").
 func Record(dir string, pgid int) (remove func()) {
+	return RecordWith(dir, pgid, createEmpty, func(path string) { os.Remove(path) })
+}
+
+// RecordWith is Record with the record made by create, which puts an
+// empty file at the path it is given, and removed by remove (an agent
+// recycles the files: agent.inodePool).
+func RecordWith(dir string, pgid int, create func(path string) error, remove func(path string)) (unrecord func()) {
 	if dir == "" {
 		return func() {}
 	}
@@ -27,12 +34,18 @@ func Record(dir string, pgid int) (remove func()) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return func() {}
 	}
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := create(name); err != nil {
 		return func() {}
 	}
-	f.Close()
-	return func() { os.Remove(name) }
+	return func() { remove(name) }
+}
+
+func createEmpty(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Terminate sends SIGTERM to the process group pgid, waits up to grace for
