@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -21,11 +22,57 @@ func (t *Tx) AppendEvent(e Event, now time.Time) error {
 	return appendEvent(t.ctx, t, e, now)
 }
 
+// appendEvent appends e to the event log at now: in a write group, at
+// the group's end, with the group's other events (flushEvents); it counts
+// as a write then, so a write that fails after it is undone as one that
+// changed rows.
 func appendEvent(ctx context.Context, tx *Tx, e Event, now time.Time) error {
+	if tx.groupEvents {
+		tx.events = append(tx.events, pendingEvent{at: ms(now), Event: e})
+		tx.writes++
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (at, kind, task, worker_id, token, message)
 		VALUES (?, ?, ?, ?, ?, ?)`, ms(now), e.Kind, e.Task, e.WorkerID, e.Token, e.Message)
 	if err != nil {
 		return fmt.Errorf("append %s event: %w", e.Kind, err)
+	}
+	return nil
+}
+
+// pendingEvent is an event of a write group not yet written.
+type pendingEvent struct {
+	Event
+	at int64 // ms
+}
+
+// eventsPerStatement is the most events one INSERT of flushEvents
+// carries (6 parameters each): the driver matches every parameter to its
+// argument by a scan of all of them, so binding grows with the square of
+// a statement's parameters (see upsertTasksPerStatement).
+const eventsPerStatement = 32
+
+// flushEvents writes the events the write group appended, in their order
+// (so their seq), in as few statements as eventsPerStatement allows.
+func (t *Tx) flushEvents() error {
+	pending := t.events
+	t.events = nil
+	for len(pending) > 0 {
+		n := min(len(pending), eventsPerStatement)
+		var q strings.Builder
+		q.WriteString(`INSERT INTO events (at, kind, task, worker_id, token, message) VALUES `)
+		args := make([]any, 0, 6*n)
+		for i, e := range pending[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?)")
+			args = append(args, e.at, e.Kind, e.Task, e.WorkerID, e.Token, e.Message)
+		}
+		if _, err := t.ExecContext(t.ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("append %d events (%s first): %w", n, pending[0].Kind, err)
+		}
+		pending = pending[n:]
 	}
 	return nil
 }

@@ -314,3 +314,83 @@ func TestGroupCommitReplayLeavesSerial(t *testing.T) {
 		t.Errorf("serial %d after a write that changed nothing; want %d", got, before)
 	}
 }
+
+// TestGroupCommitLockLost: under GuardWrites, a group of writes that
+// changes rows while the apply lock is not held commits nothing (its
+// events neither), and every write of it fails with ErrLockLost; a write
+// that changes nothing needs no lock. The check is the group's last
+// statement, with the serial's bump.
+func TestGroupCommitLockLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	lock, _, err := s.AcquireLock(ctx, LockRequest{Holder: "a", Host: "h", PID: 1, TTL: time.Hour}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.GuardWrites(lock.ID)
+	if err := s.Write(ctx, note("held"), nil); err != nil {
+		t.Fatalf("a write under the held lock: %v", err)
+	}
+	s.GuardWrites("another-lock")
+	_, serialBefore, _ := s.Info(ctx)
+	// A held committer makes the writes queued meanwhile one group.
+	entered, hold := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- s.Write(ctx, func(tx *Tx) error {
+			close(entered)
+			<-hold
+			return note("holder")(tx)
+		}, nil)
+	}()
+	<-entered
+	var mu sync.Mutex
+	var order []int
+	readOnly := func(tx *Tx) error {
+		var n int
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n)
+	}
+	wait := submitQueued(t, s, nil, []func(tx *Tx) error{note("a"), note("b"), readOnly}, &order, &mu)
+	close(hold)
+	errs := append(wait(), <-holder)
+	for i, err := range []error{errs[0], errs[1], errs[3]} {
+		if !errors.Is(err, ErrLockLost) {
+			t.Errorf("write %d: %v, want ErrLockLost", i, err)
+		}
+	}
+	if got := notes(t, s); !slices.Equal(got, []string{"held"}) {
+		t.Errorf("notes %v, want only the one written under the held lock", got)
+	}
+	if _, serialAfter, _ := s.Info(ctx); serialAfter != serialBefore {
+		t.Errorf("serial %d → %d, want unchanged", serialBefore, serialAfter)
+	}
+	if err := s.Write(ctx, readOnly, nil); err != nil {
+		t.Errorf("a write that changes nothing, alone: %v", err)
+	}
+}
+
+// A write group's events are written at its end, in the order they were
+// appended, however many there are.
+func TestGroupEventsInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setup(t)
+	var want []string
+	err := s.Write(ctx, func(tx *Tx) error {
+		for i := range 3*eventsPerStatement + 5 {
+			msg := fmt.Sprint(i)
+			want = append(want, msg)
+			if err := note(msg)(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := notes(t, s); !slices.Equal(got, want) {
+		t.Errorf("notes %v, want %v", got, want)
+	}
+}

@@ -635,15 +635,7 @@ func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 		finish(group)
 		return nil
 	}
-	t := &Tx{tx: tx, ctx: context.Background(), s: s}
-	if err := s.checkGuard(t, content); err != nil {
-		_ = tx.Rollback()
-		for _, r := range group {
-			r.err = err
-		}
-		finish(group)
-		return nil
-	}
+	t := &Tx{tx: tx, ctx: context.Background(), s: s, groupEvents: true}
 	var ran []*writeReq // run without error, so far
 	for i, r := range group {
 		if r.settled {
@@ -688,10 +680,14 @@ func (s *Store) commitGroup(group []*writeReq) (again []*writeReq) {
 		return nil
 	}
 	var err2 error
-	if content && t.writes > 0 {
+	if len(t.events) > 0 {
+		err2 = t.flushEvents()
+	}
+	if err2 == nil && content && t.writes > 0 {
 		// A group that changed nothing (replays of a result) leaves the
-		// serial alone, as a write that changes nothing should.
-		err2 = bumpSerial(t)
+		// serial alone, as a write that changes nothing should, and
+		// needs no lock: it commits nothing.
+		err2 = s.bumpSerial(t)
 	}
 	if err2 == nil {
 		t.trace("COMMIT")
@@ -737,38 +733,41 @@ func (s *Store) abandon(tx *sql.Tx, group []*writeReq, i int, ran []*writeReq, f
 	return append(again, group[i+1:]...)
 }
 
-// checkGuard checks, for a content write, that the apply lock is still
-// held under GuardWrites' lock id.
-func (s *Store) checkGuard(t *Tx, content bool) error {
-	guard := s.guard.Load()
-	if !content || guard == nil {
-		return nil
-	}
-	var held string
-	err := t.QueryRowContext(t.ctx, `SELECT lock_id FROM apply_lock WHERE id = 1`).Scan(&held)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && held != *guard) {
-		return fmt.Errorf("state file %s: write refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
-	}
-	if err != nil {
-		return fmt.Errorf("check the apply lock: %w", err)
-	}
-	return nil
-}
-
 // bumpSerial increments the state's serial: once per committed group of
-// content writes.
-func bumpSerial(t *Tx) error {
-	res, err := t.ExecContext(t.ctx, `UPDATE state_info SET serial = serial + 1 WHERE id = 1`)
+// content writes, as its last statement. Under GuardWrites it does so
+// only while the apply lock is held under the guard's lock id, in the
+// same statement, and fails with ErrLockLost otherwise: the group's
+// writes are then rolled back, never committed (the transaction has held
+// the write lock since its BEGIN IMMEDIATE, so the lock cannot change
+// between this check and the COMMIT).
+func (s *Store) bumpSerial(t *Tx) error {
+	guard := s.guard.Load()
+	var res sql.Result
+	var err error
+	if guard == nil {
+		res, err = t.ExecContext(t.ctx, `UPDATE state_info SET serial = serial + 1 WHERE id = 1`)
+	} else {
+		res, err = t.ExecContext(t.ctx, `UPDATE state_info SET serial = serial + 1
+			WHERE id = 1 AND EXISTS (SELECT 1 FROM apply_lock WHERE id = 1 AND lock_id = ?)`, *guard)
+	}
+	var n int64
 	if err == nil {
-		var n int64
-		if n, err = res.RowsAffected(); err == nil && n != 1 {
-			err = fmt.Errorf("%w: state_info row missing", ErrNotState)
-		}
+		n, err = res.RowsAffected()
 	}
 	if err != nil {
 		return fmt.Errorf("bump serial: %w", err)
 	}
-	return nil
+	if n == 1 {
+		return nil
+	}
+	var rows int
+	if err := t.QueryRowContext(t.ctx, `SELECT count(*) FROM state_info WHERE id = 1`).Scan(&rows); err != nil {
+		return fmt.Errorf("bump serial: %w", err)
+	}
+	if rows == 0 {
+		return fmt.Errorf("bump serial: %w: state_info row missing", ErrNotState)
+	}
+	return fmt.Errorf("state file %s: write refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
 }
 
 // read runs fn in one read transaction (a consistent WAL snapshot).

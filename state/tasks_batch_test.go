@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -86,3 +87,62 @@ func BenchmarkRecordPhase(b *testing.B) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// UpsertTasks writes a batch larger than one statement carries, in
+// order, and redefines tasks already there (their budgets reset), in the
+// same transaction.
+func TestUpsertTasksManyStatements(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, n := range []int{1, upsertTasksPerStatement, upsertTasksPerStatement + 1, 2*upsertTasksPerStatement + 7} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			s := setup(t)
+			defs := make([]TaskDef, n)
+			for i := range defs {
+				defs[i] = TaskDef{Address: "task.t[" + itoa(i) + "]", Name: "t", Index: i, DefHash: "h1", Status: TaskQueued, MaxAttempts: 2, Spec: []byte(`{"command":["true"]}`)}
+			}
+			if err := s.UpsertTasks(ctx, defs, t0); err != nil {
+				t.Fatal(err)
+			}
+			// Redefine every other one, and add one.
+			var again []TaskDef
+			for i := 0; i < n; i += 2 {
+				d := defs[i]
+				d.DefHash, d.MaxAttempts = "h2", 3
+				again = append(again, d)
+			}
+			again = append(again, TaskDef{Address: "task.extra", Name: "extra", Index: -1, DefHash: "hx", Status: TaskPending, MaxAttempts: 1})
+			_, serialBefore, _ := s.Info(ctx)
+			if err := s.UpsertTasks(ctx, again, t0.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if _, serialAfter, _ := s.Info(ctx); serialAfter != serialBefore+1 {
+				t.Errorf("serial %d → %d, want one commit", serialBefore, serialAfter)
+			}
+			snap, err := s.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks := snap.Tasks
+			if len(tasks) != n+1 {
+				t.Fatalf("%d tasks, want %d", len(tasks), n+1)
+			}
+			for _, tk := range tasks {
+				if tk.Address == "task.extra" {
+					continue
+				}
+				var i int
+				if _, err := fmt.Sscanf(tk.Address, "task.t[%d]", &i); err != nil {
+					t.Fatal(err)
+				}
+				wantHash, wantMax := "h1", 2
+				if i%2 == 0 {
+					wantHash, wantMax = "h2", 3
+				}
+				if tk.DefHash != wantHash || tk.MaxAttempts != wantMax || tk.Index != i {
+					t.Errorf("%s: def_hash %q, max_attempts %d, index %d; want %q, %d, %d", tk.Address, tk.DefHash, tk.MaxAttempts, tk.Index, wantHash, wantMax, i)
+				}
+			}
+		})
+	}
+}

@@ -59,6 +59,12 @@ type Tx struct {
 	// that fails before its first one has nothing to roll back.
 	writes int
 
+	// groupEvents: the events appended in a write group wait in events
+	// for its end, which writes them in one statement (flushEvents); a
+	// Tx of a read writes none.
+	groupEvents bool
+	events      []pendingEvent
+
 	// traced and tracedAt: the statement being traced and its start.
 	traced   string
 	tracedAt time.Time
