@@ -8,7 +8,7 @@ import (
 )
 
 // seed creates pool "p", worker "w1" (ttl 10s) and queued task "task.a".
-func seed(t *testing.T, s *Store) {
+func seed(t testing.TB, s *Store) {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.UpsertPool(ctx, Pool{Name: "p", Provider: "local", Max: 4, Capacity: 1}, t0); err != nil {
