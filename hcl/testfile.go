@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -359,6 +360,14 @@ func CheckTestFile(tf *TestFile, cfg *Config, providers map[string]ProviderSchem
 	for _, p := range cfg.Pools {
 		pools[p.Name] = true
 	}
+	if len(tf.Runs) == 0 {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning,
+			Summary:  "Test file without runs",
+			Detail:   fmt.Sprintf("%s has no run block, so it tests nothing.", tf.Name),
+			Subject:  &hcl.Range{Filename: tf.Name, Start: hcl.InitialPos, End: hcl.InitialPos},
+		})
+	}
 	for _, run := range tf.Runs {
 		for _, a := range run.Variables {
 			if _, ok := cfg.Variables[a.Name]; !ok {
@@ -437,7 +446,40 @@ func checkTestNames(expr hcl.Expression, tasks, pools map[string]bool, vars map[
 				Detail:   fmt.Sprintf("The assertion refers to %s.%s, but the configuration declares no %s %q.%s", root, name, kind, name, didYouMean(name, mapKeys(known))),
 				Subject:  tr.SourceRange().Ptr(),
 			})
+			continue
+		}
+		attrs := map[string][]string{"task": TestTaskAttributes, "pool": TestPoolAttributes}[root]
+		if attr, rng, ok := firstAttribute(tr[2:]); ok && attrs != nil && !slices.Contains(attrs, attr) {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unsupported attribute",
+				Detail: fmt.Sprintf("A %s in an assertion has no attribute %q; it has %s.%s", root, attr,
+					strings.Join(attrs, ", "), didYouMean(attr, attrs)),
+				Subject: rng.Ptr(),
+			})
 		}
 	}
 	return diags
+}
+
+// The attributes of a task (of each instance of a counted task) and of a
+// pool in a test file's assertions (wdctest.EvalContext gives them).
+var (
+	TestTaskAttributes = []string{"status", "attempts", "lost", "failed", "outputs", "pool", "action"}
+	TestPoolAttributes = []string{"launched", "provider"}
+)
+
+// firstAttribute is the first attribute step of steps (after the
+// indexes of a counted task's instance).
+func firstAttribute(steps hcl.Traversal) (string, hcl.Range, bool) {
+	for _, st := range steps {
+		switch st := st.(type) {
+		case hcl.TraverseAttr:
+			return st.Name, st.SrcRange, true
+		case hcl.TraverseIndex, hcl.TraverseSplat:
+			continue
+		}
+		return "", hcl.Range{}, false
+	}
+	return "", hcl.Range{}, false
 }

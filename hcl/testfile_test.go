@@ -177,6 +177,10 @@ task "shard" {
 }
 `, ""},
 		{"unknown task", "run \"a\" {\n  assert {\n    condition     = task.shrad[0].status == \"x\"\n    error_message = \"x\"\n  }\n}\n", `Did you mean "shard"?`},
+		{"no runs", "# nothing yet\n", "has no run block, so it tests nothing"},
+		{"unknown task attribute", "run \"a\" {\n  assert {\n    condition     = task.shard[1].statuz == \"x\"\n    error_message = \"x\"\n  }\n}\n", `no attribute "statuz"; it has status, attempts, lost, failed, outputs, pool, action. Did you mean "status"?`},
+		{"unknown pool attribute", "run \"a\" {\n  assert {\n    condition     = pool.cpu.lanched == 1\n    error_message = \"x\"\n  }\n}\n", `Did you mean "launched"?`},
+		{"output by key", "run \"a\" {\n  assert {\n    condition     = task.shard[0].outputs[\"f\"] == \"x\"\n    error_message = \"${task.shard[0].pool}\"\n  }\n}\n", ""},
 		{"unknown pool", "run \"a\" {\n  assert {\n    condition     = pool.gpu.launched == 0\n    error_message = \"x\"\n  }\n}\n", "no pool \"gpu\""},
 		{"unknown variable", "run \"a\" {\n  variables {\n    shard = 1\n  }\n}\n", "no variable \"shard\" is declared"},
 		{"override unknown pool", "run \"a\" {\n  override_pool \"gpu\" {\n    provider = \"local\"\n  }\n}\n", "does not declare"},

@@ -278,6 +278,9 @@ func (v *testCmdView) failureText(r *wdctest.RunResult) string {
 			at = fmt.Sprintf("%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
 		}
 		fmt.Fprintf(&b, "Error: %s%s\n", at, views.Printable(d.Summary))
+		if d.Detail != "" {
+			fmt.Fprintf(&b, "  %s\n", views.OneLine(d.Detail)) // the JUnit file has no stderr
+		}
 	}
 	for _, f := range r.Failures {
 		what := "Assertion failed"

@@ -185,7 +185,7 @@ func TestJUnitSchema(t *testing.T) {
 	s := string(b)
 	for _, want := range []string{`<testsuite name="tests/plan.wdctest.hcl" tests="4" failures="1" errors="2"`, `<testcase name="fails" classname="tests/plan.wdctest.hcl"`,
 		`<failure message="1 of 1 assertion failed" type="assertion"><![CDATA[Assertion failed at `, `tests/plan.wdctest.hcl:18: two shards, and there are 3`,
-		`  plan.changes is 3`, `<error message="Invalid value for variable &#34;shards&#34;" type="error">`} {
+		`  plan.changes is 3`, `<error message="Invalid value for variable &#34;shards&#34;" type="error">`, `is not a number`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the JUnit file lacks %q:\n%s", want, s)
 		}

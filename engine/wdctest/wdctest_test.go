@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -352,4 +353,34 @@ func TestCopyConfigLinks(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(src, "data", "f")); string(b) != "orig" {
 		t.Errorf("the checkout's data/f reads %q after a write through the copy's link", b)
 	}
+}
+
+// The attributes wdc validate accepts in an assertion
+// (wdchcl.TestTaskAttributes, TestPoolAttributes) are those the
+// evaluation context has.
+func TestAssertionAttributesMatchValidate(t *testing.T) {
+	t.Parallel()
+	var task []string
+	for name := range taskType.AttributeTypes() {
+		task = append(task, name)
+	}
+	if !sameSet(task, wdchcl.TestTaskAttributes) {
+		t.Errorf("a task's attributes are %v; wdc validate accepts %v", task, wdchcl.TestTaskAttributes)
+	}
+	cfg := loadConfig(t, writeConfig(t, map[string]string{"main.wdc.hcl": "pool \"p\" {\n  provider = \"local\"\n}\n"}))
+	pool := EvalContext(cfg, observed()).Variables["pool"].GetAttr("p")
+	var attrs []string
+	for name := range pool.Type().AttributeTypes() {
+		attrs = append(attrs, name)
+	}
+	if !sameSet(attrs, wdchcl.TestPoolAttributes) {
+		t.Errorf("a pool's attributes are %v; wdc validate accepts %v", attrs, wdchcl.TestPoolAttributes)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
