@@ -127,19 +127,11 @@ func (p *inodePool) writeFile(dst string, data []byte, exclusive bool) error {
 		}
 		// Another file system, no renameat2: make it as without a pool.
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	flags := os.O_CREATE | os.O_TRUNC
 	if exclusive {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		flags = os.O_CREATE | os.O_EXCL
 	}
-	f, err := os.OpenFile(dst, flags, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return writeOpened(dst, flags, data)
 }
 
 // overwrite makes the file at path hold data, in the same inode.
@@ -147,7 +139,13 @@ func overwrite(path string, data []byte) error {
 	if len(data) == 0 {
 		return os.Truncate(path, 0)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	return writeOpened(path, os.O_TRUNC, data)
+}
+
+// writeOpened opens path for writing with flags (mode 0600 when it makes
+// the file) and writes data.
+func writeOpened(path string, flags int, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|flags, 0o600)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -47,32 +46,21 @@ type pendingEvent struct {
 }
 
 // eventsPerStatement is the most events one INSERT of flushEvents
-// carries (6 parameters each): the driver matches every parameter to its
-// argument by a scan of all of them, so binding grows with the square of
-// a statement's parameters (see upsertTasksPerStatement).
+// carries (6 parameters each; see insertRows).
 const eventsPerStatement = 32
 
 // flushEvents writes the events the write group appended, in their order
-// (so their seq), in as few statements as eventsPerStatement allows.
+// (so their seq).
 func (t *Tx) flushEvents() error {
 	pending := t.events
 	t.events = nil
-	for len(pending) > 0 {
-		n := min(len(pending), eventsPerStatement)
-		var q strings.Builder
-		q.WriteString(`INSERT INTO events (at, kind, task, worker_id, token, message) VALUES `)
-		args := make([]any, 0, 6*n)
-		for i, e := range pending[:n] {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?)")
-			args = append(args, e.at, e.Kind, e.Task, e.WorkerID, e.Token, e.Message)
-		}
-		if _, err := t.ExecContext(t.ctx, q.String(), args...); err != nil {
-			return fmt.Errorf("append %d events (%s first): %w", n, pending[0].Kind, err)
-		}
-		pending = pending[n:]
+	from, to, err := t.insertRows(`INSERT INTO events (at, kind, task, worker_id, token, message) VALUES `, "",
+		len(pending), 6, eventsPerStatement, func(args []any, i int) []any {
+			e := pending[i]
+			return append(args, e.at, e.Kind, e.Task, e.WorkerID, e.Token, e.Message)
+		})
+	if err != nil {
+		return fmt.Errorf("append %d events (%s first): %w", to-from, pending[from].Kind, err)
 	}
 	return nil
 }

@@ -719,35 +719,19 @@ func readSHA256(stored string) string {
 }
 
 // artifactRowsPerInsert bounds the rows of one INSERT of artifacts (8
-// variables each). The driver matches every parameter to its argument by
-// a scan of all of them, so binding grows with the square of a
-// statement's parameters: 1,000 rows a statement spent more on binding
-// than on the rows (see upsertTasksPerStatement).
+// parameters each; see insertRows): 1,000 rows a statement spent more on
+// binding than on the rows (BenchmarkAcceptArtifacts).
 const artifactRowsPerInsert = 40
 
-// insertArtifactsTx records the artifacts as of lease l, in one
-// multi-row statement (per artifactRowsPerInsert of them).
+// insertArtifactsTx records the artifacts as of lease l, in multi-row
+// statements of artifactRowsPerInsert.
 func insertArtifactsTx(t *Tx, l Lease, as []Artifact) error {
-	for len(as) > artifactRowsPerInsert {
-		if err := insertArtifactsTx(t, l, as[:artifactRowsPerInsert]); err != nil {
-			return err
-		}
-		as = as[artifactRowsPerInsert:]
-	}
-	if len(as) == 0 {
-		return nil
-	}
-	var q strings.Builder
-	q.WriteString(`INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type) VALUES `)
-	args := make([]any, 0, 8*len(as))
-	for i, a := range as {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, l.Token, l.Task, l.Attempt, a.Kind, a.Name, storedSHA256(a.SHA256, a.Size), a.Size, storedMediaType(a.Kind, a.MediaType))
-	}
-	if _, err := t.ExecContext(t.ctx, q.String(), args...); err != nil {
+	_, _, err := t.insertRows(`INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size, media_type) VALUES `, "",
+		len(as), 8, artifactRowsPerInsert, func(args []any, i int) []any {
+			a := as[i]
+			return append(args, l.Token, l.Task, l.Attempt, a.Kind, a.Name, storedSHA256(a.SHA256, a.Size), a.Size, storedMediaType(a.Kind, a.MediaType))
+		})
+	if err != nil {
 		return fmt.Errorf("record the artifacts of %s attempt %d: %w", l.Task, l.Attempt, err)
 	}
 	return nil

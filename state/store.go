@@ -760,14 +760,17 @@ func (s *Store) bumpSerial(t *Tx) error {
 	if n == 1 {
 		return nil
 	}
-	var rows int
-	if err := t.QueryRowContext(t.ctx, `SELECT count(*) FROM state_info WHERE id = 1`).Scan(&rows); err != nil {
-		return fmt.Errorf("bump serial: %w", err)
+	if guard != nil {
+		// Refused by the guard, unless the row itself is missing.
+		var rows int
+		if err := t.QueryRowContext(t.ctx, `SELECT count(*) FROM state_info WHERE id = 1`).Scan(&rows); err != nil {
+			return fmt.Errorf("bump serial: %w", err)
+		}
+		if rows == 1 {
+			return fmt.Errorf("state file %s: write refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
+		}
 	}
-	if rows == 0 {
-		return fmt.Errorf("bump serial: %w: state_info row missing", ErrNotState)
-	}
-	return fmt.Errorf("state file %s: write refused: %w (this apply no longer holds lock %s)", s.path, ErrLockLost, *guard)
+	return fmt.Errorf("bump serial: %w: state_info row missing", ErrNotState)
 }
 
 // read runs fn in one read transaction (a consistent WAL snapshot).

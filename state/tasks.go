@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -49,80 +48,50 @@ func (t *Tx) UpsertTasks(defs []TaskDef, now time.Time) error {
 	}
 	// A task with an active lease is not redefined under it. Active
 	// leases are few (at most one per slot of every worker): one read.
-	rows, err := t.QueryContext(t.ctx, `SELECT task, token FROM leases WHERE status = 'active'`)
+	active, err := queryLeases(t.ctx, t, `WHERE status = 'active'`)
 	if err != nil {
 		return fmt.Errorf("upsert tasks: %w", err)
 	}
-	activeToken := map[string]int64{}
-	for rows.Next() {
-		var task string
-		var token int64
-		if err := rows.Scan(&task, &token); err != nil {
-			rows.Close()
-			return fmt.Errorf("upsert tasks: %w", err)
-		}
-		activeToken[task] = token
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("upsert tasks: %w", err)
+	activeToken := make(map[string]int64, len(active))
+	for _, l := range active {
+		activeToken[l.Task] = l.Token
 	}
 	for _, d := range defs {
 		if token, ok := activeToken[d.Address]; ok {
 			return fmt.Errorf("upsert task %s: lease %d is active: %w", d.Address, token, ErrLeaseHeld)
 		}
 	}
-	// Many rows a statement: the driver prepares each statement again at
-	// every execution, which costs more than the rows.
-	for len(defs) > 0 {
-		n := min(len(defs), upsertTasksPerStatement)
-		if err := t.upsertTaskRows(defs[:n], now); err != nil {
-			// checkTaskDef refuses what every CHECK of the table
-			// would, so this is not expected.
-			if sqliteCode(err)&0xff == sqliteConstraint {
-				return fmt.Errorf("upsert tasks %s to %s: %w: %v", defs[0].Address, defs[n-1].Address, ErrInvalid, err)
+	from, to, err := t.insertRows(`INSERT INTO tasks (address, name, idx, def_hash, spec, status,
+			max_attempts, max_lost, created_at, updated_at, finished_at) VALUES `, `
+		ON CONFLICT (address) DO UPDATE SET name = excluded.name, idx = excluded.idx,
+			def_hash = excluded.def_hash, spec = excluded.spec, status = excluded.status,
+			max_attempts = excluded.max_attempts, max_lost = excluded.max_lost,
+			failures_used = 0, lost_used = 0, last_error = '',
+			updated_at = excluded.updated_at, finished_at = excluded.finished_at`,
+		len(defs), 11, upsertTasksPerStatement, func(args []any, i int) []any {
+			d := defs[i]
+			finished := sql.NullInt64{}
+			if d.Status.Finished() {
+				finished = nullMS(now)
 			}
-			return fmt.Errorf("upsert tasks %s to %s: %w", defs[0].Address, defs[n-1].Address, err)
+			return append(args, d.Address, d.Name, d.Index, d.DefHash, string(d.Spec), string(d.Status),
+				d.MaxAttempts, d.MaxLost, ms(now), ms(now), finished)
+		})
+	if err != nil {
+		// checkTaskDef refuses what every CHECK of the table would, so a
+		// constraint failing here is not expected.
+		if sqliteCode(err)&0xff == sqliteConstraint {
+			return fmt.Errorf("upsert tasks %s to %s: %w: %v", defs[from].Address, defs[to-1].Address, ErrInvalid, err)
 		}
-		defs = defs[n:]
+		return fmt.Errorf("upsert tasks %s to %s: %w", defs[from].Address, defs[to-1].Address, err)
 	}
 	return nil
 }
 
 // upsertTasksPerStatement is the most rows one INSERT of UpsertTasks
-// carries (11 parameters each). The driver matches every parameter to its
-// argument by a scan of all of them, so binding grows with the square of
-// a statement's parameters; BenchmarkRecordPhase was fastest with 50 rows
-// (of 25, 50, 100, 200 and 500: docs/PERFORMANCE.md).
+// carries (11 parameters each; see insertRows): BenchmarkRecordPhase was
+// fastest with 50 (of 25, 50, 100, 200 and 500: docs/PERFORMANCE.md).
 const upsertTasksPerStatement = 50
-
-// upsertTaskRows inserts or redefines defs in one statement.
-func (t *Tx) upsertTaskRows(defs []TaskDef, now time.Time) error {
-	var q strings.Builder
-	q.WriteString(`INSERT INTO tasks (address, name, idx, def_hash, spec, status,
-			max_attempts, max_lost, created_at, updated_at, finished_at) VALUES `)
-	args := make([]any, 0, 11*len(defs))
-	for i, d := range defs {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		finished := sql.NullInt64{}
-		if d.Status.Finished() {
-			finished = nullMS(now)
-		}
-		args = append(args, d.Address, d.Name, d.Index, d.DefHash, string(d.Spec), string(d.Status),
-			d.MaxAttempts, d.MaxLost, ms(now), ms(now), finished)
-	}
-	q.WriteString(`
-		ON CONFLICT (address) DO UPDATE SET name = excluded.name, idx = excluded.idx,
-			def_hash = excluded.def_hash, spec = excluded.spec, status = excluded.status,
-			max_attempts = excluded.max_attempts, max_lost = excluded.max_lost,
-			failures_used = 0, lost_used = 0, last_error = '',
-			updated_at = excluded.updated_at, finished_at = excluded.finished_at`)
-	_, err := t.ExecContext(t.ctx, q.String(), args...)
-	return err
-}
 
 // checkTaskDef returns an ErrInvalid error for a definition UpsertTask
 // refuses before it writes.

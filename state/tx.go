@@ -148,3 +148,34 @@ func (t *Tx) PrepareContext(_ context.Context, query string) (*sql.Stmt, error) 
 	t.noteWrite(query) // counted once: a prepared write may change rows
 	return t.tx.PrepareContext(t.ctx, query)
 }
+
+// insertRows runs head (an INSERT … VALUES), n rows of perRow
+// placeholders, whose arguments row appends to args for row i, then tail
+// (an ON CONFLICT clause, or ""), as one statement per perStatement rows.
+// The driver prepares a statement again at every execution, so rows
+// shared by one statement save preparing; it also binds every parameter
+// by a scan of all the arguments, so a statement's binding grows with
+// the square of its parameters, which perStatement keeps small
+// (docs/PERFORMANCE.md, "Rows a statement"). On an error it returns the
+// rows [from, to) of the statement that failed.
+func (t *Tx) insertRows(head, tail string, n, perRow, perStatement int, row func(args []any, i int) []any) (from, to int, err error) {
+	one := "(" + strings.Repeat("?, ", perRow-1) + "?)"
+	for from = 0; from < n; from = to {
+		to = min(n, from+perStatement)
+		var q strings.Builder
+		q.WriteString(head)
+		args := make([]any, 0, perRow*(to-from))
+		for i := from; i < to; i++ {
+			if i > from {
+				q.WriteString(", ")
+			}
+			q.WriteString(one)
+			args = row(args, i)
+		}
+		q.WriteString(tail)
+		if _, err := t.ExecContext(t.ctx, q.String(), args...); err != nil {
+			return from, to, err
+		}
+	}
+	return n, n, nil
+}

@@ -5,7 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/wdc-dev/wdc/internal/folder"
 )
 
 // CopyConfig copies the configuration directory src into dst (made
@@ -73,10 +74,10 @@ func linkInCopy(roots []string, path, link, target, dst string) string {
 	}
 	to = filepath.Clean(to)
 	for _, root := range roots {
-		rel, err := filepath.Rel(root, to)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if !folder.Holds(root, to) {
 			continue
 		}
+		rel, _ := filepath.Rel(root, to) // Holds: a path below root
 		if in, err := filepath.Rel(filepath.Dir(target), filepath.Join(dst, rel)); err == nil {
 			return in
 		}

@@ -272,14 +272,13 @@ func (o *Options) run(ctx context.Context, f *wdchcl.TestFile, r *wdchcl.TestRun
 		if o.View != nil {
 			o.View.Planned(cfg, p, pd)
 		}
-	} else if err := o.apply(ctx, cfg, configDir, workDir, r.Faults, obs, rr); err != nil {
+	} else if err := o.apply(ctx, cfg, configDir, workDir, r.Faults, obs, rr); err != nil || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			// Interrupted: what the run left is not what it would have
+			// left, so it is not judged.
+			err = errors.New("interrupted: the run stopped before its apply finished; its assertions were not evaluated")
+		}
 		rr.Status, rr.Err = StatusError, err
-		return rr
-	}
-	if ctx.Err() != nil {
-		// Interrupted: what the run left is not what it would have
-		// left, so it is not judged.
-		rr.Status, rr.Err = StatusError, errors.New("interrupted: the run stopped before its apply finished; its assertions were not evaluated")
 		return rr
 	}
 	if err := observeState(ctx, filepath.Join(workDir, "state.db"), workDir, obs); err != nil {
@@ -398,9 +397,6 @@ func (o *Options) apply(ctx context.Context, cfg *wdchcl.Config, configDir, work
 	op.Abort = abort
 	res, err := op.Run(ctx)
 	rr.Apply, rr.Skipped = res, clock.Skipped()
-	if ctx.Err() != nil {
-		return nil // Run says the run was interrupted
-	}
 	if in != nil {
 		rr.Faults = in.outcome()
 	}
