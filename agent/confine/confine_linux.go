@@ -220,13 +220,19 @@ func startWith(cmd *exec.Cmd, p Policy, mech mechanism) (func(), error) {
 	if st.err != nil {
 		return nil, st.err
 	}
+	// The thread is alive (it waits for proceed): a pidfd of it names it,
+	// and nothing else, until it is released.
+	thread := openThread(st.tid)
+	if thread >= 0 {
+		defer unix.Close(thread)
+	}
 	if p.Started != nil {
 		p.Started(cmd.Process.Pid)
 	}
 	close(proceed)
 	err = <-detached
 	if err == nil {
-		err = waitThreadGone(st.tid)
+		err = waitThreadGone(st.tid, thread)
 	}
 	if err == nil {
 		err = continueStopped(cmd.Process.Pid)
@@ -278,20 +284,94 @@ var lingerAfterDetach time.Duration
 // to be gone and for the command to stop.
 const startedWithin = 10 * time.Second
 
+// openThread opens a pidfd of thread tid of this process
+// (pidfd_open(2) with PIDFD_THREAD, Linux 6.9), or returns -1 where the
+// kernel has none (waitThreadGone then polls /proc).
+func openThread(tid int) int {
+	fd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
 // waitThreadGone waits until thread tid of this process is gone: released
-// by the kernel, so no signal reaches it any more.
-func waitThreadGone(tid int) error {
+// by the kernel, so no signal reaches it any more. With thread, a pidfd of
+// it (openThread), it sleeps in poll(2) until the thread has exited (the
+// kernel wakes a thread's pidfd in its exit, just before it releases it),
+// then asks until the pidfd names no task (a signal 0 through it fails with
+// ESRCH exactly when tgkill of that thread would). Without one it polls
+// /proc/self/task.
+func waitThreadGone(tid, thread int) error {
+	if thread < 0 {
+		return poll(func() (bool, error) {
+			_, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid))
+			return errors.Is(err, fs.ErrNotExist), nil
+		}, "the thread that confined the command was still there")
+	}
+	fds := []unix.PollFd{{Fd: int32(thread), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(startedWithin/time.Millisecond))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for the thread that confined the command: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("the thread that confined the command was still there after %s", startedWithin)
+		}
+		break
+	}
 	return poll(func() (bool, error) {
-		_, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid))
-		return errors.Is(err, fs.ErrNotExist), nil
+		err := unix.PidfdSendSignal(thread, 0, nil, 0)
+		switch err {
+		case unix.ESRCH:
+			return true, nil
+		case nil:
+			return false, nil
+		}
+		return false, fmt.Errorf("asking whether the thread that confined the command is gone: %w", err)
 	}, "the thread that confined the command was still there")
 }
 
 // continueStopped waits until process pid, detached with SIGSTOP, is
 // stopped, and sends it SIGCONT; a process already gone is left as it is
-// (its Wait reports how it ended). A SIGCONT sent before the stop is taken
-// would leave it stopped for good.
+// (its Wait reports how it ended), and so is one another process
+// continued. A SIGCONT sent before the stop is taken would leave it
+// stopped for good. It sleeps in waitid(2) (WNOWAIT: the stop and the exit
+// stay for cmd.Wait, which asks for exits only), where the process is this
+// one's child.
 func continueStopped(pid int) error {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WEXITED|unix.WCONTINUED|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ECHILD {
+			return continueStoppedByProc(pid) // not a child of this process
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for the command to stop: %w", err)
+		}
+		break
+	}
+	if info.Code != cldStopped {
+		return nil // ended, or continued by someone else
+	}
+	if err := unix.Kill(pid, unix.SIGCONT); err != nil && err != unix.ESRCH {
+		return fmt.Errorf("continuing the command: %w", err)
+	}
+	return nil
+}
+
+// cldStopped is si_code CLD_STOPPED of a SIGCHLD (asm-generic/siginfo.h).
+const cldStopped = 5
+
+// continueStoppedByProc is continueStopped for a process that is not this
+// one's child: it polls /proc/<pid>/stat until the process is stopped.
+func continueStoppedByProc(pid int) error {
 	stat := "/proc/" + strconv.Itoa(pid) + "/stat"
 	return poll(func() (bool, error) {
 		b, err := os.ReadFile(stat)
