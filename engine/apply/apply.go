@@ -312,6 +312,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		// One folder of worker logs per apply, so applies do not mix.
 		logDir: filepath.Join(opts.WorkDir, "workers", started.UTC().Format("20060102T150405.000Z"))}
 	a.emitMu = &sync.Mutex{}
+	opts.Tasks = nil // the applier's until record, which lets it go
 	defer func() { a.res.Wall = time.Since(started) }()
 	tightenWorkFolder(opts.WorkDir)
 
@@ -462,6 +463,10 @@ func (a *applier) record(ctx context.Context) ([]coordinator.TaskRuntime, error)
 			Spec: rt.Definition.Canonical(), Status: status, MaxAttempts: rt.Retry.MaxAttempts, MaxLost: rt.Retry.MaxLost})
 		runtimes = append(runtimes, rt)
 	}
+	// Every runtime the apply needs is in runtimes now (the coordinator
+	// copies them in turn): the map of all of them is left to the garbage
+	// collector before the writes, the apply's peak of memory.
+	a.opts.Tasks = nil
 	if len(cancels) > 0 {
 		if _, err := st.FinishTasks(ctx, cancels, now()); err != nil {
 			return nil, err
