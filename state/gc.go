@@ -60,11 +60,19 @@ func (t *Tx) collectGarbage(remove func(referenced map[string]bool) error) error
 	return remove(ref)
 }
 
+// referencedBlobs are the blobs the attempts of the current definitions
+// bind (the empty blob too when one of them named an empty log, which is
+// no row: migration 012) and the inputs of the tasks' definitions.
 func referencedBlobs(ctx context.Context, tx *Tx) (map[string]bool, error) {
 	out := map[string]bool{}
 	rows, err := tx.QueryContext(ctx, `SELECT a.sha256 FROM attempt_artifacts a
 			JOIN leases l ON l.token = a.fencing_token
 			JOIN tasks t ON t.address = a.task AND t.def_hash = l.def_hash
+		UNION
+		SELECT '' WHERE EXISTS (SELECT 1 FROM attempts a
+			JOIN leases l ON l.token = a.fencing_token
+			JOIN tasks t ON t.address = a.task AND t.def_hash = l.def_hash
+			WHERE a.empty_logs != 0)
 		UNION
 		SELECT json_extract(i.value, '$.sha256') FROM tasks t, json_each(t.spec, '$.inputs') i
 			WHERE t.spec != '' AND json_type(t.spec, '$.inputs') = 'array'`)

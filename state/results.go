@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -562,7 +563,8 @@ func (t *Tx) accept(in ResultInput, l Lease, b *taskBudget, pol TaskPolicy, now 
 			return ResultDecision{}, &MissingArtifactsError{Missing: missing}
 		}
 	}
-	if err := insertArtifactsTx(t, l, in.Artifacts); err != nil {
+	stored, emptyLogs := splitEmptyLogs(in.Artifacts)
+	if err := insertArtifactsTx(t, l, stored); err != nil {
 		return ResultDecision{}, err
 	}
 	if _, err := t.ExecContext(t.ctx, `INSERT INTO results (idempotency_key, token, task, attempt, worker_id, decision, reason, body, received_at)
@@ -585,8 +587,8 @@ func (t *Tx) accept(in ResultInput, l Lease, b *taskBudget, pol TaskPolicy, now 
 		fc = sql.NullString{String: string(in.Class), Valid: true}
 	}
 	if _, err := t.ExecContext(t.ctx, `UPDATE attempts SET ended_at = ?, exit_code = ?, signal = ?, failure_class = ?, error = ?,
-			stdout_path = ?, stderr_path = ?
-		WHERE fencing_token = ?`, ms(now), exit, in.Signal, fc, in.Error, in.StdoutPath, in.StderrPath, l.Token); err != nil {
+			stdout_path = ?, stderr_path = ?, empty_logs = ?
+		WHERE fencing_token = ?`, ms(now), exit, in.Signal, fc, in.Error, in.StdoutPath, in.StderrPath, emptyLogs, l.Token); err != nil {
 		return ResultDecision{}, fmt.Errorf("end attempt %d of %s: %w", l.Attempt, l.Task, err)
 	}
 	out, err := t.settle(l, in.Class, describe(in), pol, b, now)
@@ -737,8 +739,57 @@ func insertArtifactsTx(t *Tx, l Lease, as []Artifact) error {
 	return nil
 }
 
+// emptyLogs are the logs an accepted result may name empty without a row
+// of attempt_artifacts, each with its bit of attempts.empty_logs
+// (migration 012).
+var emptyLogs = [...]struct {
+	name string
+	bit  int
+}{{"stdout", 1}, {"stderr", 2}}
+
+// splitEmptyLogs returns the artifacts of as that are rows of
+// attempt_artifacts, and the bits of attempts.empty_logs for the empty
+// stdout and stderr logs it leaves out.
+func splitEmptyLogs(as []Artifact) (stored []Artifact, bits int) {
+	stored = as[:0:0]
+	for _, a := range as {
+		bit := 0
+		if a.Kind == "log" && a.Size == 0 && a.SHA256 == EmptySHA256 && (a.MediaType == "" || a.MediaType == LogMediaType) {
+			for _, e := range emptyLogs {
+				if a.Name == e.name {
+					bit = e.bit
+				}
+			}
+		}
+		if bit == 0 || bits&bit != 0 {
+			stored = append(stored, a)
+			continue
+		}
+		bits |= bit
+	}
+	return stored, bits
+}
+
+// queryArtifacts reads the artifacts of the attempts that where (a
+// condition on fencing_token alone, with args) selects, by kind then name,
+// with the empty logs attempts.empty_logs names.
 func queryArtifacts(ctx context.Context, tx *Tx, where string, args ...any) ([]Artifact, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT kind, name, sha256, size, media_type FROM attempt_artifacts `+where+` ORDER BY kind, name`, args...)
+	q := `SELECT kind, name, sha256, size, media_type FROM attempt_artifacts ` + where
+	all := append([]any(nil), args...)
+	for _, e := range emptyLogs {
+		q += ` UNION ALL SELECT 'log', '` + e.name + `', '', 0, '' FROM attempts ` + where + ` AND empty_logs & ` + strconv.Itoa(e.bit) + ` != 0`
+		all = append(all, args...)
+	}
+	return scanArtifacts(tx.QueryContext(ctx, q+` ORDER BY kind, name`, all...))
+}
+
+// queryOutputs reads the outputs of the attempt of token, by name.
+func queryOutputs(ctx context.Context, tx *Tx, token int64) ([]Artifact, error) {
+	return scanArtifacts(tx.QueryContext(ctx, `SELECT kind, name, sha256, size, media_type FROM attempt_artifacts
+		WHERE fencing_token = ? AND kind = 'output' ORDER BY kind, name`, token))
+}
+
+func scanArtifacts(rows *sql.Rows, err error) ([]Artifact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read artifacts: %w", err)
 	}
@@ -773,7 +824,7 @@ func (s *Store) AcceptedOutputs(ctx context.Context, task string) ([]Artifact, e
 		if err != nil {
 			return fmt.Errorf("accepted outputs of %s: %w", task, err)
 		}
-		out, err = queryArtifacts(ctx, tx, `WHERE fencing_token = ? AND kind = 'output'`, token)
+		out, err = queryOutputs(ctx, tx, token)
 		return err
 	})
 	return out, err

@@ -1,9 +1,12 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -763,7 +766,7 @@ func TestArtifactsCompact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := []Artifact{{Kind: "log", Name: "stderr", SHA256: EmptySHA256, MediaType: "text/plain; charset=utf-8"}}
+	as := []Artifact{{Kind: "log", Name: "trace", SHA256: EmptySHA256, MediaType: "text/plain; charset=utf-8"}}
 	for i := range artifactRowsPerInsert + 5 {
 		as = append(as, Artifact{Kind: "output", Name: fmt.Sprintf("o%05d", i), SHA256: strings.Repeat("ab", 32), Size: 3})
 	}
@@ -775,14 +778,89 @@ func TestArtifactsCompact(t *testing.T) {
 	}
 	var stored string
 	var storedMT string
-	if err := s.db.QueryRow(`SELECT sha256, media_type FROM attempt_artifacts WHERE name = 'stderr'`).Scan(&stored, &storedMT); err != nil || stored != "" || storedMT != "" {
+	if err := s.db.QueryRow(`SELECT sha256, media_type FROM attempt_artifacts WHERE name = 'trace'`).Scan(&stored, &storedMT); err != nil || stored != "" || storedMT != "" {
 		t.Errorf("stored hash and media type of the empty log: %q %q, %v; want '' ''", stored, storedMT, err)
 	}
 	got, err := s.ArtifactsOf(ctx, "task.a", l.Attempt)
-	if err != nil || len(got) != len(as) || got[0].SHA256 != EmptySHA256 || got[0].Name != "stderr" || got[0].MediaType != LogMediaType || got[1].SHA256 != as[1].SHA256 {
+	if err != nil || len(got) != len(as) || got[0].SHA256 != EmptySHA256 || got[0].Name != "trace" || got[0].MediaType != LogMediaType || got[1].SHA256 != as[1].SHA256 {
 		t.Fatalf("artifacts read back: %d of %d, %v", len(got), len(as), err)
 	}
 	if _, err := s.db.Exec(`INSERT INTO attempt_artifacts (fencing_token, task, attempt, kind, name, sha256, size) VALUES (?, 'task.a', 1, 'log', 'x', '', 1)`, l.Token); err == nil {
 		t.Errorf("an empty hash of a non-empty artifact was accepted")
+	}
+}
+
+// TestEmptyLogsAreNotRows: an accepted result's empty stdout and stderr
+// are no rows of attempt_artifacts (attempts.empty_logs names them), and
+// every reader of an attempt's artifacts gives back what the result named,
+// in the same order as the rows would.
+func TestEmptyLogsAreNotRows(t *testing.T) {
+	t.Parallel()
+	empty := func(name string) Artifact {
+		return Artifact{Kind: "log", Name: name, SHA256: EmptySHA256, MediaType: LogMediaType}
+	}
+	written := func(kind, name string) Artifact {
+		mt := LogMediaType
+		if kind == "output" {
+			mt = "application/octet-stream"
+		}
+		return Artifact{Kind: kind, Name: name, SHA256: strings.Repeat("ab", 32), Size: 3, MediaType: mt}
+	}
+	for _, tc := range []struct {
+		name      string
+		artifacts []Artifact
+		rows      int // of attempt_artifacts
+		bits      int // attempts.empty_logs
+	}{
+		{"both logs empty", []Artifact{empty("stdout"), empty("stderr")}, 0, 3},
+		{"stdout written", []Artifact{written("log", "stdout"), empty("stderr")}, 1, 2},
+		{"stderr written", []Artifact{empty("stdout"), written("log", "stderr")}, 1, 1},
+		{"another empty log is a row", []Artifact{empty("stdout"), empty("trace")}, 1, 1},
+		{"outputs and empty logs", []Artifact{written("output", "a"), empty("stdout"), Artifact{Kind: "output", Name: "b", SHA256: EmptySHA256, MediaType: "text/csv"}, empty("stderr")}, 2, 3},
+		{"no artifacts", nil, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := setup(t)
+			seed(t, s)
+			l, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zero := 0
+			dec, err := s.AcceptResult(ctx, ResultInput{Key: "k", Token: l.Token, Task: "task.a", Attempt: l.Attempt, WorkerID: "w1",
+				ExitCode: &zero, Artifacts: tc.artifacts}, nil, t0)
+			if err != nil || dec.Decision != DecisionAccepted {
+				t.Fatalf("accept: %+v, %v", dec, err)
+			}
+			var rows, bits int
+			if err := s.db.QueryRow(`SELECT (SELECT count(*) FROM attempt_artifacts), empty_logs FROM attempts WHERE fencing_token = ?`, l.Token).Scan(&rows, &bits); err != nil {
+				t.Fatal(err)
+			}
+			if rows != tc.rows || bits != tc.bits {
+				t.Errorf("%d rows of attempt_artifacts, empty_logs %d; want %d and %d", rows, bits, tc.rows, tc.bits)
+			}
+			want := append([]Artifact(nil), tc.artifacts...)
+			slices.SortFunc(want, func(a, b Artifact) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
+			got, err := s.ArtifactsOf(ctx, "task.a", l.Attempt)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("ArtifactsOf = %+v, %v; want %+v", got, err, want)
+			}
+			attempts, err := s.Attempts(ctx, "task.a")
+			if err != nil || len(attempts) != 1 || !reflect.DeepEqual(attempts[0].Artifacts, want) {
+				t.Errorf("Attempts = %+v, %v; want its artifacts %+v", attempts, err, want)
+			}
+			outputs, err := s.AcceptedOutputs(ctx, "task.a")
+			var wantOutputs []Artifact
+			for _, a := range want {
+				if a.Kind == "output" {
+					wantOutputs = append(wantOutputs, a)
+				}
+			}
+			if err != nil || !reflect.DeepEqual(outputs, wantOutputs) {
+				t.Errorf("AcceptedOutputs = %+v, %v; want %+v", outputs, err, wantOutputs)
+			}
+		})
 	}
 }

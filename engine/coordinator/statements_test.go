@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wdc-dev/wdc/artifact"
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/coordinator/httpapi"
 	"github.com/wdc-dev/wdc/protocol"
@@ -24,8 +25,8 @@ import (
 // (docs/PERFORMANCE.md, "Statements per claim and accept").
 //
 // The third operation, "accept+claim", is what a busy worker of an apply
-// sends: a successful result that asks for its next lease (eager
-// dispatch), under the apply lock's guard (state.Store.GuardWrites), so
+// sends: a successful result naming its two empty logs, that asks for its
+// next lease (eager dispatch), under the apply lock's guard (state.Store.GuardWrites), so
 // the accept and the grant share one write.
 const (
 	maxClaimStatements       = 8 // BEGIN, the claim's statements, COMMIT
@@ -55,7 +56,11 @@ func TestStatementsPerClaimAndAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.GuardWrites(lock.ID)
-	c, err := coordinator.New(coordinator.Options{Store: s, Pools: pools, Tasks: tasks})
+	blobs, err := artifact.Open(filepath.Join(t.TempDir(), "artifacts"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := coordinator.New(coordinator.Options{Store: s, Pools: pools, Tasks: tasks, Artifacts: blobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,10 +120,15 @@ func TestStatementsPerClaimAndAccept(t *testing.T) {
 		t.Fatalf("claim: %+v, %v", resp, err)
 	}
 	a := resp.Assignments[0]
+	// what an agent names for an attempt that printed nothing
+	emptyLogs := []protocol.ArtifactRef{
+		{Kind: "log", Name: "stdout", SHA256: artifact.EmptyHash, MediaType: state.LogMediaType},
+		{Kind: "log", Name: "stderr", SHA256: artifact.EmptyHash, MediaType: state.LogMediaType},
+	}
 	for i := range n {
 		setPhase("accept+claim")
 		req := protocol.ResultRequest{WorkerID: sess.WorkerID(), ExitCode: &zero, IdempotencyKey: fmt.Sprintf("e%d", i),
-			Task: a.Task, Attempt: a.Attempt, Next: 1}
+			Task: a.Task, Attempt: a.Attempt, Next: 1, Artifacts: emptyLogs}
 		r, err := c.Result(ctx, sess, a.FencingToken, req, nil)
 		if err != nil || r.Decision != "accepted" || len(r.Assignments) != 1 {
 			t.Fatalf("result %d with next: %+v, %v", i, r, err)
