@@ -103,14 +103,6 @@ func grantWritesTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string
 // (as number attempt): it takes the next fencing token and inserts the
 // lease, the attempt row and the "leased" event.
 func grantLeaseTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string, ttlMS int64, attempt int, now time.Time) (Lease, error) {
-	var token int64
-	if err := tx.QueryRowContext(ctx, `UPDATE fencing_counter SET last_token = last_token + 1
-		WHERE id = 1 RETURNING last_token`).Scan(&token); err != nil {
-		if strings.Contains(err.Error(), "fencing token beyond the reserved block") {
-			return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, ErrTokensNotReserved)
-		}
-		return Lease{}, fmt.Errorf("grant lease for %s: fencing token: %w", req.Task, err)
-	}
 	nowMS := ms(now)
 	hard := nowMS + durMS(req.Timeout) + durMS(req.Grace)
 	unstarted := 0
@@ -118,14 +110,21 @@ func grantLeaseTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string,
 		hard, unstarted = ms(UnstartedHardExpiry), 1
 	}
 	expires := min(nowMS+ttlMS, hard)
-	_, err := tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
+	// The lease takes the counter's next token, and its trigger
+	// (leases_take_token, migration 013) moves the counter to it under the
+	// counter's guard: one statement takes the token and writes the lease.
+	var token int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
 			granted_at, renewed_at, expires_at, hard_expires_at, unstarted)
-		VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)`,
-		token, req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard, unstarted)
-	if isUniqueViolation(err, "leases.task") {
+		VALUES ((SELECT last_token + 1 FROM fencing_counter WHERE id = 1), ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)
+		RETURNING token`,
+		req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard, unstarted).Scan(&token)
+	switch {
+	case isUniqueViolation(err, "leases.task"):
 		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, ErrLeaseHeld)
-	}
-	if err != nil {
+	case err != nil && strings.Contains(err.Error(), "fencing token beyond the reserved block"):
+		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, ErrTokensNotReserved)
+	case err != nil:
 		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (task, number, worker_id, fencing_token, started_at)

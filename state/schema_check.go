@@ -70,7 +70,7 @@ var currentSchema = []schemaObject{
 	{"trigger", "leases_identity_immutable"},
 	{"trigger", "leases_no_delete"},
 	{"trigger", "leases_no_reactivation"},
-	{"trigger", "leases_token_from_counter"},
+	{"trigger", "leases_take_token"},
 	{"trigger", "proposals_decide_once"},
 	{"trigger", "proposals_identity_immutable"},
 	{"trigger", "proposals_no_delete"},

@@ -22,11 +22,10 @@ func seed(t testing.TB, s *Store) {
 	}
 }
 
-// rawLease inserts an active lease for task.a with raw SQL, taking the token
-// from the counter as the schema demands.
-const rawLease = `UPDATE fencing_counter SET last_token = last_token + 1 WHERE id = 1;
-INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
-VALUES ((SELECT last_token FROM fencing_counter), 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`
+// rawLease inserts an active lease for task.a with raw SQL, with the
+// counter's next token, as a grant does.
+const rawLease = `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
+VALUES ((SELECT last_token + 1 FROM fencing_counter), 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`
 
 // rawLaunch inserts launch 1 of pool p in apply "a".
 const rawLaunch = `INSERT INTO launches (apply_id, pool, seq, provider, credential_hash, status, launched_at)
@@ -49,9 +48,15 @@ func TestSchemaInvariants(t *testing.T) {
 		want  string
 	}{
 		{"second active lease for one task", rawLease, rawLease, "UNIQUE constraint failed: leases.task"},
-		{"lease token not from the counter", "",
+		{"lease token taken before", `UPDATE fencing_counter SET last_token = 7`,
 			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
-			 VALUES (7, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`, "fencing_counter"},
+			 VALUES (7, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`, "strictly increase"},
+		{"lease token below the counter", `UPDATE fencing_counter SET last_token = 7`,
+			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
+			 VALUES (3, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`, "strictly increase"},
+		{"lease token beyond the reserved block", `UPDATE fencing_reservation SET reserved_through = 3`,
+			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
+			 VALUES (4, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`, "beyond the reserved block"},
 		{"fencing counter goes back", `UPDATE fencing_counter SET last_token = 5`, `UPDATE fencing_counter SET last_token = 4`, "strictly increase"},
 		{"fencing counter stays", "", `UPDATE fencing_counter SET last_token = last_token`, "strictly increase"},
 		{"fencing counter deleted", "", `DELETE FROM fencing_counter`, "cannot be deleted"},
@@ -60,7 +65,7 @@ func TestSchemaInvariants(t *testing.T) {
 			`UPDATE fencing_counter SET last_token = 4`, "beyond the reserved block"},
 		{"fencing token within the reserved block but going back", `UPDATE fencing_reservation SET reserved_through = 9;
 			UPDATE fencing_counter SET last_token = 5`, `UPDATE fencing_counter SET last_token = 4`, "strictly increase"},
-		{"lease expires after hard expiry", `UPDATE fencing_counter SET last_token = 1`,
+		{"lease expires after hard expiry", "",
 			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
 			 VALUES (1, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 30, 20)`, "CHECK constraint failed"},
 		{"active lease with ended_at", rawLease, `UPDATE leases SET ended_at = 5`, "CHECK constraint failed"},
@@ -69,10 +74,10 @@ func TestSchemaInvariants(t *testing.T) {
 			`UPDATE leases SET status = 'active', ended_at = NULL`, "never changes status again"},
 		{"lease identity changed", rawLease, `UPDATE leases SET worker_id = 'w1'`, "identity"},
 		{"lease deleted", rawLease, `DELETE FROM leases`, "never deleted"},
-		{"lease for unknown worker", `UPDATE fencing_counter SET last_token = 1`,
+		{"lease for unknown worker", "",
 			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
 			 VALUES (1, 'task.a', 'h1', 'w-nobody', 1, 'active', 0, 0, 10, 20)`, "FOREIGN KEY constraint failed"},
-		{"lease status", `UPDATE fencing_counter SET last_token = 1`,
+		{"lease status", "",
 			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at, ended_at)
 			 VALUES (1, 'task.a', 'h1', 'w1', 1, 'lost', 0, 0, 10, 20, 5)`, "CHECK constraint failed"},
 		{"worker status", "", `UPDATE workers SET status = 'dead'`, "CHECK constraint failed"},

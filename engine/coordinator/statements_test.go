@@ -29,9 +29,9 @@ import (
 // next lease (eager dispatch), under the apply lock's guard (state.Store.GuardWrites), so
 // the accept and the grant share one write.
 const (
-	maxClaimStatements       = 8 // BEGIN, the claim's statements, COMMIT
+	maxClaimStatements       = 7 // BEGIN, the claim's statements, COMMIT
 	maxAcceptStatements      = 9
-	maxAcceptClaimStatements = 13
+	maxAcceptClaimStatements = 12
 )
 
 func TestStatementsPerClaimAndAccept(t *testing.T) {

@@ -76,12 +76,10 @@ func (r *RawClaimer) Claim(ctx context.Context, workerID string, ttl time.Durati
 		WHERE address = ? RETURNING attempts`, nowMS, task).Scan(&attempt); err != nil {
 		return 0, false, err
 	}
-	if err = tx.QueryRowContext(ctx, `UPDATE fencing_counter SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token`).Scan(&token); err != nil {
-		return 0, false, err
-	}
 	exp := nowMS + ttl.Milliseconds()
-	if _, err = tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
-		VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)`, token, task, defHash, workerID, attempt, nowMS, nowMS, exp, exp); err != nil {
+	if err = tx.QueryRowContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
+		VALUES ((SELECT last_token + 1 FROM fencing_counter WHERE id = 1), ?, ?, ?, ?, 'active', ?, ?, ?, ?) RETURNING token`,
+		task, defHash, workerID, attempt, nowMS, nowMS, exp, exp).Scan(&token); err != nil {
 		return 0, false, fmt.Errorf("raw claim of %s: %w", task, err)
 	}
 	if err = tx.Commit(); err != nil {
