@@ -361,11 +361,11 @@ func openLogs(paths attemptPaths, task string) (stdout, stderr *os.File, err err
 	if err := writeAddress(paths.pool, paths.address, task); err != nil {
 		return nil, nil, fmt.Errorf("writing the task address file: %v", err)
 	}
-	stdout, err = os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	stdout, err = openFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the stdout log: %v", err)
 	}
-	stderr, err = os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	stderr, err = openFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		stdout.Close()
 		return nil, nil, fmt.Errorf("creating the stderr log: %v", err)

@@ -143,13 +143,15 @@ func overwrite(path string, data []byte) error {
 }
 
 // writeOpened opens path for writing with flags (mode 0600 when it makes
-// the file) and writes data.
+// the file; openFile) and writes data.
 func writeOpened(path string, flags int, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|flags, 0o600)
+	f, err := openFile(path, os.O_WRONLY|flags, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	if len(data) > 0 {
+		_, err = f.Write(data)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -141,7 +141,7 @@ func (sp *spool) put(token int64, req protocol.ResultRequest, files map[string]s
 	if err != nil {
 		return "", nil, err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "result.json"), b, 0o600); err != nil {
+	if err := writeOpened(filepath.Join(tmp, "result.json"), os.O_CREATE|os.O_TRUNC, b); err != nil {
 		return "", nil, err
 	}
 	os.RemoveAll(entry) // an earlier try of the same attempt
@@ -169,7 +169,7 @@ func linkOrCopy(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	out, err := openFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
