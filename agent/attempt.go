@@ -372,10 +372,9 @@ func runnable(asg protocol.Assignment, scratch string) (workDir, refusal string)
 func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (class, msg string) {
 	// Logs and scratch folders are the user's alone, as everything in the
 	// work folder (docs/configuration.md, "File modes").
-	if err := os.RemoveAll(paths.scratch); err != nil {
+	if clearing, err := freshFolder(paths.scratch); clearing {
 		return ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err)
-	}
-	if err := makeFolder(paths.scratch); err != nil {
+	} else if err != nil {
 		return ClassLost, fmt.Sprintf("creating the scratch folder: %v", err)
 	}
 	for _, m := range asg.Definition.Mounts {
