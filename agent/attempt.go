@@ -201,6 +201,60 @@ func lookPath(argv0, dir, path string) (string, error) {
 	return "", fmt.Errorf("%q not found in PATH", argv0)
 }
 
+// commandPaths remembers, for one agent, where lookPath found a command
+// given by its bare name, so that the next attempt of the same command
+// checks that one file (one stat) instead of every PATH folder before it.
+// An entry is keyed by the name, the attempt's directory and its PATH,
+// and is checked with isExecutable each time it is used: a file that went
+// away (or is no longer an executable) drops it, and the PATH is searched
+// again. So, as a shell's command hash, it does not see a program
+// installed while the agent runs in a PATH folder earlier than the one it
+// found, until that one goes away (docs/protocol.md, "What a task gets").
+// A name with a "/" is not remembered. The zero value is ready, a nil one
+// remembers nothing; it is safe for concurrent use.
+type commandPaths struct {
+	mu    sync.Mutex
+	found map[commandKey]string
+}
+
+type commandKey struct{ argv0, dir, path string }
+
+// maxCommandPaths bounds what a commandPaths holds: past it, it starts
+// afresh (a PATH made anew for each task would otherwise grow it).
+const maxCommandPaths = 256
+
+// lookPath is lookPath(argv0, dir, path), through what c remembers.
+func (c *commandPaths) lookPath(argv0, dir, path string) (string, error) {
+	if c == nil || strings.Contains(argv0, "/") {
+		return lookPath(argv0, dir, path)
+	}
+	key := commandKey{argv0, dir, path}
+	c.mu.Lock()
+	p, ok := c.found[key]
+	c.mu.Unlock()
+	if ok {
+		if isExecutable(p) == nil {
+			return p, nil
+		}
+		c.mu.Lock()
+		if c.found[key] == p {
+			delete(c.found, key)
+		}
+		c.mu.Unlock()
+	}
+	p, err := lookPath(argv0, dir, path)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	if c.found == nil || len(c.found) >= maxCommandPaths {
+		c.found = map[commandKey]string{}
+	}
+	c.found[key] = p
+	c.mu.Unlock()
+	return p, nil
+}
+
 func isExecutable(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -274,7 +328,7 @@ type execution struct {
 // attempt's folders and inputs (prepare), find the command and open its
 // logs, start it, watch its process group until it ends (watchGroup), and
 // classify how it ended (outcome).
-func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration, fetch fetchFunc, start startFunc) execution {
+func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration, fetch fetchFunc, start startFunc, commands *commandPaths) execution {
 	asg := at.asg
 	ex := execution{started: time.Now().UTC()}
 	finish := func(class, msg string) execution {
@@ -292,7 +346,7 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	if class, msg := prepare(asg, paths, fetch); class != "" {
 		return finish(class, msg)
 	}
-	path, err := lookPath(asg.Definition.Command[0], workDir, lookupEnv(env, "PATH"))
+	path, err := commands.lookPath(asg.Definition.Command[0], workDir, lookupEnv(env, "PATH"))
 	if err != nil {
 		return finish(ClassRefused, fmt.Sprintf("refused: command: %v", err))
 	}
