@@ -266,6 +266,20 @@ func isExecutable(p string) error {
 	return nil
 }
 
+// devNull is /dev/null, opened for reading once for as long as the agent
+// runs and never closed: every command's stdin. Without it os/exec opens
+// /dev/null for each command, through os.Open and the netpoller's system
+// calls (openFile). The commands share one open file description of it,
+// which changes nothing a command can see: /dev/null reads nothing,
+// whatever its offset or flags. Nil when it cannot be opened.
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := openFile(os.DevNull, os.O_RDONLY, 0)
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
 // startFunc starts an attempt's command and calls started with its pid
 // (the leader of its process group) before its program runs, or as soon as
 // it has started where it cannot tell; release is called once it has been
@@ -370,6 +384,9 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		// (sysproc_linux.go, sysproc_other.go).
 		SysProcAttr: attemptSysProcAttr(),
 	}
+	if null := devNull(); null != nil {
+		cmd.Stdin = null
+	} // else os/exec opens /dev/null itself
 	ex.started = time.Now().UTC()
 	unrecord := func() {}
 	release, err := start(cmd, func(pid int) {
