@@ -983,7 +983,7 @@ func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, r
 	switch {
 	case !ok || entry == "":
 	case accepted:
-		a.spool.recycle(entry)
+		a.spool.recycle(entry, len(files) > 0) // the spooled copies
 	default:
 		if q, err := quarantine(a.spool.root, entry, "rejected: "+resp.Reason); err == nil {
 			log.Warn("the rejected result is kept in the spool's quarantine", "path", q)
