@@ -152,6 +152,8 @@ type Agent struct {
 	// attempts in (starter).
 	unconfinedDirs sync.Map
 	abandoned      []int64 // tokens whose result could not be delivered
+	// commands remembers where the attempts' commands were found.
+	commands commandPaths
 }
 
 // New checks opts, fills in defaults and returns an agent ready to Run.
@@ -752,7 +754,7 @@ func (a *Agent) execute(callCtx context.Context, at *attempt) execution {
 	fetch := func(dir string, inputs []protocol.InputFile) (string, string) {
 		return a.fetchInputs(callCtx, dir, inputs)
 	}
-	ex := runAttempt(at, at.paths, taskEnv(a.environ, at.asg, a.reg.WorkerID, at.paths.scratch), a.opts.KillGrace, fetch, a.starter(at.paths))
+	ex := runAttempt(at, at.paths, taskEnv(a.environ, at.asg, a.reg.WorkerID, at.paths.scratch), a.opts.KillGrace, fetch, a.starter(at.paths), &a.commands)
 	if stopSignal(ex) {
 		// A launch target that stops a worker signals its whole
 		// process tree (Ray's job stop, a pod's SIGTERM to a shell
@@ -981,7 +983,7 @@ func (a *Agent) settle(callCtx context.Context, log *slog.Logger, token int64, r
 	switch {
 	case !ok || entry == "":
 	case accepted:
-		a.spool.recycle(entry)
+		a.spool.recycle(entry, len(files) > 0) // the spooled copies
 	default:
 		if q, err := quarantine(a.spool.root, entry, "rejected: "+resp.Reason); err == nil {
 			log.Warn("the rejected result is kept in the spool's quarantine", "path", q)

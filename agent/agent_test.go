@@ -131,7 +131,7 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
 	s := startFake(t, f)
 	a := startAgent(t, s.URL(), nil)
-	asg := assignment(t, "task.env[2]", "sh", "-c", `env; echo "pwd=$(pwd)"; ls -A "$WDC_ATTEMPT_DIR" | wc -l | sed 's/ //g;s/^/scratch_entries=/'; echo to-stderr >&2`)
+	asg := assignment(t, "task.env[2]", "sh", "-c", `env; echo "pwd=$(pwd)"; ls -A "$WDC_ATTEMPT_DIR" | wc -l | sed 's/ //g;s/^/scratch_entries=/'; wc -c | sed 's/ //g;s/^/stdin_bytes=/'; [ -e /proc/self/fd/0 ] && echo "stdin=$(readlink /proc/self/fd/0)"; echo to-stderr >&2`)
 	asg.Definition.Env = map[string]string{"FOO": "bar", "WDC_TASK": "spoofed"}
 	asg.Attempt = 3
 	asg = f.add(asg)[0]
@@ -181,6 +181,7 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 		"\nBASE_VAR=from-agent\n",
 		"\npwd=" + asg.WorkDir + "\n",
 		"\nscratch_entries=0\n",
+		"\nstdin_bytes=0\n",
 	} {
 		if !strings.Contains("\n"+stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", strings.TrimSpace(want), stdout)
@@ -189,6 +190,9 @@ func TestAttemptEnvironmentAndLogs(t *testing.T) {
 	if strings.Contains(stdout, protocol.LaunchCredentialEnv) || strings.Contains(stdout, protocol.SessionTokenEnv) ||
 		strings.Contains(stdout, "=tok\n") || strings.Contains(stdout, "leaked-session") {
 		t.Errorf("a credential leaked into the task's environment:\n%s", stdout)
+	}
+	if _, err := os.Stat("/proc/self/fd/0"); err == nil && !strings.Contains(stdout, "\nstdin=/dev/null\n") {
+		t.Errorf("stdin is not /dev/null:\n%s", stdout)
 	}
 	if strings.Contains(stdout, "spoofed") {
 		t.Errorf("the task's env overrode WDC_TASK:\n%s", stdout)

@@ -201,6 +201,60 @@ func lookPath(argv0, dir, path string) (string, error) {
 	return "", fmt.Errorf("%q not found in PATH", argv0)
 }
 
+// commandPaths remembers, for one agent, where lookPath found a command
+// given by its bare name, so that the next attempt of the same command
+// checks that one file (one stat) instead of every PATH folder before it.
+// An entry is keyed by the name, the attempt's directory and its PATH,
+// and is checked with isExecutable each time it is used: a file that went
+// away (or is no longer an executable) drops it, and the PATH is searched
+// again. So, as a shell's command hash, it does not see a program
+// installed while the agent runs in a PATH folder earlier than the one it
+// found, until that one goes away (docs/protocol.md, "What a task gets").
+// A name with a "/" is not remembered. The zero value is ready, a nil one
+// remembers nothing; it is safe for concurrent use.
+type commandPaths struct {
+	mu    sync.Mutex
+	found map[commandKey]string
+}
+
+type commandKey struct{ argv0, dir, path string }
+
+// maxCommandPaths bounds what a commandPaths holds: past it, it starts
+// afresh (a PATH made anew for each task would otherwise grow it).
+const maxCommandPaths = 256
+
+// lookPath is lookPath(argv0, dir, path), through what c remembers.
+func (c *commandPaths) lookPath(argv0, dir, path string) (string, error) {
+	if c == nil || strings.Contains(argv0, "/") {
+		return lookPath(argv0, dir, path)
+	}
+	key := commandKey{argv0, dir, path}
+	c.mu.Lock()
+	p, ok := c.found[key]
+	c.mu.Unlock()
+	if ok {
+		if isExecutable(p) == nil {
+			return p, nil
+		}
+		c.mu.Lock()
+		if c.found[key] == p {
+			delete(c.found, key)
+		}
+		c.mu.Unlock()
+	}
+	p, err := lookPath(argv0, dir, path)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	if c.found == nil || len(c.found) >= maxCommandPaths {
+		c.found = map[commandKey]string{}
+	}
+	c.found[key] = p
+	c.mu.Unlock()
+	return p, nil
+}
+
 func isExecutable(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -211,6 +265,20 @@ func isExecutable(p string) error {
 	}
 	return nil
 }
+
+// devNull is /dev/null, opened for reading once for as long as the agent
+// runs and never closed: every command's stdin. Without it os/exec opens
+// /dev/null for each command, through os.Open and the netpoller's system
+// calls (openFile). The commands share one open file description of it,
+// which changes nothing a command can see: /dev/null reads nothing,
+// whatever its offset or flags. Nil when it cannot be opened.
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := openFile(os.DevNull, os.O_RDONLY, 0)
+	if err != nil {
+		return nil
+	}
+	return f
+})
 
 // startFunc starts an attempt's command and calls started with its pid
 // (the leader of its process group) before its program runs, or as soon as
@@ -274,7 +342,7 @@ type execution struct {
 // attempt's folders and inputs (prepare), find the command and open its
 // logs, start it, watch its process group until it ends (watchGroup), and
 // classify how it ended (outcome).
-func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration, fetch fetchFunc, start startFunc) execution {
+func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Duration, fetch fetchFunc, start startFunc, commands *commandPaths) execution {
 	asg := at.asg
 	ex := execution{started: time.Now().UTC()}
 	finish := func(class, msg string) execution {
@@ -292,7 +360,7 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	if class, msg := prepare(asg, paths, fetch); class != "" {
 		return finish(class, msg)
 	}
-	path, err := lookPath(asg.Definition.Command[0], workDir, lookupEnv(env, "PATH"))
+	path, err := commands.lookPath(asg.Definition.Command[0], workDir, lookupEnv(env, "PATH"))
 	if err != nil {
 		return finish(ClassRefused, fmt.Sprintf("refused: command: %v", err))
 	}
@@ -316,6 +384,9 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 		// (sysproc_linux.go, sysproc_other.go).
 		SysProcAttr: attemptSysProcAttr(),
 	}
+	if null := devNull(); null != nil {
+		cmd.Stdin = null
+	} // else os/exec opens /dev/null itself
 	ex.started = time.Now().UTC()
 	unrecord := func() {}
 	release, err := start(cmd, func(pid int) {
@@ -372,10 +443,9 @@ func runnable(asg protocol.Assignment, scratch string) (workDir, refusal string)
 func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (class, msg string) {
 	// Logs and scratch folders are the user's alone, as everything in the
 	// work folder (docs/configuration.md, "File modes").
-	if err := os.RemoveAll(paths.scratch); err != nil {
+	if clearing, err := freshFolder(paths.scratch); clearing {
 		return ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err)
-	}
-	if err := makeFolder(paths.scratch); err != nil {
+	} else if err != nil {
 		return ClassLost, fmt.Sprintf("creating the scratch folder: %v", err)
 	}
 	for _, m := range asg.Definition.Mounts {

@@ -361,11 +361,11 @@ func openLogs(paths attemptPaths, task string) (stdout, stderr *os.File, err err
 	if err := writeAddress(paths.pool, paths.address, task); err != nil {
 		return nil, nil, fmt.Errorf("writing the task address file: %v", err)
 	}
-	stdout, err = os.OpenFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	stdout, err = openFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the stdout log: %v", err)
 	}
-	stderr, err = os.OpenFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	stderr, err = openFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		stdout.Close()
 		return nil, nil, fmt.Errorf("creating the stderr log: %v", err)
@@ -374,16 +374,70 @@ func openLogs(paths attemptPaths, task string) (stdout, stderr *os.File, err err
 }
 
 // makeFolder makes dir and the folders above it that are missing (mode
-// 0700), as os.MkdirAll does, trying again when a folder above it goes
+// 0700), as os.MkdirAll does (a folder that exists is left as it is; a
+// file in its place is ENOTDIR), trying again when a folder above it goes
 // away meanwhile: tidyAttempt of another attempt of the same task (on
 // another worker of the same work folder) removes the task's folder when
-// it finds it empty.
+// it finds it empty. Unlike os.MkdirAll it tries mkdir first, and looks
+// at what is there only when that fails (mkdirs).
 func makeFolder(dir string) error {
-	var err error
-	for range 3 {
-		if err = os.MkdirAll(dir, 0o700); !errors.Is(err, fs.ErrNotExist) {
+	err := mkdirs(dir, os.Mkdir)
+	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := os.Stat(dir); serr == nil {
+			if fi.IsDir() {
+				return nil
+			}
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+	}
+	return err
+}
+
+// freshFolder makes dir an empty folder (mode 0700), the folders above it
+// too when they are missing, as os.RemoveAll and then makeFolder do: one
+// mkdir when it does not exist, which is how an attempt finds its scratch
+// folder. What is there is removed only when the mkdir finds it exists;
+// clearing tells that removing it failed.
+func freshFolder(dir string) (clearing bool, err error) {
+	err = mkdirs(dir, os.Mkdir)
+	if errors.Is(err, fs.ErrExist) {
+		if err := os.RemoveAll(dir); err != nil {
+			return true, err
+		}
+		err = makeFolder(dir)
+	}
+	return false, err
+}
+
+// mkdirs makes dir (mode 0700) with mkdir, and the folders above it that
+// are missing when mkdir says one is, each tried with mkdir before the one
+// above it: up to three times, when one of them goes away meanwhile (as
+// three tries of os.MkdirAll). It returns mkdir's error for dir,
+// fs.ErrExist when it exists.
+func mkdirs(dir string, mkdir func(string, fs.FileMode) error) error {
+	for parentsMade := 0; ; parentsMade++ {
+		err := mkdir(dir, 0o700)
+		if parentsMade == 3 || !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
+		if err := mkdirParents(filepath.Dir(dir), mkdir); err != nil {
+			return err
+		}
+	}
+}
+
+// mkdirParents makes the folder dir and those above it that are missing,
+// trying mkdir from dir up; one that exists, or comes meanwhile, is not an
+// error (mkdirs finds out what it is).
+func mkdirParents(dir string, mkdir func(string, fs.FileMode) error) error {
+	err := mkdir(dir, 0o700)
+	if parent := filepath.Dir(dir); errors.Is(err, fs.ErrNotExist) && parent != dir {
+		if err = mkdirParents(parent, mkdir); err == nil {
+			err = mkdir(dir, 0o700)
+		}
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return nil
 	}
 	return err
 }

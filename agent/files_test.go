@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -352,5 +353,162 @@ func TestOpenLogsWritesTheAddressOnce(t *testing.T) {
 	want := []string{"logs/", "logs/task.a.0/", "logs/task.a.0/2/", "logs/task.a.0/2/stderr", "logs/task.a.0/2/stdout", "logs/task.a.0/address"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("left %q; want %q", got, want)
+	}
+}
+
+// TestMakeAndFreshFolder: makeFolder makes a folder and the missing ones
+// above it (0700) and leaves one that exists as it is; freshFolder leaves
+// an empty folder, whatever was there (a folder with content, a file, a
+// link, which it removes, not what the link leads to). A file above the
+// folder fails both.
+func TestMakeAndFreshFolder(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, root, dir string) // dir is root/a/b/c
+		// after makeFolder and freshFolder: the entries below root ("" an
+		// error, which errIs matches)
+		makeLeaves, freshLeaves []string
+		errIs                   error
+	}{
+		{name: "missing parents", setup: func(*testing.T, string, string) {},
+			makeLeaves:  []string{"a/", "a/b/", "a/b/c/"},
+			freshLeaves: []string{"a/", "a/b/", "a/b/c/"}},
+		{name: "parent exists", setup: func(t *testing.T, root, dir string) { mkdirT(t, filepath.Dir(dir)) },
+			makeLeaves:  []string{"a/", "a/b/", "a/b/c/"},
+			freshLeaves: []string{"a/", "a/b/", "a/b/c/"}},
+		{name: "exists with content", setup: func(t *testing.T, root, dir string) {
+			mkdirT(t, filepath.Join(dir, "sub"))
+			writeT(t, filepath.Join(dir, "f"))
+			writeT(t, filepath.Join(dir, "sub", "g"))
+		},
+			makeLeaves:  []string{"a/", "a/b/", "a/b/c/", "a/b/c/f", "a/b/c/sub/", "a/b/c/sub/g"},
+			freshLeaves: []string{"a/", "a/b/", "a/b/c/"}},
+		{name: "a file in its place", setup: func(t *testing.T, root, dir string) {
+			mkdirT(t, filepath.Dir(dir))
+			writeT(t, dir)
+		},
+			freshLeaves: []string{"a/", "a/b/", "a/b/c/"}, errIs: syscall.ENOTDIR},
+		{name: "a link to a folder in its place", setup: func(t *testing.T, root, dir string) {
+			mkdirT(t, filepath.Dir(dir))
+			mkdirT(t, filepath.Join(root, "elsewhere"))
+			writeT(t, filepath.Join(root, "elsewhere", "kept"))
+			if err := os.Symlink(filepath.Join(root, "elsewhere"), dir); err != nil {
+				t.Fatal(err)
+			}
+		},
+			makeLeaves:  []string{"a/", "a/b/", "a/b/c", "elsewhere/", "elsewhere/kept"},
+			freshLeaves: []string{"a/", "a/b/", "a/b/c/", "elsewhere/", "elsewhere/kept"}},
+		{name: "a file above it", setup: func(t *testing.T, root, dir string) { writeT(t, filepath.Join(root, "a")) },
+			errIs: syscall.ENOTDIR},
+	} {
+		for _, fresh := range []bool{false, true} {
+			name := c.name + "/makeFolder"
+			if fresh {
+				name = c.name + "/freshFolder"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				root := t.TempDir()
+				dir := filepath.Join(root, "a", "b", "c")
+				c.setup(t, root, dir)
+				var err error
+				want := c.makeLeaves
+				if fresh {
+					var clearing bool
+					clearing, err = freshFolder(dir)
+					if clearing {
+						t.Errorf("clearing failed: %v", err)
+					}
+					want = c.freshLeaves
+				} else {
+					err = makeFolder(dir)
+				}
+				if want == nil {
+					if err == nil || !errors.Is(err, c.errIs) {
+						t.Fatalf("error %v; want %v", err, c.errIs)
+					}
+					var pe *fs.PathError
+					if !errors.As(err, &pe) || !strings.HasPrefix(pe.Path, root) {
+						t.Errorf("error %#v names no path", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := entriesBelow(t, root); strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Errorf("left %q; want %q", got, want)
+				}
+				for _, d := range []string{"a", "a/b", "a/b/c"} {
+					if fi, err := os.Lstat(filepath.Join(root, d)); err == nil && fi.IsDir() && fi.Mode().Perm() != 0o700 {
+						t.Errorf("%s has mode %v; want 0700", d, fi.Mode().Perm())
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMkdirsParentRemovedMeanwhile: a folder above the one being made
+// that goes away between its mkdir and the next (another attempt's
+// tidyAttempt removes its task's empty folder) is made again, up to three
+// times; a fourth removal is the error.
+func TestMkdirsParentRemovedMeanwhile(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		removals int
+		wantErr  bool
+	}{{0, false}, {1, false}, {2, false}, {3, true}} {
+		t.Run(strconv.Itoa(c.removals), func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			parent := filepath.Join(root, "task")
+			dir := filepath.Join(parent, "1")
+			removed := 0
+			var calls []string
+			mkdir := func(p string, mode fs.FileMode) error {
+				calls = append(calls, strings.TrimPrefix(p, root))
+				err := os.Mkdir(p, mode)
+				if err == nil && p == parent && removed < c.removals {
+					removed++
+					if err := syscall.Rmdir(parent); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return err
+			}
+			err := mkdirs(dir, mkdir)
+			if c.wantErr {
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("error %v; want ENOENT (calls %q)", err, calls)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v (calls %q)", err, calls)
+			}
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				t.Fatalf("not made: %v", err)
+			}
+			// Each round: the folder (missing parent), the parent.
+			if want := 2*(c.removals+1) + 1; len(calls) != want {
+				t.Errorf("%d mkdir calls %q; want %d", len(calls), calls, want)
+			}
+		})
+	}
+}
+
+func mkdirT(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeT(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

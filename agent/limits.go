@@ -88,7 +88,7 @@ func writeTail(path string, size, maxSize int64) (string, error) {
 		return "", err
 	}
 	out := path + ".tail"
-	dst, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) // a log's copy: 0600, as the log
+	dst, err := openFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) // a log's copy: 0600, as the log
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 )
 
 // An inodePool keeps the files and folders the agent made for one attempt
@@ -91,7 +92,9 @@ func (p *inodePool) put(kind byte, path string) {
 	p.seq++
 	name := string(kind) + strconv.Itoa(p.seq)
 	p.mu.Unlock()
-	if err := os.Rename(path, filepath.Join(p.dir, name)); err != nil {
+	// A name the pool never gave: rename(2) as it is, without the lstat
+	// of the destination os.Rename makes (to refuse replacing a folder).
+	if err := syscall.Rename(path, filepath.Join(p.dir, name)); err != nil {
 		os.RemoveAll(path)
 		return
 	}
@@ -143,13 +146,15 @@ func overwrite(path string, data []byte) error {
 }
 
 // writeOpened opens path for writing with flags (mode 0600 when it makes
-// the file) and writes data.
+// the file; openFile) and writes data.
 func writeOpened(path string, flags int, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|flags, 0o600)
+	f, err := openFile(path, os.O_WRONLY|flags, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	if len(data) > 0 {
+		_, err = f.Write(data)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -79,6 +80,25 @@ func TestInodePoolFiles(t *testing.T) {
 		t.Errorf("a recycled empty file has %d bytes", fi.Size())
 	}
 
+	// Not over a folder: the folder stays, and so does the pool's file.
+	p.put(poolFile, g)
+	folder := filepath.Join(dir, "folder")
+	if err := os.Mkdir(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.emptyFile(folder); err == nil {
+		t.Error("an empty file was put over a folder")
+	}
+	if fi, err := os.Lstat(folder); err != nil || !fi.IsDir() {
+		t.Errorf("the folder is %v, %v", fi, err)
+	}
+	if len(p.free[poolFile]) != 1 {
+		t.Errorf("%d free files after a write over a folder, want 1", len(p.free[poolFile]))
+	}
+	if err := p.emptyFile(g); err != nil {
+		t.Fatal(err)
+	}
+
 	// Past its limit the pool removes what is put back.
 	p.limit = 0
 	p.put(poolFile, g)
@@ -125,7 +145,7 @@ func TestSpoolRecyclesEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirIno, fileIno := inode(t, first), inode(t, filepath.Join(first, "result.json"))
-	sp.recycle(first)
+	sp.recycle(first, true)
 	if _, err := os.Lstat(first); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a recycled entry is still at its path: %v", err)
 	}
@@ -150,7 +170,7 @@ func TestSpoolRecyclesEntries(t *testing.T) {
 		t.Errorf("the second entry reads %+v", e)
 	}
 	sp.lock.Close() // the agent is gone: its folder is an orphan's
-	sp.recycle(second)
+	sp.recycle(second, false)
 	os2 := orphans(root)
 	if len(os2) != 1 {
 		t.Fatalf("%d orphan folders, want 1", len(os2))
@@ -158,5 +178,68 @@ func TestSpoolRecyclesEntries(t *testing.T) {
 	defer os2[0].lock.Close()
 	if len(os2[0].entries) != 0 {
 		t.Errorf("a stopped agent's pool is taken for entries: %v", os2[0].entries)
+	}
+}
+
+// TestSpoolPutReplacesAnEarlierTry: an entry an earlier try of the same
+// attempt left at the token's path (with or without its blobs, empty, or
+// something else than a folder) is replaced by the new one, which alone
+// is there; nothing is left beside it.
+func TestSpoolPutReplacesAnEarlierTry(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		left  func(t *testing.T, entry string)
+		files bool
+	}{
+		{"nothing", func(*testing.T, string) {}, false},
+		{"nothing, with files", func(*testing.T, string) {}, true},
+		{"an entry with blobs", func(t *testing.T, entry string) {
+			mkdirT(t, filepath.Join(entry, "blobs"))
+			writeT(t, filepath.Join(entry, "blobs", "old"))
+			writeT(t, filepath.Join(entry, "result.json"))
+		}, false},
+		{"an empty folder", func(t *testing.T, entry string) { mkdirT(t, entry) }, true},
+		{"a file", func(t *testing.T, entry string) { writeT(t, entry) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			sp, err := openSpool(root, spoolSession{ServerURL: "http://127.0.0.1:1", WorkerID: "w-1", SessionToken: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.close()
+			c.left(t, filepath.Join(sp.dir, "9"))
+			var files map[string]string
+			if c.files {
+				log := filepath.Join(t.TempDir(), "stdout")
+				writeT(t, log)
+				files = map[string]string{"h1": log}
+			}
+			entry, blobs, err := sp.put(9, protocol.ResultRequest{Task: "task.c", Attempt: 4}, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"9/", "9/result.json"}
+			if c.files {
+				want = []string{"9/", "9/blobs/", "9/blobs/h1", "9/result.json"}
+				if b, err := os.ReadFile(blobs["h1"]); err != nil || string(b) != "x" {
+					t.Errorf("blob %q, %v", b, err)
+				}
+			}
+			var got []string
+			for _, e := range entriesBelow(t, sp.dir) {
+				if e != "lock" && e != "session.json" && e != ".free/" {
+					got = append(got, e)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("spool holds %q; want %q", got, want)
+			}
+			if e, err := readEntry(entry); err != nil || e.Token != 9 || e.Result.Task != "task.c" {
+				t.Errorf("entry %+v, %v", e, err)
+			}
+		})
 	}
 }

@@ -126,7 +126,12 @@ func (sp *spool) put(token int64, req protocol.ResultRequest, files map[string]s
 			return "", nil, err
 		}
 	}
-	defer os.RemoveAll(tmp) // gone once renamed into place
+	renamed := false
+	defer func() {
+		if !renamed {
+			os.RemoveAll(tmp)
+		}
+	}()
 	if len(files) > 0 {
 		if err := os.Mkdir(filepath.Join(tmp, "blobs"), 0o700); err != nil {
 			return "", nil, err
@@ -141,13 +146,20 @@ func (sp *spool) put(token int64, req protocol.ResultRequest, files map[string]s
 	if err != nil {
 		return "", nil, err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "result.json"), b, 0o600); err != nil {
+	if err := writeOpened(filepath.Join(tmp, "result.json"), os.O_CREATE|os.O_TRUNC, b); err != nil {
 		return "", nil, err
 	}
-	os.RemoveAll(entry) // an earlier try of the same attempt
-	if err := os.Rename(tmp, entry); err != nil {
-		return "", nil, err
+	// Into place, where there is normally nothing: rename(2) fails when
+	// an earlier try of the same attempt left an entry there (a folder
+	// that is not empty, or anything else than a folder), which is
+	// removed first then.
+	if syscall.Rename(tmp, entry) != nil {
+		os.RemoveAll(entry)
+		if err := os.Rename(tmp, entry); err != nil {
+			return "", nil, err
+		}
 	}
+	renamed = true
 	return entry, blobsOf(entry, files), nil
 }
 
@@ -169,7 +181,7 @@ func linkOrCopy(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	out, err := openFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -184,12 +196,15 @@ func linkOrCopy(src, dst string) error {
 func done(entry string) { os.RemoveAll(entry) }
 
 // recycle puts a decided entry of this worker's folder in the pool: its
-// blobs (links to the attempt's logs) removed, its result.json kept to be
+// blobs (links to the attempt's logs) removed when it has them (put made
+// its blobs folder: the result had files), its result.json kept to be
 // written over by the next put.
-func (sp *spool) recycle(entry string) {
-	if err := os.RemoveAll(filepath.Join(entry, "blobs")); err != nil {
-		os.RemoveAll(entry)
-		return
+func (sp *spool) recycle(entry string, blobs bool) {
+	if blobs {
+		if err := os.RemoveAll(filepath.Join(entry, "blobs")); err != nil {
+			os.RemoveAll(entry)
+			return
+		}
 	}
 	sp.pool.put(poolEntry, entry)
 }

@@ -3,6 +3,7 @@ package procgroup
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,10 +32,13 @@ func RecordWith(dir string, pgid int, create func(path string) error, remove fun
 		return func() {}
 	}
 	name := filepath.Join(dir, fmt.Sprintf("%d.%d", os.Getpid(), pgid))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return func() {}
+	err := create(name)
+	if errors.Is(err, fs.ErrNotExist) { // dir is made the first time
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			err = create(name)
+		}
 	}
-	if err := create(name); err != nil {
+	if err != nil {
 		return func() {}
 	}
 	return func() { remove(name) }

@@ -157,3 +157,52 @@ func TestRecordAndTerminate(t *testing.T) {
 		t.Error(`Record("", …) returned nil, want a function that does nothing`)
 	}
 }
+
+// TestRecordWithMakesItsFolder: RecordWith makes its folder (0700, and
+// the folders above it) when it is missing, the first time, and records
+// in one that exists; where it cannot record (a file in the folder's
+// place) it returns a function that does nothing.
+func TestRecordWithMakesItsFolder(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		setup    func(dir string) error
+		recorded bool
+	}{
+		{"missing", func(string) error { return nil }, true},
+		{"missing with its parent", func(dir string) error { return nil }, true},
+		{"there", func(dir string) error { return os.MkdirAll(dir, 0o700) }, true},
+		{"a file in its place", func(dir string) error {
+			if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(dir, nil, 0o600)
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			work := t.TempDir()
+			dir := Dir(work)
+			if c.name == "missing with its parent" {
+				dir = filepath.Join(work, "sub", "groups")
+			}
+			if err := c.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			var removed []string
+			unrecord := RecordWith(dir, 42, createEmpty, func(p string) { removed = append(removed, p); os.Remove(p) })
+			name := filepath.Join(dir, fmt.Sprintf("%d.42", os.Getpid()))
+			_, err := os.Lstat(name)
+			if got := err == nil; got != c.recorded {
+				t.Fatalf("recorded: %v (%v); want %v", got, err, c.recorded)
+			}
+			if c.recorded {
+				if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+					t.Errorf("folder %v, %v; want mode 0700", fi, err)
+				}
+			}
+			unrecord()
+			if c.recorded != (len(removed) == 1 && removed[0] == name) {
+				t.Errorf("removed %q", removed)
+			}
+		})
+	}
+}
