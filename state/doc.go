@@ -118,9 +118,10 @@
 //   - fencing_counter: one row, last_token; only ever increases (trigger).
 //   - leases: token INTEGER PRIMARY KEY is the fencing token: a lease is
 //     inserted with the counter's next token and moves the counter to it,
-//     so its token must be above every token taken before (trigger, from
-//     migration 013; before it, a grant bumped the counter and the lease
-//     had to carry that value); status CHECK in
+//     and a lease whose token is below the counter is refused (trigger,
+//     from migration 013; before it, a grant bumped the counter and the
+//     lease had to carry that value, which the trigger still accepts from
+//     an older wdc's apply running on a migrated file); status CHECK in
 //     active/completed/expired/released/revoked; a unique partial index allows
 //     at most one active lease per task; ended_at is set exactly when the lease
 //     is not active; identity columns are immutable; an ended lease never

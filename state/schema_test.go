@@ -48,12 +48,12 @@ func TestSchemaInvariants(t *testing.T) {
 		want  string
 	}{
 		{"second active lease for one task", rawLease, rawLease, "UNIQUE constraint failed: leases.task"},
-		{"lease token taken before", `UPDATE fencing_counter SET last_token = 7`,
+		{"lease token taken before", rawLease + `; UPDATE leases SET status = 'expired', ended_at = 11`,
 			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
-			 VALUES (7, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`, "strictly increase"},
+			 VALUES (1, 'task.a', 'h1', 'w1', 2, 'active', 0, 0, 10, 20)`, "UNIQUE constraint failed: leases.token"},
 		{"lease token below the counter", `UPDATE fencing_counter SET last_token = 7`,
 			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
-			 VALUES (3, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`, "strictly increase"},
+			 VALUES (3, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`, "above every fencing token taken before"},
 		{"lease token beyond the reserved block", `UPDATE fencing_reservation SET reserved_through = 3`,
 			`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
 			 VALUES (4, 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`, "beyond the reserved block"},
@@ -163,11 +163,24 @@ func TestSchemaAllowsLegalHistory(t *testing.T) {
 		rawLease,
 		`UPDATE leases SET status = 'completed', ended_at = 11 WHERE token = 1`,
 		rawLease,
+		`UPDATE leases SET status = 'completed', ended_at = 12 WHERE token = 2`,
+		// The grant of a wdc from before migration 013: the counter
+		// bumped first, then the lease with that token.
+		`UPDATE fencing_counter SET last_token = last_token + 1 WHERE id = 1`,
+		`INSERT INTO leases (token, task, def_hash, worker_id, attempt, status, granted_at, renewed_at, expires_at, hard_expires_at)
+		 VALUES ((SELECT last_token FROM fencing_counter), 'task.a', 'h1', 'w1', 1, 'active', 0, 0, 10, 20)`,
 		`INSERT INTO events (at, kind) VALUES (0, 'x')`,
 		`INSERT INTO events (at, kind) VALUES (0, 'y')`,
 	} {
 		if _, err := s.db.Exec(stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
+	}
+	var counter, tokens int64
+	if err := s.db.QueryRow(`SELECT (SELECT last_token FROM fencing_counter), (SELECT group_concat(token, '') FROM (SELECT token FROM leases ORDER BY token))`).Scan(&counter, &tokens); err != nil {
+		t.Fatal(err)
+	}
+	if counter != 3 || tokens != 123 {
+		t.Errorf("counter %d, lease tokens %d, want 3 and 123", counter, tokens)
 	}
 }

@@ -16,7 +16,8 @@ import (
 // RawClaimer performs claims the way docs/sqlite.md measures the physical
 // limit of the state file, with nothing else around them: BEGIN
 // IMMEDIATE; pick the next queued task (by address); make it running;
-// bump the fencing counter (UPDATE … RETURNING); insert the lease; COMMIT.
+// insert the lease with the counter's next token (INSERT … RETURNING; the
+// lease's trigger moves the counter); COMMIT.
 // It writes no attempt row, no event and no serial bump, and does not
 // check the worker. Concurrent claims are serialized in Go (one
 // transaction at a time, as SQLite allows). It must not claim while a
