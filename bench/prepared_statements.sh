@@ -13,7 +13,7 @@
 #
 #   bench/prepared_statements.sh [R]      (default 3 rounds)
 #
-# Each round runs, alternating the two builds: the statements of a claim,
+# Both builds are of HEAD. Each round runs, alternating the two builds: the statements of a claim,
 # an accept and an accept with its next lease (TestStatementsPerClaimAndAccept,
 # mean µs per operation, BEGIN to COMMIT), BenchmarkClaim api and http with
 # 8 claimers (coord_claims/s), and `wdc apply` of 1,000 `true` tasks on 2
@@ -27,19 +27,14 @@ work=$(mktemp -d)
 trap 'git -C "$root" worktree remove --force "$work/prepared" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 [ -x /usr/bin/time ] || { echo "bench/prepared_statements.sh needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 2; }
 
+# Both builds are of this checkout's HEAD (commit what you want measured).
 git -C "$root" worktree add -q --detach "$work/prepared" HEAD
+(cd "$work/prepared" && CGO_ENABLED=0 go build -o "$work/wdc-reparsed" ./cmd/wdc && go test -c -o "$work/coord-reparsed.test" ./engine/coordinator/)
 if ! git -C "$work/prepared" apply "$root/bench/prepared_statements.patch"; then
 	echo "bench/prepared_statements.patch no longer applies to this checkout: refresh it" >&2
 	exit 2
 fi
-# Uncommitted changes of this checkout are measured in both builds.
-(cd "$root" && git diff HEAD) | (cd "$work/prepared" && git apply --allow-empty 2>/dev/null) || true
-
-for b in reparsed prepared; do
-	src=$root
-	[ "$b" = prepared ] && src=$work/prepared
-	(cd "$src" && CGO_ENABLED=0 go build -o "$work/wdc-$b" ./cmd/wdc && go test -c -o "$work/coord-$b.test" ./engine/coordinator/)
-done
+(cd "$work/prepared" && CGO_ENABLED=0 go build -o "$work/wdc-prepared" ./cmd/wdc && go test -c -o "$work/coord-prepared.test" ./engine/coordinator/)
 
 cat > "$work/main.wdc.hcl" <<HCL
 pool "p" {
