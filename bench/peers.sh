@@ -15,6 +15,9 @@
 # installed with apt-get where it is missing and this runs as root; without
 # it that column says "-". The machine's load is printed before and after:
 # the numbers are only worth their ratios on a quiet machine.
+#
+# WDC=/path/to/wdc measures that binary instead of one built from this
+# checkout (to compare two builds, run the script with each, alternately).
 set -euo pipefail
 n=${1:-1000}
 w=${2:-2}
@@ -35,7 +38,11 @@ if command -v parallel >/dev/null && parallel --version 2>/dev/null | grep -q 'G
 fi
 [ -x /usr/bin/time ] || { echo "bench/peers.sh needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 2; }
 
-(cd "$root" && CGO_ENABLED=0 go build -o "$work/wdc" ./cmd/wdc)
+wdc=${WDC:-}
+if [ -z "$wdc" ]; then
+	wdc=$work/wdc
+	(cd "$root" && CGO_ENABLED=0 go build -o "$wdc" ./cmd/wdc)
+fi
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
@@ -72,7 +79,7 @@ task "t" {
 }
 HCL
 	t0=$(now)
-	/usr/bin/time -f '%M' -o "$work/rss" "$work/wdc" --chdir "$cfg" apply --auto-approve > "$work/apply.log"
+	/usr/bin/time -f '%M' -o "$work/rss" "$wdc" --chdir "$cfg" apply --auto-approve > "$work/apply.log"
 	t1=$(now)
 	a=$(elapsed "$t0" "$t1")
 	grep -q '^Apply complete! Tasks: '"$n"' succeeded' "$work/apply.log" || {

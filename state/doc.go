@@ -43,8 +43,9 @@
 // # Connections and transactions
 //
 // The file is used through a *sql.DB with hand-written SQL. The connection
-// string (DSN) sets journal_mode(WAL), synchronous(FULL), foreign_keys(1) and
-// _txlock=immediate, so every write transaction is BEGIN IMMEDIATE; the driver
+// string (DSN) sets page_size(2048) (for a file it creates), journal_mode(WAL),
+// synchronous(FULL), foreign_keys(1) and _txlock=immediate, so every write
+// transaction is BEGIN IMMEDIATE; the driver
 // sets busy_timeout(5000) first. _time_format is never used (it silently
 // disables _txlock).
 //

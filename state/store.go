@@ -340,12 +340,16 @@ func (s *Store) Close() error {
 // DSN returns the connection string a Store opens the state file at the
 // absolute path abs with, for the driver named "sqlite"
 // (github.com/glebarez/go-sqlite, which this package's GORM dialector
-// registers): read-write (WAL, synchronous=FULL, foreign keys on, every
-// write transaction BEGIN IMMEDIATE), or with readOnly mode=ro and
+// registers): read-write (pages of 2 KiB for a file it creates, WAL,
+// synchronous=FULL, foreign keys on, every write transaction BEGIN
+// IMMEDIATE), or with readOnly mode=ro and
 // query_only. The path is given as an SQLite URI (file:...) so that mode=ro
 // reaches SQLite and odd characters in the path are escaped. The driver
 // runs busy_timeout(5000) first, then the pragmas in order. _time_format is
 // deliberately absent: it silently disables _txlock (docs/sqlite.md).
+// page_size comes first, before journal_mode writes the file's first
+// page: it applies only to a file that has none yet, and a file made with
+// another page size keeps it (docs/sqlite.md, "Page size").
 // Tests and benchmarks use it to open a connection of their own beside a
 // Store (package statetest).
 func DSN(abs string, readOnly bool) string {
@@ -353,7 +357,7 @@ func DSN(abs string, readOnly bool) string {
 	if readOnly {
 		return u + "?mode=ro&_pragma=foreign_keys(1)&_pragma=query_only(1)"
 	}
-	return u + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	return u + "?_pragma=page_size(2048)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"
 }
 
 // openDB opens the database through GORM's SQLite dialector and returns the
