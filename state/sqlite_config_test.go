@@ -39,7 +39,7 @@ func TestPageSize(t *testing.T) {
 			}
 			s.Close()
 			if tc.before != 0 {
-				db, err := sql.Open("sqlite", "file:"+path)
+				db, err := sql.Open("sqlite", DSN(path, false))
 				if err != nil {
 					t.Fatal(err)
 				}
