@@ -247,7 +247,10 @@ type Coordinator struct {
 	interrupted bool          // Interrupt
 	unfinished  int
 	granted     int
-	done        chan struct{}
+	// hookTakeOverWrite, when set (tests only), runs in takeOverUnstarted's
+	// write before it reads the lease it takes over.
+	hookTakeOverWrite func()
+	done              chan struct{}
 
 	// Chaining (chaining.go): judging counts accepted results
 	// whose recommendations are not judged yet; Done waits for them.
@@ -1186,11 +1189,17 @@ func (c *Coordinator) depsSucceeded(ts *taskState) bool {
 	return true
 }
 
-// endLeaseLocked forgets an ended lease.
-func (c *Coordinator) endLeaseLocked(token int64) {
+// endLeaseLocked forgets an ended lease; unstarted is the state's word on
+// whether it ended unstarted (no attempt ran, so none is counted). The
+// state decides, not memory: a result reporting the lease's start marks
+// it started in memory before its write commits (takeStarts), and a write
+// queued before that one may still end the lease unstarted.
+func (c *Coordinator) endLeaseLocked(token int64, unstarted bool) {
 	if l := c.leases[token]; l != nil {
+		if unstarted {
+			c.granted--
+		}
 		if l.unstarted {
-			c.granted-- // no attempt ran
 			if w := c.workers[l.worker]; w != nil && w.unstarted > 0 {
 				w.unstarted--
 			}
@@ -1208,7 +1217,7 @@ func (c *Coordinator) endLeaseLocked(token int64) {
 // applyOutcomeLocked brings memory in line with a settled attempt and
 // appends its events.
 func (c *Coordinator) applyOutcomeLocked(out state.AttemptOutcome, now time.Time, evs []Event) []Event {
-	c.endLeaseLocked(out.Token)
+	c.endLeaseLocked(out.Token, out.Unstarted)
 	pool := c.poolOfWorker(out.WorkerID)
 	kind := EventFailed
 	switch {

@@ -16,3 +16,23 @@ func WorkerSeq(c *Coordinator, id string) int {
 	}
 	return 0
 }
+
+// SetTakeOverHook sets a function run inside the write of every takeover
+// of an unstarted lease, before the write reads the lease (nil: none).
+// Set it before the coordinator serves the claims it is to see.
+func SetTakeOverHook(c *Coordinator, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hookTakeOverWrite = f
+}
+
+// UnstartedInMemory returns how many of worker id's leases c holds as
+// unstarted in memory (a reported start clears it before its write).
+func UnstartedInMemory(c *Coordinator, id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w := c.workers[id]; w != nil {
+		return w.unstarted
+	}
+	return 0
+}

@@ -201,7 +201,7 @@ func (c *Coordinator) releasedLocked(ls []state.Lease, why string, now time.Time
 	for _, l := range ls {
 		pool := c.poolOfWorker(l.WorkerID)
 		c.poolMetrics(pool).leasesReleased.Inc()
-		c.endLeaseLocked(l.Token)
+		c.endLeaseLocked(l.Token, l.Unstarted)
 		if ts := c.tasks[l.Task]; ts != nil && ts.status == state.TaskRunning {
 			c.setStatus(ts, state.TaskQueued)
 		}
@@ -869,6 +869,9 @@ func (c *Coordinator) takeOverUnstarted(ctx context.Context, w *workerState) ([]
 	err := c.store.Write(ctx, func(tx *state.Tx) error {
 		now = c.now()
 		released, tries = nil, nil
+		if c.hookTakeOverWrite != nil {
+			c.hookTakeOverWrite()
+		}
 		l, err := tx.Lease(tok)
 		if err != nil || l.Status != state.LeaseActive || !l.Unstarted {
 			return err // started or ended meanwhile: nothing to take over

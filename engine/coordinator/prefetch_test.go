@@ -215,3 +215,64 @@ func TestPrefetchNeverKeepsATaskFromAnIdleWorker(t *testing.T) {
 		t.Errorf("%d started and %d prefetched leases while worker %s had a free slot; want 1 and 0", len(run), len(pre), w2.id)
 	}
 }
+
+// TestTakeOverRacingAReportedStart: a worker's result reports the start
+// of its prefetched lease while another worker's takeover of that lease
+// is being written. The takeover's write, queued first, hands the lease
+// back unstarted; the start is then refused. The lease counts as no
+// attempt, though memory marked it started when the result arrived: the
+// state's decision counts, not memory's guess.
+func TestTakeOverRacingAReportedStart(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{rtTask("a"), rtTask("b"), rtTask("c"), rtTask("d"), rtTask("e", "task.d")}, harnessOpts{})
+	w1 := h.register("p")
+	resp := w1.postNext(w1.claimOne(), 1, 1)
+	run, pre := split(t, resp.Assignments)
+	if len(run) != 1 || len(pre) != 1 {
+		t.Fatalf("lone busy worker: %d started and %d prefetched; want 1 and 1", len(run), len(pre))
+	}
+	w2 := h.register("p")
+	d := w2.claimOne() // the last queued task: w3 finds nothing to claim
+	if d.Task != "task.d" {
+		t.Fatalf("second worker claimed %s, want task.d", d.Task)
+	}
+
+	// w3's takeover of pre is in its write when w1's result reports pre's
+	// start: the hook lets the result through to the point where memory
+	// holds pre as started and its write waits behind the takeover's.
+	results := make(chan protocol.ResultResponse, 1)
+	var once sync.Once
+	coordinator.SetTakeOverHook(h.c, func() {
+		once.Do(func() {
+			h.clock.Advance(time.Second)
+			go func() { results <- w1.postNext(run[0], 0, 0, pre[0].FencingToken) }()
+			deadline := time.Now().Add(10 * time.Second)
+			for coordinator.UnstartedInMemory(h.c, w1.id) != 0 {
+				if time.Now().After(deadline) {
+					t.Error("the result's start never reached memory")
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	})
+	w3 := h.register("p")
+	took := w3.claimOne()
+	if took.Task != pre[0].Task {
+		t.Fatalf("idle worker claimed %s; want %s, taken over", took.Task, pre[0].Task)
+	}
+	res := <-results
+	if res.Decision != protocol.DecisionAccepted || !slices.Equal(res.CancelLeases, []int64{pre[0].FencingToken}) {
+		t.Errorf("w1's result: %s, cancelled %v; want accepted, [%d] (its start refused)", res.Decision, res.CancelLeases, pre[0].FencingToken)
+	}
+	if l, _ := h.store.Lease(context.Background(), pre[0].FencingToken); l.Status != state.LeaseReleased || !l.Unstarted {
+		t.Errorf("the lease taken over: %s, unstarted %v; want released unstarted", l.Status, l.Unstarted)
+	}
+	// Grants: the first, run, pre (never started), d, took: four attempts.
+	if got := h.c.Progress().AttemptsGranted; got != 4 {
+		t.Errorf("attempts counted: %d, want 4 (the lease taken over unstarted is none)", got)
+	}
+	if n := coordinator.UnstartedInMemory(h.c, w1.id); n != 0 {
+		t.Errorf("w1 holds %d unstarted leases in memory, want 0", n)
+	}
+}
