@@ -114,9 +114,12 @@ type Agent struct {
 	// whose first answer was lost gets the same worker back.
 	requestID string
 	spool     *spool // nil when it could not be opened
-	environ   []string
-	retry     backoff
-	health    health
+	// folders is the work folder's lock (folders.go), nil when the folder
+	// could not be opened: task folders are then made and removed.
+	folders *folderLock
+	environ []string
+	retry   backoff
+	health  health
 
 	drainOnce sync.Once
 	drainCh   chan struct{} // closed by Drain
@@ -289,6 +292,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	} else {
 		a.spool = sp
 		defer sp.close()
+		if sp.pool != nil {
+			a.folders = openFolderLock(a.opts.WorkDir)
+			defer a.folders.close()
+		}
 	}
 	a.deliverOrphans(callCtx) // what could not be delivered before registering, if anything
 	// Label names only: a label's value may come from a sensitive variable.
@@ -1162,6 +1169,7 @@ func (a *Agent) hold(asg protocol.Assignment, fits bool) *attempt {
 	at := newAttempt(asg, a.opts.WorkDir)
 	if a.spool != nil {
 		at.paths.pool = a.spool.pool
+		at.paths.folders = a.folders
 	}
 	a.mu.Lock()
 	if _, dup := a.attempts[asg.FencingToken]; dup {

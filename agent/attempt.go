@@ -89,9 +89,11 @@ type attemptPaths struct {
 	stage   string
 	address string // <logs>/<task>/address: the task address, as text
 	groups  string // procgroup.Dir of the work folder
-	// pool recycles the address file and the group record (nil: they
-	// are made and removed).
-	pool *inodePool
+	// pool recycles the address file and the group record, and with
+	// folders, the work folder's lock, the log folders and the task's
+	// scratch folder (nil: they are made and removed).
+	pool    *inodePool
+	folders *folderLock
 }
 
 // pathsFor returns the log and scratch locations of an assignment:
@@ -443,7 +445,7 @@ func runnable(asg protocol.Assignment, scratch string) (workDir, refusal string)
 func prepare(asg protocol.Assignment, paths attemptPaths, fetch fetchFunc) (class, msg string) {
 	// Logs and scratch folders are the user's alone, as everything in the
 	// work folder (docs/configuration.md, "File modes").
-	if clearing, err := freshFolder(paths.scratch); clearing {
+	if clearing, err := makeScratchFolder(paths); clearing {
 		return ClassLost, fmt.Sprintf("clearing the scratch folder: %v", err)
 	} else if err != nil {
 		return ClassLost, fmt.Sprintf("creating the scratch folder: %v", err)

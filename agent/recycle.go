@@ -44,6 +44,15 @@ type inodePool struct {
 const (
 	poolEntry byte = 'e' // a spool entry folder
 	poolFile  byte = 'f' // a regular file the agent writes
+	// poolFolder is an empty folder of the work folder that commands do
+	// not write in: an attempt's log folder (its command writes its logs
+	// through descriptors, and the logs themselves are never recycled) or
+	// a task's scratch folder (a command works in its attempt's folder
+	// inside it, which is never recycled).
+	poolFolder byte = 'd'
+	// poolTaskLogs is a task's log folder holding its address file and
+	// nothing else.
+	poolTaskLogs byte = 'l'
 )
 
 // newInodePool makes the pool's folder dir (emptied: what a pool of an
@@ -84,7 +93,8 @@ func (p *inodePool) put(kind byte, path string) {
 		return
 	}
 	p.mu.Lock()
-	if len(p.free[kind]) >= p.limit {
+	if len(p.free[kind]) >= p.limit || (!exclusiveRenames && (kind == poolFolder || kind == poolTaskLogs)) {
+		// Full, or a folder the pool could never hand out (mkdir).
 		p.mu.Unlock()
 		os.RemoveAll(path)
 		return
@@ -135,6 +145,30 @@ func (p *inodePool) writeFile(dst string, data []byte, exclusive bool) error {
 		flags = os.O_CREATE | os.O_EXCL
 	}
 	return writeOpened(dst, flags, data)
+}
+
+// mkdir makes the folder dir (mode 0700) from a free one of kind when the
+// pool has one, renamed into place only where nothing is; fill, when set,
+// readies it first (a task's log folder gets its address). Without one,
+// or when the rename fails (something is at dir, or a folder above it is
+// missing, or another file system), it is mkdir(2) and its answer. It
+// reports whether dir came from the pool, filled.
+func (p *inodePool) mkdir(kind byte, dir string, fill func(free string) error) (fromPool bool, err error) {
+	if src := p.take(kind); src != "" {
+		if fill != nil {
+			err = fill(src)
+		}
+		if err == nil {
+			err = renameInto(src, dir, true)
+		}
+		if err == nil {
+			return true, nil
+		}
+		if _, serr := os.Lstat(src); serr == nil {
+			p.back(kind, src)
+		}
+	}
+	return false, os.Mkdir(dir, 0o700)
 }
 
 // overwrite makes the file at path hold data, in the same inode.

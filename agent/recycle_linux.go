@@ -6,6 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// exclusiveRenames: renameInto can rename only where nothing is.
+const exclusiveRenames = true
+
 // renameInto renames the file src to dst; with exclusive, only when dst
 // does not exist (RENAME_NOREPLACE: fs.ErrExist when it does). Without,
 // it is rename(2) as it is: os.Rename's lstat of dst (to refuse replacing
