@@ -63,10 +63,10 @@ func (e *env) attemptOutputs(t artifactTarget) (state.Attempt, []state.Artifact,
 	}
 	var a state.Attempt
 	switch {
-	case t.Attempt != 0 && (t.Attempt < 1 || t.Attempt > len(attempts)):
-		return state.Attempt{}, nil, nil, fmt.Errorf("%s has attempts 1 to %d, not %d", addr, len(attempts), t.Attempt)
 	case t.Attempt != 0:
-		a = attempts[t.Attempt-1]
+		if a, err = attemptNumbered(addr, attempts, t.Attempt); err != nil {
+			return state.Attempt{}, nil, nil, err
+		}
 	default:
 		a = attempts[len(attempts)-1]
 		for i := len(attempts) - 1; i >= 0; i-- {

@@ -144,10 +144,9 @@ func (c *LogsCmd) printFinished(e *env, addr string, number int, offset int64) e
 	}
 	a := attempts[len(attempts)-1]
 	if number != 0 {
-		if number > len(attempts) {
-			return fmt.Errorf("%s has attempts 1 to %d, not %d", addr, len(attempts), number)
+		if a, err = attemptNumbered(addr, attempts, number); err != nil {
+			return err
 		}
-		a = attempts[number-1]
 	}
 	name := c.stream()
 	for _, x := range a.Artifacts {
@@ -235,4 +234,19 @@ func (e *env) printWorkerLog(statePath, addr string, a state.Attempt, name strin
 func isUnreachable(err error) bool {
 	var ue *url.Error
 	return errors.As(err, &ue)
+}
+
+// attemptNumbered returns the attempt of attempts (a task's, in order)
+// whose number is n. Numbers can have gaps: a prefetched lease that was
+// handed back before its attempt started used a number and recorded no
+// attempt. The error lists the numbers there are.
+func attemptNumbered(addr string, attempts []state.Attempt, n int) (state.Attempt, error) {
+	numbers := make([]string, 0, len(attempts))
+	for _, a := range attempts {
+		if a.Number == n {
+			return a, nil
+		}
+		numbers = append(numbers, strconv.Itoa(a.Number))
+	}
+	return state.Attempt{}, fmt.Errorf("%s has no attempt %d; its attempts: %s", addr, n, strings.Join(numbers, ", "))
 }
