@@ -110,11 +110,13 @@ func (v *ApplyText) Event(e coordinator.Event) {
 }
 
 // indentTail renders a failed attempt's stderr tail under its event line:
-// "           stderr │ line", one per line.
+// "           stderr | line", one per line, each made Printable: the task
+// wrote it, and an escape sequence in it must not recolour, move or clear
+// the operator's terminal. A line's closing "\r" (CRLF) is dropped.
 func indentTail(tail string) string {
 	var b strings.Builder
 	for _, line := range strings.Split(tail, "\n") {
-		b.WriteString("           stderr | " + line + "\n")
+		b.WriteString("           stderr | " + Printable(strings.TrimSuffix(line, "\r")) + "\n")
 	}
 	return b.String()
 }

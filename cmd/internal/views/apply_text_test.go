@@ -78,3 +78,28 @@ func TestEventLineNamesTheAttemptOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestIndentTailIsPrintable: a failed attempt's stderr tail reaches the
+// apply's output one "stderr |" line per line, with what a terminal would
+// act on (an escape sequence, a carriage return inside a line, a
+// bidirectional override) written as escapes, and a CRLF's "\r" dropped.
+func TestIndentTailIsPrintable(t *testing.T) {
+	t.Parallel()
+	const p = "           stderr | "
+	for _, c := range []struct{ name, tail, want string }{
+		{"plain", "boom\nat line 3", p + "boom\n" + p + "at line 3\n"},
+		{"colour", "\x1b[31mred\x1b[0m", p + `\x1b[31mred\x1b[0m` + "\n"},
+		{"clear the screen", "\x1b[2J\x1b[Hforged: succeeded", p + `\x1b[2J\x1b[Hforged: succeeded` + "\n"},
+		{"overwrite the line", "real\rforged", p + `real\rforged` + "\n"},
+		{"CRLF", "one\r\ntwo\r", p + "one\n" + p + "two\n"},
+		{"bidirectional override", "abc\u202edef", p + `abc\u202edef` + "\n"},
+		{"not UTF-8", "a\xffb", p + `a\xffb` + "\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if got := indentTail(c.tail); got != c.want {
+				t.Errorf("indentTail(%q)\n = %q\nwant %q", c.tail, got, c.want)
+			}
+		})
+	}
+}
