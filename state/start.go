@@ -68,7 +68,7 @@ func (t *Tx) StartLeases(workerID string, starts []LeaseStart, now time.Time) (r
 func (t *Tx) returnUnstarted(l Lease, status LeaseStatus, why string, now time.Time) (AttemptOutcome, error) {
 	out := AttemptOutcome{Task: l.Task, Attempt: l.Attempt, Token: l.Token, WorkerID: l.WorkerID,
 		Status: TaskQueued, Unstarted: true,
-		Message: fmt.Sprintf("attempt %d was prefetched and never started (%s): queued again at no cost", l.Attempt, why)}
+		Message: fmt.Sprintf("attempt %d was prefetched and its worker never reported its start (%s): queued again at no cost", l.Attempt, why)}
 	if err := endLeaseTx(t.ctx, t, l, status, "", why, now); err != nil {
 		return out, err
 	}

@@ -357,8 +357,25 @@ func reclaimedText(rec apply.ReclaimResult) string {
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
-func (v *applyCmdView) Recovered(n int) {
-	fmt.Fprintf(v.e.stderr, "Revoked %s left by an earlier apply; their tasks are retried as lost.\n", plural.Count(n, "lease", "leases"))
+func (v *applyCmdView) Recovered(lost, unstarted int) {
+	fmt.Fprintln(v.e.stderr, recoveredMessage(lost, unstarted))
+}
+
+// recoveredMessage says what became of the leases an earlier apply left:
+// lost of them revoked, their tasks retried as lost; unstarted of them
+// prefetched leases whose start no worker reported, queued again at no
+// cost.
+func recoveredMessage(lost, unstarted int) string {
+	msg := "Revoked " + plural.Count(lost+unstarted, "lease", "leases") + " left by an earlier apply"
+	if unstarted == 0 {
+		return msg + "; their tasks are retried as lost."
+	}
+	never := " whose start no worker reported, queued again at no cost."
+	if lost == 0 {
+		return msg + ": " + plural.Word(unstarted, "it was a prefetched lease", "they were prefetched leases") + never
+	}
+	return msg + ": " + plural.Count(lost, "task is", "tasks are") + " retried as lost; " +
+		plural.Count(unstarted, "was a prefetched lease", "were prefetched leases") + never
 }
 
 // Planned prints the diagnostics of planning, then the plan: a saved

@@ -38,3 +38,24 @@ func TestAttemptNumbered(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoveredMessage: what apply says of the leases an earlier apply
+// left tells lost attempts from prefetched leases that go back at no cost.
+func TestRecoveredMessage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		lost, unstarted int
+		want            string
+	}{
+		{1, 0, "Revoked 1 lease left by an earlier apply; their tasks are retried as lost."},
+		{3, 0, "Revoked 3 leases left by an earlier apply; their tasks are retried as lost."},
+		{0, 1, "Revoked 1 lease left by an earlier apply: it was a prefetched lease whose start no worker reported, queued again at no cost."},
+		{0, 2, "Revoked 2 leases left by an earlier apply: they were prefetched leases whose start no worker reported, queued again at no cost."},
+		{2, 2, "Revoked 4 leases left by an earlier apply: 2 tasks are retried as lost; 2 were prefetched leases whose start no worker reported, queued again at no cost."},
+		{1, 1, "Revoked 2 leases left by an earlier apply: 1 task is retried as lost; 1 was a prefetched lease whose start no worker reported, queued again at no cost."},
+	} {
+		if got := recoveredMessage(c.lost, c.unstarted); got != c.want {
+			t.Errorf("recoveredMessage(%d, %d)\n = %q\nwant %q", c.lost, c.unstarted, got, c.want)
+		}
+	}
+}

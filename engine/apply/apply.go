@@ -270,13 +270,22 @@ func Inputs(cfg *wdchcl.Config, p *plan.Plan) ([]Pool, map[string]coordinator.Ta
 // RecoverState ends what a dead or stopped apply left behind, under the
 // apply lock: every active lease is revoked (its attempt lost, its task
 // retried as lost or failed when the lost budget is spent) and every worker
-// marked gone. It returns the number of leases revoked.
-func RecoverState(ctx context.Context, store *state.Store, reason string, now time.Time) (int, error) {
+// marked gone; a prefetched lease whose start no worker reported goes
+// back at no cost instead. It returns how many leases were revoked with
+// their attempts lost, and how many went back unstarted.
+func RecoverState(ctx context.Context, store *state.Store, reason string, now time.Time) (lost, unstarted int, err error) {
 	res, err := store.RevokeAllLeases(ctx, reason, now)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return len(res.Revoked), nil
+	for _, out := range res.Revoked {
+		if out.Unstarted {
+			unstarted++
+		} else {
+			lost++
+		}
+	}
+	return lost, unstarted, nil
 }
 
 // Run carries out p under the apply lock (which the caller holds): it

@@ -109,8 +109,11 @@ type OperationView interface {
 	// Reclaimed: what an earlier apply left running was stopped (err: it
 	// could not be, which does not stop the apply).
 	Reclaimed(r ReclaimResult, err error)
-	// Recovered: the leases an earlier apply left were revoked (n > 0).
-	Recovered(n int)
+	// Recovered: the leases an earlier apply left were ended (lost +
+	// unstarted > 0): lost of them revoked, their attempts lost, and
+	// unstarted prefetched ones whose start no worker reported, handed
+	// back at no cost.
+	Recovered(lost, unstarted int)
 	// Planned: the plan to carry out, with the diagnostics of planning
 	// (nil for a saved plan). An error of the view stops Run.
 	Planned(p *plan.Plan, diags hcl.Diagnostics) error
@@ -342,12 +345,12 @@ func (op *Operation) recover(ctx context.Context, store *state.Store, lock *Held
 	}
 	rec, err := ReclaimStrays(ctx, store, filepath.Dir(op.StatePath), lock.ID(), ProviderSettings(op.Config), now)
 	op.View.Reclaimed(rec, err)
-	revoked, err := RecoverState(ctx, store, "the apply that granted the lease is gone", now)
+	lost, unstarted, err := RecoverState(ctx, store, "the apply that granted the lease is gone", now)
 	if err != nil {
 		return err
 	}
-	if revoked > 0 {
-		op.View.Recovered(revoked)
+	if lost+unstarted > 0 {
+		op.View.Recovered(lost, unstarted)
 	}
 	return nil
 }

@@ -432,7 +432,7 @@ func (v *operationView) Locked()                               {}
 func (v *operationView) LockLost()                             {}
 func (v *operationView) TookOver(state.Lock, bool)             {}
 func (v *operationView) Reclaimed(apply.ReclaimResult, error)  {}
-func (v *operationView) Recovered(int)                         {}
+func (v *operationView) Recovered(int, int)                    {}
 func (v *operationView) Started()                              {}
 func (v *operationView) Serving(*httpapi.Endpoint)             {}
 func (v *operationView) Planned(p *plan.Plan, d hcl.Diagnostics) error {
