@@ -63,8 +63,15 @@ func damage(t *testing.T, stmt string) string {
 	return path
 }
 
+// rowGone deletes the one row of a singleton table despite its guard
+// trigger, which it drops and makes again (same name).
+func rowGone(table string) string {
+	return `DROP TRIGGER ` + table + `_no_delete; DELETE FROM ` + table + `; CREATE TRIGGER ` + table +
+		`_no_delete BEFORE DELETE ON ` + table + ` BEGIN SELECT RAISE(ABORT, 'no'); END`
+}
+
 // TestDamagedSchemaRefused: a file that lacks a table, an index or a
-// trigger of its schema version is refused by Open and OpenReadOnly at once,
+// trigger of its schema version, or the row of a singleton table, is refused by Open and OpenReadOnly at once,
 // with a *DamagedError naming what is missing and saying what to do, and
 // Inspect reports the same.
 func TestDamagedSchemaRefused(t *testing.T) {
@@ -80,6 +87,12 @@ func TestDamagedSchemaRefused(t *testing.T) {
 		{"table without dependents", `DROP TABLE join_tokens`, "table join_tokens", "it lacks table join_tokens and 1 index or trigger of schema version", ""},
 		{"index", `DROP INDEX leases_one_active_per_task`, "index leases_one_active_per_task", "it lacks index leases_one_active_per_task of schema version", ""},
 		{"trigger", `DROP TRIGGER fencing_counter_increases`, "trigger fencing_counter_increases", "trigger fencing_counter_increases", ""},
+		// A singleton's row deleted behind its guard trigger's back (the
+		// trigger dropped and made again).
+		{"state_info row", rowGone("state_info"), "the row of table state_info", "it lacks the row of table state_info of schema version", ""},
+		{"fencing_counter row", rowGone("fencing_counter"), "the row of table fencing_counter", "it lacks the row of table fencing_counter of schema version", ""},
+		{"fencing_reservation row", rowGone("fencing_reservation"), "the row of table fencing_reservation", "the row of table fencing_reservation", ""},
+		{"put_id row", rowGone("put_id"), "the row of table put_id", "the row of table put_id", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -161,7 +161,7 @@ func verifySchema(ctx context.Context, q querier, p string, version int) error {
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return verifySingletons(ctx, q, p, version)
 	}
 	rank := map[string]int{"table": 0, "index": 1, "trigger": 2}
 	sort.SliceStable(missing, func(i, j int) bool { return rank[missing[i].kind] < rank[missing[j].kind] })
@@ -170,4 +170,52 @@ func verifySchema(ctx context.Context, q querier, p string, version int) error {
 		names[i] = o.String()
 	}
 	return &DamagedError{Path: p, Version: version, Missing: names}
+}
+
+// singletonTables are the tables the first migrations fill with their one
+// row (id 1), which every write and read of the state needs: the lineage
+// and serial, the fencing counter and its reservation, the put id.
+var singletonTables = []string{"state_info", "fencing_counter", "fencing_reservation", "put_id"}
+
+// verifySingletons checks that every table of singletonTables holds its
+// row (its guard trigger refuses a DELETE, but a file can be changed by
+// other means than wdc). It returns a *DamagedError naming each row that
+// is missing ("the row of table state_info").
+func verifySingletons(ctx context.Context, q querier, p string, version int) error {
+	var sql strings.Builder
+	sql.WriteString("SELECT ")
+	for i, t := range singletonTables {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		sql.WriteString("EXISTS (SELECT 1 FROM " + t + " WHERE id = 1)")
+	}
+	rows, err := q.QueryContext(ctx, sql.String())
+	if err != nil {
+		return fmt.Errorf("read the schema of %s: %w", p, err)
+	}
+	defer rows.Close()
+	have := make([]bool, len(singletonTables))
+	dest := make([]any, len(have))
+	for i := range have {
+		dest[i] = &have[i]
+	}
+	if rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("read the schema of %s: %w", p, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the schema of %s: %w", p, err)
+	}
+	var missing []string
+	for i, t := range singletonTables {
+		if !have[i] {
+			missing = append(missing, "the row of table "+t)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &DamagedError{Path: p, Version: version, Missing: missing}
 }
