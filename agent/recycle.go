@@ -15,18 +15,23 @@ import (
 // renaming them, instead of removing them and making new ones. A rename
 // allocates and frees nothing; making and removing inodes is what an
 // attempt's bookkeeping costs on some file systems (ext4 without a
-// journal scans past every inode freed in the last 30 seconds each time it
+// journal scans past every inode freed in the last minute each time it
 // allocates one, so the cost of a creation grows with the rate of
 // removals: docs/PERFORMANCE.md, "Inodes per attempt").
 //
 // It holds only what the agent alone wrote: spool entry folders (their
 // result.json, never a blob: blobs are links to the command's logs and
-// are removed first) and files whose content the agent writes (a task's
-// log address file, a process group's record), never a log, a scratch
-// folder or anything else a command had a descriptor of or could write
-// into. Its folder is <spool>/<worker id>/.free, hidden from confined
-// commands with the rest of the spool. Kinds are kept apart: a spool
-// entry is never handed out as a file of the work folder.
+// are removed first), files whose content the agent writes (a task's log
+// address file, a process group's record), and folders no command can
+// reach (an attempt's log folder, a task's log folder with its address
+// file, a task's scratch folder, the parent of its attempts' folders:
+// folders.go, which takes the work folder's lock for the shared ones).
+// Never a log, an attempt's scratch folder or anything else a command had
+// a descriptor of or could write into: a process the command left could
+// still read or write it, and would then see the next attempt's. Its
+// folder is <spool>/<worker id>/.free, hidden from confined commands with
+// the rest of the spool. Kinds are kept apart: a spool entry is never
+// handed out as a file of the work folder.
 //
 // Every method is safe for concurrent use; a nil pool makes and removes,
 // as without one. A rename that fails (another file system: EXDEV; a
