@@ -270,7 +270,30 @@ func (l *loader) finish() (*Config, hcl.Diagnostics) {
 	for name, f := range l.parser.Files() {
 		l.cfg.Files[name] = f
 	}
-	return l.cfg, l.scrubSensitive(cleanDiags(l.diags))
+	return l.cfg, sortDiags(l.scrubSensitive(cleanDiags(l.diags)))
+}
+
+// sortDiags orders diagnostics as the files read: by file name, then line
+// and column, those without a source range (a variable given on the
+// command line, no configuration file at all) first. The loader finds
+// problems phase by phase and attribute by attribute in the order it
+// decodes them, not in the order they are written. The sort is stable:
+// diagnostics of one place keep their order.
+func sortDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		case a.Start.Line != b.Start.Line:
+			return a.Start.Line < b.Start.Line
+		default:
+			return a.Start.Column < b.Start.Column
+		}
+	})
+	return diags
 }
 
 // quoted matches a double-quoted string in a diagnostic's text.

@@ -198,8 +198,8 @@ pool "d" {
 	want := []string{
 		"23:10 Missing rec block: ",
 		`29:14 Value out of range: "max" must be at least 1; got 0.`,
-		`32:12 Value out of range: "size" must be at most 10; got 11.`,
 		"31:12 Bad name: The name is bad.",
+		`32:12 Value out of range: "size" must be at most 10; got 11.`,
 		`40:12 Invalid duration: "(sensitive)" is not a duration: write a number and a unit, such as "90s", "10m" or "1h30m".`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
