@@ -182,6 +182,14 @@ func collectOutputs(dir string, patterns []string, stage string, limit int64) ([
 		}
 		found := 0
 		var skipped []string // matches that are not regular files, and why
+		if len(matches) == 0 && !strings.ContainsAny(p, `*?[\`) {
+			// A literal name that Glob did not match: fs.Glob follows a
+			// link, and one that leads out of the directory or nowhere
+			// matches nothing. Say it is a link.
+			if fi, err := root.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				skipped = append(skipped, notAnOutput(p, root, nil))
+			}
+		}
 		for _, rel := range matches {
 			f, fi, err := regularfile.OpenIn(root, rel)
 			if err != nil {

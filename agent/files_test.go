@@ -39,7 +39,8 @@ func TestArtifactNamesStayInTheAttemptDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for link, target := range map[string]string{"loot": root, "proc": "/proc", "link.txt": "out/r.txt"} {
+	for link, target := range map[string]string{"loot": root, "proc": "/proc", "link.txt": "out/r.txt",
+		"out.db": filepath.Join(root, "secret"), "gone.txt": "nowhere"} {
 		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
 		}
@@ -60,6 +61,10 @@ func TestArtifactNamesStayInTheAttemptDirectory(t *testing.T) {
 		{[]string{"loot/*"}, `declared output "loot/*" matched no file`, nil},
 		{[]string{"proc/self/environ"}, `matched no file`, nil},
 		{[]string{"link.txt"}, "link.txt is a symbolic link", nil},
+		// a link out of the directory, or to nothing: Glob matches
+		// nothing through it, and the error says it is a link
+		{[]string{"out.db"}, `declared output "out.db" matched no regular file in the attempt's directory: out.db is a symbolic link`, nil},
+		{[]string{"gone.txt"}, "gone.txt is a symbolic link", nil},
 	} {
 		outs, err := collectOutputs(dir, c.patterns, filepath.Join(root, "stage"), 0)
 		switch {
