@@ -363,17 +363,8 @@ func withoutPath(err error) error {
 // openLogs makes an attempt's log folder and its task's address file (once
 // per task folder) and creates (or truncates) its stdout and stderr logs.
 func openLogs(paths attemptPaths, task string) (stdout, stderr *os.File, err error) {
-	if paths.recycling() {
-		if err := makeLogFolders(paths, task); err != nil {
-			return nil, nil, fmt.Errorf("creating the log folder: %v", err)
-		}
-	} else {
-		if err := makeFolder(paths.logDir); err != nil {
-			return nil, nil, fmt.Errorf("creating the log folder: %v", err)
-		}
-		if err := writeAddress(paths.pool, paths.address, task); err != nil {
-			return nil, nil, fmt.Errorf("writing the task address file: %v", err)
-		}
+	if err := makeLogFolders(paths, task); err != nil {
+		return nil, nil, err
 	}
 	stdout, err = openFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -533,21 +524,7 @@ func tidyAttempt(paths attemptPaths, task string, accepted, succeeded, outputs b
 				logsGone = false
 			}
 		}
-		recycled := false
-		if paths.recycling() && logsGone {
-			// The log folders go to the pool: the attempt's when it holds
-			// nothing, then the task's when it holds only its address.
-			paths.folders.do(func(locked bool) error {
-				if recycled = locked; locked && holdsOnly(paths.logDir) {
-					paths.pool.put(poolFolder, paths.logDir)
-					if taskDir := filepath.Dir(paths.address); holdsOnly(taskDir, "address") {
-						paths.pool.put(poolTaskLogs, taskDir)
-					}
-				}
-				return nil
-			})
-		}
-		if !recycled {
+		if !logsGone || !recycleLogFolders(paths) {
 			if err := removeFolder(paths.logDir); err == nil {
 				note(removeTaskLogs(paths.pool, paths.address, task))
 			} else {
@@ -560,18 +537,7 @@ func tidyAttempt(paths attemptPaths, task string, accepted, succeeded, outputs b
 		err = os.RemoveAll(paths.scratch)
 	}
 	note(err)
-	recycled := false
-	if paths.recycling() {
-		paths.folders.do(func(locked bool) error {
-			if recycled = locked; locked {
-				if taskDir := filepath.Dir(paths.scratch); holdsOnly(taskDir) {
-					paths.pool.put(poolFolder, taskDir)
-				}
-			}
-			return nil
-		})
-	}
-	if !recycled {
+	if !recycleScratchTaskFolder(paths) {
 		note(removeFolder(filepath.Dir(paths.scratch)))
 	}
 	if outputs {

@@ -2,10 +2,12 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 )
 
@@ -50,8 +52,8 @@ func (l *folderLock) do(fn func(locked bool) error) error {
 		return fn(false)
 	}
 	fd := int(l.f.Fd())
-	var err error
-	for err = syscall.Flock(fd, syscall.LOCK_EX); errors.Is(err, syscall.EINTR); {
+	err := syscall.Flock(fd, syscall.LOCK_EX)
+	for errors.Is(err, syscall.EINTR) {
 		err = syscall.Flock(fd, syscall.LOCK_EX)
 	}
 	if err != nil {
@@ -60,10 +62,6 @@ func (l *folderLock) do(fn func(locked bool) error) error {
 	defer syscall.Flock(fd, syscall.LOCK_UN)
 	return fn(true)
 }
-
-// recycling reports whether an attempt's folders are recycled: with a
-// pool, and a lock to take before touching a task's folder.
-func (p attemptPaths) recycling() bool { return p.pool != nil && p.folders != nil }
 
 // holdsOnly reports whether the folder dir holds the entries names and
 // nothing else (an empty folder for none). It reads at most one entry
@@ -75,63 +73,77 @@ func holdsOnly(dir string, names ...string) bool {
 	}
 	defer f.Close()
 	got, err := f.Readdirnames(len(names) + 1)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false
-	}
-	if len(got) != len(names) {
+	if err != nil && !errors.Is(err, io.EOF) || len(got) != len(names) {
 		return false
 	}
 	for _, n := range names {
-		found := false
-		for _, g := range got {
-			found = found || g == n
-		}
-		if !found {
+		if !slices.Contains(got, n) {
 			return false
 		}
 	}
 	return true
 }
 
+// makeTaskFolder makes a task's folder dir (in logs/ or scratch/, which it
+// makes too when missing) from a free one of kind where the pool has one
+// (pool.mkdir, fill readying it), and leaves one that is there as it is.
+// It reports whether dir came from the pool, filled. The work folder's
+// lock must be held.
+func makeTaskFolder(pool *inodePool, kind byte, dir string, fill func(free string) error) (filled bool, err error) {
+	filled, err = pool.mkdir(kind, dir, fill)
+	if errors.Is(err, fs.ErrNotExist) { // logs/ or scratch/ itself
+		if err = makeFolder(filepath.Dir(dir)); err == nil {
+			filled, err = pool.mkdir(kind, dir, fill)
+		}
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return false, makeFolder(dir) // a folder, or ENOTDIR
+	}
+	return filled, err
+}
+
 // makeLogFolders makes an attempt's log folder and its task's folder with
-// the address file, from the pool where it can (a task's log folder comes
-// with an address file, filled with task's address before it is renamed
-// into place), with the work folder's lock held: no other agent recycles
-// the task's folder meanwhile.
+// the address file. With the work folder's lock held (no other agent
+// recycles the task's folder meanwhile) they come from the pool where it
+// can: a task's log folder comes with an address file, filled with task's
+// address before it is renamed into place. The errors say which step
+// failed.
 func makeLogFolders(paths attemptPaths, task string) error {
 	return paths.folders.do(func(locked bool) error {
 		if !locked {
 			if err := makeFolder(paths.logDir); err != nil {
-				return err
+				return fmt.Errorf("creating the log folder: %v", err)
 			}
-			return writeAddress(paths.pool, paths.address, task)
+			return writeAddressOf(paths, task)
 		}
-		taskDir := filepath.Dir(paths.address)
 		content := []byte(task + "\n")
-		fill := func(free string) error { return overwrite(filepath.Join(free, "address"), content) }
-		filled, err := paths.pool.mkdir(poolTaskLogs, taskDir, fill)
-		if errors.Is(err, fs.ErrNotExist) { // the logs folder itself
-			if err = makeFolder(filepath.Dir(taskDir)); err == nil {
-				filled, err = paths.pool.mkdir(poolTaskLogs, taskDir, fill)
-			}
-		}
-		if errors.Is(err, fs.ErrExist) {
-			err = makeFolder(taskDir) // a folder, or ENOTDIR
-		}
+		filled, err := makeTaskFolder(paths.pool, poolTaskLogs, filepath.Dir(paths.address), func(free string) error {
+			return overwrite(filepath.Join(free, "address"), content)
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("creating the log folder: %v", err)
 		}
 		if !filled {
-			if err := writeAddress(paths.pool, paths.address, task); err != nil {
+			if err := writeAddressOf(paths, task); err != nil {
 				return err
 			}
 		}
 		if _, err := paths.pool.mkdir(poolFolder, paths.logDir, nil); errors.Is(err, fs.ErrExist) {
-			return makeFolder(paths.logDir) // an earlier try of the attempt made it
-		} else {
-			return err
+			err = makeFolder(paths.logDir) // an earlier try of the attempt made it
 		}
+		if err != nil {
+			return fmt.Errorf("creating the log folder: %v", err)
+		}
+		return nil
 	})
+}
+
+// writeAddressOf writes the task address file of paths (writeAddress).
+func writeAddressOf(paths attemptPaths, task string) error {
+	if err := writeAddress(paths.pool, paths.address, task); err != nil {
+		return fmt.Errorf("writing the task address file: %v", err)
+	}
+	return nil
 }
 
 // makeScratchFolder makes an attempt's scratch folder, new (never
@@ -140,29 +152,46 @@ func makeLogFolders(paths attemptPaths, task string) error {
 // where it can, with the work folder's lock held. It reports, as
 // freshFolder, whether clearing what an earlier try left failed.
 func makeScratchFolder(paths attemptPaths) (clearing bool, err error) {
-	if !paths.recycling() {
-		return freshFolder(paths.scratch)
-	}
 	err = paths.folders.do(func(locked bool) error {
-		if !locked {
-			clearing, err = freshFolder(paths.scratch)
-			return err
-		}
-		taskDir := filepath.Dir(paths.scratch)
-		_, err := paths.pool.mkdir(poolFolder, taskDir, nil)
-		if errors.Is(err, fs.ErrNotExist) { // the scratch folder itself
-			if err = makeFolder(filepath.Dir(taskDir)); err == nil {
-				_, err = paths.pool.mkdir(poolFolder, taskDir, nil)
+		if locked {
+			if _, err := makeTaskFolder(paths.pool, poolFolder, filepath.Dir(paths.scratch), nil); err != nil {
+				return err
 			}
-		}
-		if errors.Is(err, fs.ErrExist) {
-			err = makeFolder(taskDir)
-		}
-		if err != nil {
-			return err
 		}
 		clearing, err = freshFolder(paths.scratch)
 		return err
 	})
 	return clearing, err
+}
+
+// recycleLogFolders puts an attempt's log folder, which its tidying
+// emptied, into the pool, then its task's when it holds only its address
+// file, with the work folder's lock held. It reports false, having done
+// nothing, when it could not take the lock.
+func recycleLogFolders(paths attemptPaths) (done bool) {
+	paths.folders.do(func(locked bool) error {
+		if done = locked; locked && holdsOnly(paths.logDir) {
+			paths.pool.put(poolFolder, paths.logDir)
+			if taskDir := filepath.Dir(paths.address); holdsOnly(taskDir, "address") {
+				paths.pool.put(poolTaskLogs, taskDir)
+			}
+		}
+		return nil
+	})
+	return done
+}
+
+// recycleScratchTaskFolder puts a task's scratch folder into the pool when
+// it holds nothing, with the work folder's lock held. It reports false,
+// having done nothing, when it could not take the lock.
+func recycleScratchTaskFolder(paths attemptPaths) (done bool) {
+	paths.folders.do(func(locked bool) error {
+		if done = locked; locked {
+			if taskDir := filepath.Dir(paths.scratch); holdsOnly(taskDir) {
+				paths.pool.put(poolFolder, taskDir)
+			}
+		}
+		return nil
+	})
+	return done
 }

@@ -175,37 +175,30 @@ func verifySchema(ctx context.Context, q querier, p string, version int) error {
 // singletonTables are the tables the first migrations fill with their one
 // row (id 1), which every write and read of the state needs: the lineage
 // and serial, the fencing counter and its reservation, the put id.
+// singletonsQuery reads, in this order, whether each holds its row.
 var singletonTables = []string{"state_info", "fencing_counter", "fencing_reservation", "put_id"}
+
+const singletonsQuery = `SELECT EXISTS (SELECT 1 FROM state_info WHERE id = 1), EXISTS (SELECT 1 FROM fencing_counter WHERE id = 1),
+	EXISTS (SELECT 1 FROM fencing_reservation WHERE id = 1), EXISTS (SELECT 1 FROM put_id WHERE id = 1)`
 
 // verifySingletons checks that every table of singletonTables holds its
 // row (its guard trigger refuses a DELETE, but a file can be changed by
 // other means than wdc). It returns a *DamagedError naming each row that
 // is missing ("the row of table state_info").
 func verifySingletons(ctx context.Context, q querier, p string, version int) error {
-	var sql strings.Builder
-	sql.WriteString("SELECT ")
-	for i, t := range singletonTables {
-		if i > 0 {
-			sql.WriteString(", ")
-		}
-		sql.WriteString("EXISTS (SELECT 1 FROM " + t + " WHERE id = 1)")
-	}
-	rows, err := q.QueryContext(ctx, sql.String())
+	rows, err := q.QueryContext(ctx, singletonsQuery)
 	if err != nil {
 		return fmt.Errorf("read the schema of %s: %w", p, err)
 	}
 	defer rows.Close()
-	have := make([]bool, len(singletonTables))
-	dest := make([]any, len(have))
-	for i := range have {
-		dest[i] = &have[i]
-	}
+	var have [4]bool
 	if rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("read the schema of %s: %w", p, err)
-		}
+		err = rows.Scan(&have[0], &have[1], &have[2], &have[3])
 	}
-	if err := rows.Err(); err != nil {
+	if err == nil {
+		err = rows.Err()
+	}
+	if err != nil {
 		return fmt.Errorf("read the schema of %s: %w", p, err)
 	}
 	var missing []string

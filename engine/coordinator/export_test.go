@@ -9,10 +9,16 @@ var JudgementEvents = judgementEvents
 // WorkerSeq returns the launch sequence worker id registered with (0 for
 // a worker that joined, or one c does not know).
 func WorkerSeq(c *Coordinator, id string) int {
+	return ofWorker(c, id, func(w *workerState) int { return w.seq })
+}
+
+// ofWorker returns f of worker id's state, read under c's lock (0 for a
+// worker c does not know).
+func ofWorker(c *Coordinator, id string, f func(*workerState) int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if w := c.workers[id]; w != nil {
-		return w.seq
+		return f(w)
 	}
 	return 0
 }
@@ -29,10 +35,5 @@ func SetTakeOverHook(c *Coordinator, f func()) {
 // UnstartedInMemory returns how many of worker id's leases c holds as
 // unstarted in memory (a reported start clears it before its write).
 func UnstartedInMemory(c *Coordinator, id string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if w := c.workers[id]; w != nil {
-		return w.unstarted
-	}
-	return 0
+	return ofWorker(c, id, func(w *workerState) int { return w.unstarted })
 }
