@@ -61,7 +61,8 @@ func (t *Tx) GrantLease(req GrantRequest, now time.Time) (Lease, error) {
 		return Lease{}, invalidf("grant lease for %s: grace must not be negative, have %s", req.Task, req.Grace)
 	}
 	var status, defHash string
-	err := t.QueryRowContext(t.ctx, `SELECT status, def_hash FROM tasks WHERE address = ?`, req.Task).Scan(&status, &defHash)
+	var attempts int
+	err := t.QueryRowContext(t.ctx, `SELECT status, def_hash, attempts FROM tasks WHERE address = ?`, req.Task).Scan(&status, &defHash, &attempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Lease{}, fmt.Errorf("grant lease: task %s: %w", req.Task, ErrNotFound)
 	}
@@ -83,20 +84,10 @@ func (t *Tx) GrantLease(req GrantRequest, now time.Time) (Lease, error) {
 	if WorkerStatus(wstatus) != WorkerActive {
 		return Lease{}, fmt.Errorf("grant lease for %s: worker %q is %s: %w", req.Task, req.WorkerID, wstatus, ErrWorkerNotActive)
 	}
-	return grantWritesTx(t.ctx, t, req, defHash, ttlMS, now)
-}
-
-// grantWritesTx makes the writes of a grant whose checks passed: it counts
-// the attempt, takes the next fencing token and inserts the lease (of
-// definition defHash, expiring within the worker's ttl ttlMS), the
-// attempt row and the "leased" event.
-func grantWritesTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string, ttlMS int64, now time.Time) (Lease, error) {
-	var attempt int
-	if err := tx.QueryRowContext(ctx, `UPDATE tasks SET attempts = attempts + 1, status = 'running', updated_at = ?
-		WHERE address = ? RETURNING attempts`, ms(now), req.Task).Scan(&attempt); err != nil {
-		return Lease{}, fmt.Errorf("grant lease for %s: count attempt: %w", req.Task, err)
+	if err := t.countAttempt(req.Task, now); err != nil {
+		return Lease{}, err
 	}
-	return grantLeaseTx(ctx, tx, req, defHash, ttlMS, attempt, now)
+	return grantLeaseTx(t.ctx, t, req, defHash, ttlMS, attempts+1, now)
 }
 
 // grantLeaseTx makes the writes of a grant after its attempt was counted
@@ -113,12 +104,16 @@ func grantLeaseTx(ctx context.Context, tx *Tx, req GrantRequest, defHash string,
 	// The lease takes the counter's next token, and its trigger
 	// (leases_take_token, migration 013) moves the counter to it under the
 	// counter's guard: one statement takes the token and writes the lease.
+	// The token is the row's key (leases.token is its rowid), which the
+	// driver hands back without a RETURNING clause and its temporary table.
 	var token int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
+	res, err := tx.ExecContext(ctx, `INSERT INTO leases (token, task, def_hash, worker_id, attempt, status,
 			granted_at, renewed_at, expires_at, hard_expires_at, unstarted)
-		VALUES ((SELECT last_token + 1 FROM fencing_counter WHERE id = 1), ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)
-		RETURNING token`,
-		req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard, unstarted).Scan(&token)
+		VALUES ((SELECT last_token + 1 FROM fencing_counter WHERE id = 1), ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)`,
+		req.Task, defHash, req.WorkerID, attempt, nowMS, nowMS, expires, hard, unstarted)
+	if err == nil {
+		token, err = res.LastInsertId()
+	}
 	switch {
 	case isUniqueViolation(err, "leases.task"):
 		return Lease{}, fmt.Errorf("grant lease for %s: %w", req.Task, ErrLeaseHeld)

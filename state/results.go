@@ -174,16 +174,14 @@ func cancelDownstreamTx(ctx context.Context, tx *Tx, failed string, downstream [
 	reason := lifecycle.CancelledBy(failed)
 	var out []string
 	for _, addr := range downstream {
-		var got string
-		err := tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'cancelled', last_error = ?, updated_at = ?, finished_at = ?
+		changed, err := changedRows(tx.ExecContext(ctx, `UPDATE tasks SET status = 'cancelled', last_error = ?, updated_at = ?, finished_at = ?
 			WHERE address = ? AND status IN ('pending', 'queued')
-			  AND NOT EXISTS (SELECT 1 FROM leases WHERE task = ? AND status = 'active')
-			RETURNING address`, reason, ms(now), ms(now), addr, addr).Scan(&got)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
+			  AND NOT EXISTS (SELECT 1 FROM leases WHERE task = ? AND status = 'active')`, reason, ms(now), ms(now), addr, addr))
 		if err != nil {
 			return nil, fmt.Errorf("cancel %s: %w", addr, err)
+		}
+		if changed == 0 {
+			continue
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE retry_directives SET consumed_at = ? WHERE task = ? AND consumed_at IS NULL`,
 			ms(now), addr); err != nil {
@@ -211,16 +209,15 @@ func promoteTx(ctx context.Context, tx *Tx, deps []Dependent, now time.Time) ([]
 			list = append(list, a)
 		}
 		js, _ := json.Marshal(list) // []string always marshals
-		var got string
-		err := tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'queued', updated_at = ?
+		changed, err := changedRows(tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', updated_at = ?
 			WHERE address = ? AND status = 'pending'
-			  AND (SELECT count(*) FROM tasks d WHERE d.address IN (SELECT value FROM json_each(?)) AND d.status = 'succeeded') = ?
-			RETURNING address`, ms(now), d.Address, string(js), len(list)).Scan(&got)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
+			  AND (SELECT count(*) FROM tasks d WHERE d.address IN (SELECT value FROM json_each(?)) AND d.status = 'succeeded') = ?`,
+			ms(now), d.Address, string(js), len(list)))
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: %w", d.Address, err)
+		}
+		if changed == 0 {
+			continue
 		}
 		if err := appendEvent(ctx, tx, Event{Kind: EventQueued, Task: d.Address, Message: lifecycle.Promoted(d.DependsOn)}, now); err != nil {
 			return nil, err

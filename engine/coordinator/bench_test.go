@@ -27,8 +27,10 @@ import (
 // synchronous=FULL). The "api" case calls the coordinator's Go methods;
 // "http" goes through the handler with protocol.Client over loopback.
 // Metrics: coord_claims/s, raw_claims/s and their ratio coord/raw (compare
-// ratios, not absolute numbers: docs/sqlite.md). ns/op covers the
-// coordinator loop only.
+// ratios, not absolute numbers: docs/sqlite.md); writes/group, the writes
+// (claims and results) one commit carried on average, and stmts/claim,
+// the statements run per claim and its accept, BEGIN and COMMIT included.
+// ns/op covers the coordinator loop only.
 func BenchmarkClaim(b *testing.B) {
 	for _, via := range []string{"api", "http"} {
 		for _, claimers := range []int{1, 8} {
@@ -67,6 +69,15 @@ func benchmarkClaim(b *testing.B, via string, claimers int) {
 	var next atomic.Int64 // claims left to make, counted down
 	next.Store(int64(n))
 	errs := make(chan error, claimers)
+	// Statements and write groups of the coordinator loop: each group
+	// begins with BEGIN IMMEDIATE (state.TraceStatements).
+	var groups, stmts atomic.Int64
+	stopTrace := state.TraceStatements(func(q string, _ time.Duration) {
+		stmts.Add(1)
+		if q == "BEGIN IMMEDIATE" {
+			groups.Add(1)
+		}
+	})
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -107,6 +118,7 @@ func benchmarkClaim(b *testing.B, via string, claimers int) {
 	wg.Wait()
 	coord := time.Since(start)
 	b.StopTimer()
+	stopTrace()
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
@@ -140,6 +152,8 @@ func benchmarkClaim(b *testing.B, via string, claimers int) {
 	b.ReportMetric(coordRate, "coord_claims/s")
 	b.ReportMetric(rawRate, "raw_claims/s")
 	b.ReportMetric(coordRate/rawRate, "coord/raw")
+	b.ReportMetric(float64(2*n)/float64(max(1, groups.Load())), "writes/group")
+	b.ReportMetric(float64(stmts.Load())/float64(n), "stmts/claim")
 }
 
 func benchStore(b *testing.B, path string, pools []coordinator.PoolRuntime, tasks []coordinator.TaskRuntime) *state.Store {
