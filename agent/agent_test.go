@@ -399,8 +399,9 @@ func TestDrainOnContextCancel(t *testing.T) {
 		class        string
 		errContains  string
 	}{
-		{"attempt finishes within the drain timeout", []string{"sleep", "0.5"}, 30 * time.Second, "", ""},
-		{"attempt outlives the drain timeout", []string{"sleep", "60"}, 300 * time.Millisecond, ClassLost, "still running 300ms after the worker began to drain (its drain timeout)"},
+		// each prints first: its stdout log is made at the first byte
+		{"attempt finishes within the drain timeout", []string{"sh", "-c", "echo started; exec sleep 0.5"}, 30 * time.Second, "", ""},
+		{"attempt outlives the drain timeout", []string{"sh", "-c", "echo started; exec sleep 60"}, 300 * time.Millisecond, ClassLost, "still running 300ms after the worker began to drain (its drain timeout)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -991,14 +992,20 @@ func TestLogReplacedByAFIFO(t *testing.T) {
 	s := startFake(t, f)
 	// Unconfined: a confined task cannot reach its log files at all (they
 	// are in the hidden work folder); this is the agent's own defence.
-	startAgent(t, s.URL(), func(o *Options) { o.Unconfined = true })
-	asg := f.add(assignment(t, "task.fifo", "sh", "-c", `p=$(readlink /proc/$$/fd/1) && rm "$p" && mkfifo "$p"`))[0]
+	a := startAgent(t, s.URL(), func(o *Options) { o.Unconfined = true })
+	// Its stdout is a pipe to the agent, which makes the log file at the
+	// first byte: the command puts a FIFO there first, then prints.
+	logDir := filepath.Join(a.opts.WorkDir, "logs", "task.fifo", "1")
+	asg := f.add(assignment(t, "task.fifo", "sh", "-c", `mkdir -p "$0" && mkfifo "$0/stdout" && echo hello`, logDir))[0]
 	waitFor(t, 20*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
 	r, _ := f.result(asg.FencingToken)
 	for _, a := range r.req.Artifacts {
 		if a.Name == "stdout" {
 			t.Errorf("the result names a stdout log %+v; its file is a FIFO", a)
 		}
+	}
+	if r.req.FailureClass != ClassLost || !strings.Contains(r.req.Error, "creating the stdout log") {
+		t.Errorf("result %s %q; want lost, the log not made", r.req.FailureClass, r.req.Error)
 	}
 }
 

@@ -334,7 +334,8 @@ type execution struct {
 
 // runAttempt runs an assignment's command to completion and reports how it
 // ended. The command is a direct child of the agent in its own process
-// group, with stdin /dev/null and stdout/stderr in files under paths.logDir.
+// group, with stdin /dev/null and stdout/stderr through pipes into files
+// under paths.logDir, made at their first bytes (attemptLogs).
 // It returns when the process has exited; the whole process group is
 // signalled on timeout or stop, and swept with SIGKILL when the command
 // ends, so nothing it started outlives the attempt (except processes that
@@ -369,19 +370,20 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	if stopped, why := at.stopped(); stopped {
 		return finish(ClassLost, why)
 	}
-	stdout, stderr, err := openLogs(paths, asg.Task)
+	logs, err := pipeLogs(paths, asg.Task)
 	if err != nil {
 		return finish(ClassLost, err.Error())
 	}
-	defer stdout.Close()
-	defer stderr.Close()
 	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   asg.Definition.Command,
-		Dir:    workDir,
-		Env:    env,
-		Stdout: stdout, // *os.File: no copying goroutine, Wait cannot hang on grandchildren
-		Stderr: stderr,
+		Path: path,
+		Args: asg.Definition.Command,
+		Dir:  workDir,
+		Env:  env,
+		// The pipes' write ends, *os.File: os/exec starts no copying
+		// goroutine, so Wait cannot hang on what the command left
+		// holding them; the agent's copiers stop at logs.drain.
+		Stdout: logs.Stdout,
+		Stderr: logs.Stderr,
 		// Its own process group; on Linux also a parent-death signal
 		// (sysproc_linux.go, sysproc_other.go).
 		SysProcAttr: attemptSysProcAttr(),
@@ -394,8 +396,10 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	release, err := start(cmd, func(pid int) {
 		unrecord = procgroup.RecordWith(paths.groups, pid, paths.pool.emptyFile, paths.pool.putFile)
 	})
+	logs.started()
 	defer func() { unrecord() }() // after watchGroup ended the group
 	if err != nil {
+		logs.drain(0)
 		var pe *fs.PathError
 		if errors.As(err, &pe) || errors.Is(err, exec.ErrNotFound) {
 			return finish(ClassRefused, fmt.Sprintf("refused: starting the command: %v", err))
@@ -407,6 +411,9 @@ func runAttempt(at *attempt, paths attemptPaths, env []string, killGrace time.Du
 	ex.timedOut, ex.exitedFirst = watchGroup(at, cmd, killGrace)
 	ex.ended = time.Now().UTC()
 	ex.exitCode, ex.signal = exitOf(cmd.ProcessState)
+	if err := logs.drain(logDrainGrace); err != nil {
+		return finish(ClassLost, err.Error()) // its output is incomplete: the worker's problem
+	}
 	return finish(outcome(at, ex))
 }
 

@@ -360,24 +360,6 @@ func withoutPath(err error) error {
 // (tidyAttempt): an empty log is the empty blob, which every coordinator
 // holds, so it needs no file (docs/configuration.md, "The work folder").
 
-// openLogs makes an attempt's log folder and its task's address file (once
-// per task folder) and creates (or truncates) its stdout and stderr logs.
-func openLogs(paths attemptPaths, task string) (stdout, stderr *os.File, err error) {
-	if err := makeLogFolders(paths, task); err != nil {
-		return nil, nil, err
-	}
-	stdout, err = openFile(paths.stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the stdout log: %v", err)
-	}
-	stderr, err = openFile(paths.stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		stdout.Close()
-		return nil, nil, fmt.Errorf("creating the stderr log: %v", err)
-	}
-	return stdout, stderr, nil
-}
-
 // makeFolder makes dir and the folders above it that are missing (mode
 // 0700), as os.MkdirAll does (a folder that exists is left as it is; a
 // file in its place is ENOTDIR), trying again when a folder above it goes
@@ -460,15 +442,17 @@ func writeAddress(pool *inodePool, path, task string) error {
 
 // logArtifacts names an attempt's stdout and stderr logs as the result's
 // artifacts, with their hashes, and returns the files to upload by hash.
-// An empty log (a regular file of 0 bytes, seen without following a link)
-// is artifact.EmptyHash without reading it, and no file: every coordinator
-// holds the empty blob, and tidyAttempt removes the file. A log that cannot
-// be read is left out, with why in problems.
+// An empty log (no file, or a regular file of 0 bytes, seen without
+// following a link) is artifact.EmptyHash without reading it, and no file
+// to upload: every coordinator holds the empty blob, and tidyAttempt
+// removes the file. A log that cannot be read is left out, with why in
+// problems.
 func logArtifacts(paths attemptPaths) (refs []protocol.ArtifactRef, files map[string]string, problems map[string]error) {
 	files = map[string]string{}
 	for _, lf := range []struct{ name, path string }{{"stdout", paths.stdout}, {"stderr", paths.stderr}} {
 		h, size := artifact.EmptyHash, int64(0)
-		if fi, err := os.Lstat(lf.path); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+		// No file: the command printed nothing on it (attemptLogs).
+		if fi, err := os.Lstat(lf.path); !errors.Is(err, fs.ErrNotExist) && (err != nil || !fi.Mode().IsRegular() || fi.Size() != 0) {
 			if h, size, err = artifact.HashFile(lf.path); err != nil {
 				if problems == nil {
 					problems = map[string]error{}

@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wdc-dev/wdc/artifact"
+	"github.com/wdc-dev/wdc/protocol"
+)
+
+// logRefs returns a result's log artifacts by name.
+func logRefs(req protocol.ResultRequest) map[string]protocol.ArtifactRef {
+	out := map[string]protocol.ArtifactRef{}
+	for _, a := range req.Artifacts {
+		if a.Kind == protocol.ArtifactLog {
+			out[a.Name] = a
+		}
+	}
+	return out
+}
+
+func hashOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// TestLogFilesMadeAtTheFirstByte: an attempt's stdout and stderr reach
+// the agent through pipes, and a log file (with its folders and the task's
+// address file) is made only when its stream carries a byte. A quiet
+// attempt makes none while it runs, and its result names the empty blob
+// for both; one that prints on stderr alone makes that file only.
+func TestLogFilesMadeAtTheFirstByte(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name           string
+		script         string
+		stdout, stderr string
+	}{
+		{"quiet", `touch "$1/running"; while [ ! -f "$1/go" ]; do sleep 0.05; done`, "", ""},
+		{"stderr only", `echo oops >&2; touch "$1/running"; while [ ! -f "$1/go" ]; do sleep 0.05; done`, "", "oops\n"},
+		{"both", `printf out; printf err >&2; touch "$1/running"; while [ ! -f "$1/go" ]; do sleep 0.05; done`, "out", "err"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+			s := startFake(t, f)
+			a := startAgent(t, s.URL(), func(o *Options) { o.Unconfined = true })
+			gate := t.TempDir()
+			asg := f.add(assignment(t, "task.q", "sh", "-c", c.script, "sh", gate))[0]
+			waitFor(t, 20*time.Second, "the command to run", func() bool {
+				_, err := os.Stat(filepath.Join(gate, "running"))
+				return err == nil
+			})
+			logDir := filepath.Join(a.opts.WorkDir, "logs", "task.q")
+			want := map[string]bool{"stdout": c.stdout != "", "stderr": c.stderr != ""}
+			// What it printed before "running" is in the pipes; the copier
+			// writes it soon after.
+			waitFor(t, 20*time.Second, "the logs it printed", func() bool {
+				for name, printed := range want {
+					if _, err := os.Stat(filepath.Join(logDir, "1", name)); (err == nil) != printed {
+						return false
+					}
+				}
+				return true
+			})
+			if _, err := os.Stat(logDir); c.stdout == "" && c.stderr == "" && !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a quiet attempt's log folder %s: %v; want none while it runs", logDir, err)
+			}
+			if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
+			r, _ := f.result(asg.FencingToken)
+			if r.req.FailureClass != "" {
+				t.Fatalf("result %s %q; want a success", r.req.FailureClass, r.req.Error)
+			}
+			refs := logRefs(r.req)
+			for name, text := range map[string]string{"stdout": c.stdout, "stderr": c.stderr} {
+				ref, ok := refs[name]
+				if !ok || ref.SHA256 != hashOf(text) || ref.Size != int64(len(text)) {
+					t.Errorf("%s log %+v; want %d bytes of hash %s", name, ref, len(text), hashOf(text))
+				}
+				if text == "" && ref.SHA256 != artifact.EmptyHash {
+					t.Errorf("%s log %+v; want the empty blob", name, ref)
+				}
+			}
+		})
+	}
+}
+
+// TestDetachedProcessDoesNotHoldTheAttempt: a process that left the
+// attempt's process group (setsid) and holds its stdout does not keep the
+// attempt from ending: once the command has exited, the agent reads its
+// pipes for logDrainGrace more, then closes them. The result arrives while
+// that process still runs, with what the command printed.
+func TestDetachedProcessDoesNotHoldTheAttempt(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid here:", err)
+	}
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	startAgent(t, s.URL(), func(o *Options) { o.Unconfined = true })
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	// The detached shell writes its pid (the command waits for it: a
+	// process still in the group when the command exits is killed with
+	// it), then waits for the test's gate (or 60 s) before it prints: it
+	// outlives the attempt.
+	script := `setsid sh -c 'echo $$ > "$1/pid.tmp"; mv "$1/pid.tmp" "$1/pid"; i=0; while [ ! -f "$1/gate" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo late' sh "$1" & while [ ! -f "$1/pid" ]; do sleep 0.05; done; echo early`
+	asg := f.add(assignment(t, "task.detach", "sh", "-c", script, "sh", dir))[0]
+	waitFor(t, 30*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
+	r, _ := f.result(asg.FencingToken)
+	defer os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600)
+	if r.req.FailureClass != "" {
+		t.Fatalf("result %s %q; want a success", r.req.FailureClass, r.req.Error)
+	}
+	if ref := logRefs(r.req)["stdout"]; ref.SHA256 != hashOf("early\n") {
+		t.Errorf("stdout log %+v; want early", ref)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the detached process never wrote its pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("the detached process %d is gone (%v) when the result arrives; the test wants it alive to show the attempt did not wait for it", pid, err)
+	}
+}
