@@ -9,12 +9,17 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // logDrainGrace is how long, once an attempt's command has exited and its
-// process group was swept, the agent goes on reading its stdout and stderr
-// for a process that left the group (setsid) and still holds them. Then it
-// closes them: such a process's later writes fail (EPIPE, or SIGPIPE).
+// process group was swept, the agent goes on waiting on its stdout and
+// stderr for a process that left the group (setsid) and still holds them.
+// Then each copier takes what the pipe still holds (the group wrote it
+// before it ended, and a copier may be late: making the log folders waits
+// for the work folder's lock) and closes it: a detached process's later
+// writes fail (EPIPE, or SIGPIPE).
 const logDrainGrace = 200 * time.Millisecond
 
 // attemptLogs carries an attempt's stdout and stderr from its command to
@@ -81,10 +86,12 @@ func (l *attemptLogs) started() {
 	l.Stderr.Close()
 }
 
-// drain waits for both copiers to reach the end of their pipes, at most
-// grace, then closes the pipes and waits for the copiers to stop. It
-// returns the first error writing a log (the attempt's output is then
-// incomplete: a problem of the worker's, not of the task's).
+// drain waits for both copiers to reach the end of their pipes. Past
+// grace it stops waiting for writers that are still out there: each copier
+// then takes what its pipe holds at that moment, however long writing it
+// takes, and ends. drain then closes the pipes and returns the first error
+// writing a log (the attempt's output is then incomplete: a problem of the
+// worker's, not of the task's).
 func (l *attemptLogs) drain(grace time.Duration) error {
 	done := make(chan struct{})
 	go func() {
@@ -97,7 +104,10 @@ func (l *attemptLogs) drain(grace time.Duration) error {
 	case <-done:
 	case <-t.C:
 		for _, r := range l.readers {
-			r.Close() // the copier's Read ends with os.ErrClosed
+			// A copier waiting in Read wakes with ErrDeadlineExceeded; a
+			// busy one sees it at its next Read. Either then takes what
+			// is buffered (takeBuffered) and ends.
+			r.SetReadDeadline(time.Now())
 		}
 		<-done
 	}
@@ -124,7 +134,8 @@ var logBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &
 // copy writes what comes through r into the log file at path, which it
 // makes at the first byte. When the file cannot be made or written it
 // records why and goes on reading, so the command never blocks on a full
-// pipe.
+// pipe. It ends at the end of the pipe, or when drain's grace has passed
+// (a read deadline) once it has taken what the pipe held then.
 func (l *attemptLogs) copy(r *os.File, path, name string) {
 	defer l.copied.Done()
 	bp := logBuffers.Get().(*[]byte)
@@ -132,25 +143,35 @@ func (l *attemptLogs) copy(r *os.File, path, name string) {
 	buf := *bp
 	var f *os.File
 	broken := false
-	for {
-		n, rerr := r.Read(buf)
-		if n > 0 && !broken {
-			if f == nil {
-				var err error
-				if f, err = l.create(path); err != nil {
-					l.fail(fmt.Errorf("creating the %s log: %v", name, err))
-					broken = true
-				}
-			}
-			if f != nil {
-				if _, err := f.Write(buf[:n]); err != nil {
-					l.fail(fmt.Errorf("writing the %s log: %v", name, err))
-					broken = true
-				}
+	write := func(b []byte) {
+		if broken {
+			return
+		}
+		if f == nil {
+			var err error
+			if f, err = l.create(path); err != nil {
+				l.fail(fmt.Errorf("creating the %s log: %v", name, err))
+				broken = true
+				return
 			}
 		}
+		if _, err := f.Write(b); err != nil {
+			l.fail(fmt.Errorf("writing the %s log: %v", name, err))
+			broken = true
+		}
+	}
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			write(buf[:n])
+		}
 		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) && !errors.Is(rerr, os.ErrClosed) {
+			switch {
+			case errors.Is(rerr, os.ErrDeadlineExceeded):
+				if err := takeBuffered(r, buf, write); err != nil {
+					l.fail(fmt.Errorf("reading the command's %s: %v", name, err))
+				}
+			case !errors.Is(rerr, io.EOF) && !errors.Is(rerr, os.ErrClosed):
 				l.fail(fmt.Errorf("reading the command's %s: %v", name, rerr))
 			}
 			break
@@ -161,6 +182,49 @@ func (l *attemptLogs) copy(r *os.File, path, name string) {
 			l.fail(fmt.Errorf("writing the %s log: %v", name, err))
 		}
 	}
+}
+
+// takeBuffered passes to write what the pipe r holds now (pipeBuffered), and
+// no more: what a detached writer adds meanwhile is not waited for. It
+// reads without waiting, so a pipe that another reader emptied meanwhile
+// does not block it.
+func takeBuffered(r *os.File, buf []byte, write func([]byte)) error {
+	r.SetReadDeadline(time.Time{}) // RawConn.Read refuses a passed deadline
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var left int
+	var ioctlErr error
+	if err := rc.Control(func(fd uintptr) { left, ioctlErr = pipeBuffered(int(fd)) }); err != nil {
+		return err
+	}
+	if ioctlErr != nil {
+		return fmt.Errorf("how much the pipe holds: %v", ioctlErr)
+	}
+	for left > 0 {
+		var n int
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			n, rerr = unix.Read(int(fd), buf[:min(left, len(buf))])
+			for errors.Is(rerr, unix.EINTR) {
+				n, rerr = unix.Read(int(fd), buf[:min(left, len(buf))])
+			}
+			return true // never wait for the poller
+		})
+		if err != nil {
+			return err
+		}
+		if errors.Is(rerr, unix.EAGAIN) || (rerr == nil && n == 0) {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+		write(buf[:n])
+		left -= n
+	}
+	return nil
 }
 
 // create makes the log file at path, and first (once for both logs) the

@@ -140,3 +140,103 @@ func TestDetachedProcessDoesNotHoldTheAttempt(t *testing.T) {
 		t.Errorf("the detached process %d is gone (%v) when the result arrives; the test wants it alive to show the attempt did not wait for it", pid, err)
 	}
 }
+
+// TestLateCopierKeepsTheOutput: a copier that is late when the command
+// ends (making the log folders waits for the work folder's lock, which
+// another agent of the folder may hold for long) still writes all the
+// command printed. The grace after the command's end bounds the wait for
+// detached writers, not for what the pipe already holds.
+func TestLateCopierKeepsTheOutput(t *testing.T) {
+	t.Parallel()
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	a := startAgent(t, s.URL(), func(o *Options) { o.Unconfined = true })
+	// 48,894 bytes: less than a pipe holds, so the command ends while the
+	// copier still waits for the lock.
+	var want strings.Builder
+	for i := 1; i <= 10000; i++ {
+		want.WriteString(strconv.Itoa(i) + "\n")
+	}
+	gate := t.TempDir()
+	script := `touch "$1/running"; while [ ! -f "$1/go" ]; do sleep 0.05; done; i=1; while [ $i -le 10000 ]; do echo $i; i=$((i+1)); done; touch "$1/printed"`
+	asg := f.add(assignment(t, "task.late", "sh", "-c", script, "sh", gate))[0]
+	waitFor(t, 30*time.Second, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(gate, "running"))
+		return err == nil
+	})
+	// The attempt has set up; take the work folder's lock before it
+	// prints its first byte.
+	lock, err := os.Open(a.opts.WorkDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Skip("no flock here:", err)
+	}
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+			unlocked = true
+		}
+	}
+	defer unlock()
+	if err := os.WriteFile(filepath.Join(gate, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the command to print", func() bool {
+		_, err := os.Stat(filepath.Join(gate, "printed"))
+		return err == nil
+	})
+	// Hold the lock well past the grace after the command's end.
+	time.Sleep(5 * logDrainGrace)
+	if _, ok := f.result(asg.FencingToken); ok {
+		t.Fatal("a result arrived while its stdout log could not be made")
+	}
+	unlock()
+	waitFor(t, 30*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
+	r, _ := f.result(asg.FencingToken)
+	if r.req.FailureClass != "" {
+		t.Fatalf("result %s %q; want a success", r.req.FailureClass, r.req.Error)
+	}
+	if ref := logRefs(r.req)["stdout"]; ref.SHA256 != hashOf(want.String()) || ref.Size != int64(want.Len()) {
+		t.Errorf("stdout log %+v; want all %d bytes the command printed", ref, want.Len())
+	}
+}
+
+// TestDetachedWriterDoesNotHoldTheAttempt: a detached process that never
+// stops printing does not keep the attempt from ending either: past the
+// grace the copier takes what the pipe holds then and closes it, and the
+// writer's next write fails (yes(1) dies of SIGPIPE).
+func TestDetachedWriterDoesNotHoldTheAttempt(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid here:", err)
+	}
+	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
+	s := startFake(t, f)
+	startAgent(t, s.URL(), func(o *Options) { o.Unconfined = true })
+	dir := t.TempDir()
+	script := `setsid sh -c 'echo $$ > "$1/pid.tmp"; mv "$1/pid.tmp" "$1/pid"; exec yes spam' sh "$1" & while [ ! -f "$1/pid" ]; do sleep 0.05; done`
+	asg := f.add(assignment(t, "task.spam", "sh", "-c", script, "sh", dir))[0]
+	waitFor(t, 30*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
+	r, _ := f.result(asg.FencingToken)
+	if r.req.FailureClass != "" {
+		t.Fatalf("result %s %q; want a success", r.req.FailureClass, r.req.Error)
+	}
+	if ref := logRefs(r.req)["stdout"]; ref.Size == 0 {
+		t.Errorf("stdout log %+v; want what yes printed before the pipe closed", ref)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the detached writer to die of its closed stdout", func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
+}
