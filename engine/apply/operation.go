@@ -166,6 +166,12 @@ func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 				op.Saved.Lineage, op.StatePath))
 		}
 	}
+	// A state file that is not there yet is made only once its plan is
+	// confirmed: answering no leaves nothing behind.
+	confirmed, res, err := op.confirmBeforeCreating()
+	if confirmed == nil && (res != nil || err != nil) {
+		return res, err
+	}
 	store, err := state.Open(context.Background(), op.StatePath)
 	if err != nil {
 		return nil, err
@@ -219,6 +225,24 @@ func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 	if err := op.recover(ctx, store, lock); err != nil {
 		return nil, err
 	}
+	if confirmed != nil {
+		// The plan was made against no state and confirmed; it holds
+		// while the state this apply made (or found made meanwhile, by
+		// an apply that has not written to it) is empty.
+		snap, err := op.stillEmpty(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		// Made with no state, so with no hash key (as a saved plan made
+		// with none, checkSaved).
+		plan.Rekey(confirmed, op.Config, snap.HashKey)
+		op.View.Started()
+		res, err = op.apply(ctx, store, lock, confirmed)
+		if errors.Is(err, state.ErrLockLost) {
+			lockLost()
+		}
+		return res, err
+	}
 	planned, err := op.plan(ctx, store)
 	if err != nil || !planned.HasChanges() {
 		return &Result{NoChanges: err == nil}, err
@@ -238,6 +262,57 @@ func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 		lockLost()
 	}
 	return res, err
+}
+
+// confirmBeforeCreating plans against no state and asks Confirm when there
+// is no state file at StatePath yet (and a confirmation to ask, of a plan
+// that is not saved). It returns the confirmed plan, or the result or the
+// error Run returns (ErrPlanFailed, ErrApplyCancelled, a result with
+// NoChanges), or all nil when the state file is there or nothing is to be
+// asked: Run then plans against the state as it finds it.
+func (op *Operation) confirmBeforeCreating() (*plan.Plan, *Result, error) {
+	if op.Confirm == nil || op.Saved != nil {
+		return nil, nil, nil
+	}
+	if _, err := os.Lstat(op.StatePath); !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	planned, diags := plan.New(op.Config, state.EmptySnapshot(), op.Now(), plan.Options{Replace: op.Replace})
+	if err := op.View.Planned(planned, diags); err != nil {
+		return nil, nil, err
+	}
+	if diags.HasErrors() {
+		return nil, nil, ErrPlanFailed
+	}
+	if !planned.HasChanges() {
+		return nil, &Result{NoChanges: true}, nil
+	}
+	ok, err := op.Confirm(planned)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, ErrApplyCancelled
+	}
+	return planned, nil, nil
+}
+
+// ErrStateMadeMeanwhile refuses a plan confirmed against no state when,
+// by the time this apply held the lock of the state it made, another
+// apply had made that state and written to it.
+var ErrStateMadeMeanwhile = errors.New("another apply made the state and wrote to it while this one waited for confirmation; nothing was carried out: run wdc apply again to plan against it")
+
+// stillEmpty returns store's snapshot, or ErrStateMadeMeanwhile when it
+// holds a pool, worker, task, lease, proposal or dependency record.
+func (op *Operation) stillEmpty(ctx context.Context, store *state.Store) (*state.Snapshot, error) {
+	snap, err := store.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Pools)+len(snap.Workers)+len(snap.Tasks)+len(snap.LatestLeases)+len(snap.Proposals)+len(snap.EdgeRecords) > 0 {
+		return nil, ErrStateMadeMeanwhile
+	}
+	return snap, nil
 }
 
 func (op *Operation) refuse(err error) error {
