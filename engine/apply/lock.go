@@ -1,11 +1,13 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/user"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -292,12 +294,38 @@ func ForceUnlock(ctx context.Context, store *state.Store, lockID, host string, f
 	})
 }
 
-// ProcessAlive reports whether a process with pid exists on this host
-// (kill(pid, 0) succeeds or is refused for permission).
+// ProcessAlive reports whether a process with pid runs on this host:
+// kill(pid, 0) succeeds or is refused for permission, and (where /proc
+// tells) the process is not a zombie. An apply killed with SIGKILL stays
+// a zombie until its parent waits for it; it runs nothing and holds no
+// lock, so it is not alive.
 func ProcessAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc here, or it went meanwhile: kill said alive
+	}
+	return !endedState(stat)
+}
+
+// endedState reports whether stat, the contents of /proc/PID/stat, gives
+// the state of a process that ended: Z (zombie) or X (dead). The state is
+// the first field after the command name, which is in parentheses and may
+// itself hold spaces and parentheses (proc_pid_stat(5)).
+func endedState(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return false
+	}
+	switch stat[i+2] {
+	case 'Z', 'X', 'x':
+		return true
+	}
+	return false
 }

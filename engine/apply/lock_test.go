@@ -3,8 +3,10 @@ package apply
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,5 +211,58 @@ func TestFenceLock(t *testing.T) {
 			}
 			<-done
 		})
+	}
+}
+
+func TestEndedState(t *testing.T) {
+	for _, c := range []struct {
+		stat  string
+		ended bool
+	}{
+		{"1234 (wdc) S 1 1234 1234 0 -1", false},
+		{"1234 (wdc) R 1 1234", false},
+		{"1234 (wdc) Z 1 1234", true},
+		{"1234 (wdc) X 1 1234", true},
+		{"1234 (a) Z (b) S 1 1", false}, // the name is "a) Z (b": the last ')' ends it
+		{"1234 (a) b) Z 1 1", true},
+		{"1234 (wdc)", false},
+		{"", false},
+		{"garbage", false},
+	} {
+		if got := endedState([]byte(c.stat)); got != c.ended {
+			t.Errorf("endedState(%q) = %v; want %v", c.stat, got, c.ended)
+		}
+	}
+}
+
+// TestProcessAliveZombie: a child that exited and was not waited for
+// (a zombie, as an apply killed with SIGKILL is until its parent waits) is
+// not alive; a running one is, and a waited-for one is not.
+func TestProcessAliveZombie(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep here:", err)
+	}
+	pid := cmd.Process.Pid
+	if !ProcessAlive(pid) {
+		t.Fatalf("running child %d judged dead", pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Not waited for: a zombie once the kill landed.
+	deadline := time.Now().Add(10 * time.Second)
+	for ProcessAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("killed child %d (a zombie) still judged alive after 10s", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("kill(%d, 0): %v; the child should be a zombie until waited for", pid, err)
+	}
+	cmd.Wait()
+	if ProcessAlive(pid) {
+		t.Errorf("waited-for child %d judged alive", pid)
 	}
 }
