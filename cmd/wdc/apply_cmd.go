@@ -147,7 +147,7 @@ func (c *ApplyCmd) Run(e *env) error {
 		view.backend = true
 	}
 	if !c.AutoApprove {
-		op.Confirm = func(*plan.Plan) (bool, error) { return e.confirm() }
+		op.Confirm = func(*plan.Plan) (bool, error) { return e.confirmUnlessInterrupted(ctx) }
 	}
 	res, err := op.Run(ctx)
 	if view.shown {
@@ -253,8 +253,9 @@ type applyCmdView struct {
 	out     views.Apply
 	shown   bool // the plan was shown: the output is closed at the end
 
-	mu     sync.Mutex
-	locked bool // an interrupt from now on drains workers
+	mu      sync.Mutex
+	locked  bool // the lock is held
+	started bool // the plan is being carried out: an interrupt from now on drains workers
 	// backend: the state is a backend's working copy; a takeover was
 	// told from the backend's lock, not again from the copy's.
 	backend bool
@@ -278,7 +279,7 @@ func (v *applyCmdView) interrupts() (ctx context.Context, abort chan struct{}, s
 			return
 		}
 		v.mu.Lock()
-		locked := v.locked
+		locked := v.locked && v.started
 		v.mu.Unlock()
 		if !locked {
 			cancel()
@@ -397,7 +398,12 @@ func (v *applyCmdView) Planned(p *plan.Plan, diags hcl.Diagnostics) error {
 	return v.out.Plan(doc, v.e.color(v.e.stdout))
 }
 
-func (v *applyCmdView) Started() { v.out.Start() }
+func (v *applyCmdView) Started() {
+	v.mu.Lock()
+	v.started = true
+	v.mu.Unlock()
+	v.out.Start()
+}
 
 func (v *applyCmdView) Serving(ep *httpapi.Endpoint) {
 	if ep.Warning != "" {
@@ -445,6 +451,32 @@ func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config) error {
 		return err
 	}
 	return out.Summary(&apply.Result{}, true)
+}
+
+// confirmUnlessInterrupted asks as confirm does, and answers no as soon as
+// ctx ends (Ctrl-C or SIGTERM at the prompt): the apply is then cancelled
+// with nothing written. The read of the answer is left behind; the
+// process ends soon after.
+func (e *env) confirmUnlessInterrupted(ctx context.Context) (bool, error) {
+	type answer struct {
+		ok  bool
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		ok, err := e.confirm()
+		got <- answer{ok, err}
+	}()
+	select {
+	case a := <-got:
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		return a.ok, a.err
+	case <-ctx.Done():
+		fmt.Fprintln(e.stdout)
+		return false, nil
+	}
 }
 
 // confirm asks on the terminal; without one it refuses.
