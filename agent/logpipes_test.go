@@ -98,13 +98,14 @@ func TestLogFilesMadeAtTheFirstByte(t *testing.T) {
 	}
 }
 
-// TestDetachedProcessDoesNotHoldTheAttempt: a process that left the
-// attempt's process group (setsid) and holds its stdout does not keep the
-// attempt from ending: once the command has exited, the agent reads its
-// pipes for logDrainGrace more, then closes them. The result arrives while
-// that process still runs, with what the command printed.
-func TestDetachedProcessDoesNotHoldTheAttempt(t *testing.T) {
-	t.Parallel()
+// runDetached runs an attempt whose command starts a process that leaves
+// its process group (setsid) and runs detached, a shell that writes its
+// pid into dir and then runs the shell text detached; the command waits
+// for the pid (a process still in the group when the command exits is
+// killed with it), then runs after. It returns the attempt's successful
+// result, the detached process's pid and dir.
+func runDetached(t *testing.T, task, detached, after string) (protocol.ResultRequest, int, string) {
+	t.Helper()
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid here:", err)
 	}
@@ -112,29 +113,38 @@ func TestDetachedProcessDoesNotHoldTheAttempt(t *testing.T) {
 	s := startFake(t, f)
 	startAgent(t, s.URL(), func(o *Options) { o.Unconfined = true })
 	dir := t.TempDir()
-	pidFile := filepath.Join(dir, "pid")
-	// The detached shell writes its pid (the command waits for it: a
-	// process still in the group when the command exits is killed with
-	// it), then waits for the test's gate (or 60 s) before it prints: it
-	// outlives the attempt.
-	script := `setsid sh -c 'echo $$ > "$1/pid.tmp"; mv "$1/pid.tmp" "$1/pid"; i=0; while [ ! -f "$1/gate" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo late' sh "$1" & while [ ! -f "$1/pid" ]; do sleep 0.05; done; echo early`
-	asg := f.add(assignment(t, "task.detach", "sh", "-c", script, "sh", dir))[0]
+	script := `setsid sh -c 'echo $$ > "$1/pid.tmp"; mv "$1/pid.tmp" "$1/pid"; ` + detached + `' sh "$1" & while [ ! -f "$1/pid" ]; do sleep 0.05; done; ` + after
+	asg := f.add(assignment(t, task, "sh", "-c", script, "sh", dir))[0]
 	waitFor(t, 30*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
 	r, _ := f.result(asg.FencingToken)
-	defer os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600)
 	if r.req.FailureClass != "" {
 		t.Fatalf("result %s %q; want a success", r.req.FailureClass, r.req.Error)
 	}
-	if ref := logRefs(r.req)["stdout"]; ref.SHA256 != hashOf("early\n") {
-		t.Errorf("stdout log %+v; want early", ref)
-	}
-	b, err := os.ReadFile(pidFile)
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
 	if err != nil {
 		t.Fatalf("the detached process never wrote its pid: %v", err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
 		t.Fatal(err)
+	}
+	return r.req, pid, dir
+}
+
+// TestDetachedProcessDoesNotHoldTheAttempt: a process that left the
+// attempt's process group (setsid) and holds its stdout does not keep the
+// attempt from ending: once the command has exited, the agent reads its
+// pipes for logDrainGrace more, then closes them. The result arrives while
+// that process still runs, with what the command printed.
+func TestDetachedProcessDoesNotHoldTheAttempt(t *testing.T) {
+	t.Parallel()
+	// The detached shell waits for the test's gate (or 60 s) before it
+	// prints: it outlives the attempt.
+	req, pid, dir := runDetached(t, "task.detach",
+		`i=0; while [ ! -f "$1/gate" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo late`, "echo early")
+	defer os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600)
+	if ref := logRefs(req)["stdout"]; ref.SHA256 != hashOf("early\n") {
+		t.Errorf("stdout log %+v; want early", ref)
 	}
 	if err := syscall.Kill(pid, 0); err != nil {
 		t.Errorf("the detached process %d is gone (%v) when the result arrives; the test wants it alive to show the attempt did not wait for it", pid, err)
@@ -211,30 +221,9 @@ func TestLateCopierKeepsTheOutput(t *testing.T) {
 // writer's next write fails (yes(1) dies of SIGPIPE).
 func TestDetachedWriterDoesNotHoldTheAttempt(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("setsid"); err != nil {
-		t.Skip("no setsid here:", err)
-	}
-	f := newFakeCoord(1, 100*time.Millisecond, 3*time.Second)
-	s := startFake(t, f)
-	startAgent(t, s.URL(), func(o *Options) { o.Unconfined = true })
-	dir := t.TempDir()
-	script := `setsid sh -c 'echo $$ > "$1/pid.tmp"; mv "$1/pid.tmp" "$1/pid"; exec yes spam' sh "$1" & while [ ! -f "$1/pid" ]; do sleep 0.05; done`
-	asg := f.add(assignment(t, "task.spam", "sh", "-c", script, "sh", dir))[0]
-	waitFor(t, 30*time.Second, "the result", func() bool { _, ok := f.result(asg.FencingToken); return ok })
-	r, _ := f.result(asg.FencingToken)
-	if r.req.FailureClass != "" {
-		t.Fatalf("result %s %q; want a success", r.req.FailureClass, r.req.Error)
-	}
-	if ref := logRefs(r.req)["stdout"]; ref.Size == 0 {
+	req, pid, _ := runDetached(t, "task.spam", "exec yes spam", "true")
+	if ref := logRefs(req)["stdout"]; ref.Size == 0 {
 		t.Errorf("stdout log %+v; want what yes printed before the pipe closed", ref)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the detached writer to die of its closed stdout", func() bool {
 		return syscall.Kill(pid, 0) != nil

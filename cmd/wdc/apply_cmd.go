@@ -147,7 +147,7 @@ func (c *ApplyCmd) Run(e *env) error {
 		view.backend = true
 	}
 	if !c.AutoApprove {
-		op.Confirm = func(*plan.Plan) (bool, error) { return e.confirmUnlessInterrupted(ctx) }
+		op.Confirm = func(*plan.Plan) (bool, error) { return e.confirm(ctx) }
 	}
 	res, err := op.Run(ctx)
 	if view.shown {
@@ -254,7 +254,6 @@ type applyCmdView struct {
 	shown   bool // the plan was shown: the output is closed at the end
 
 	mu      sync.Mutex
-	locked  bool // the lock is held
 	started bool // the plan is being carried out: an interrupt from now on drains workers
 	// backend: the state is a backend's working copy; a takeover was
 	// told from the backend's lock, not again from the copy's.
@@ -279,9 +278,9 @@ func (v *applyCmdView) interrupts() (ctx context.Context, abort chan struct{}, s
 			return
 		}
 		v.mu.Lock()
-		locked := v.locked && v.started
+		started := v.started
 		v.mu.Unlock()
-		if !locked {
+		if !started {
 			cancel()
 			return
 		}
@@ -300,12 +299,6 @@ func (v *applyCmdView) interrupts() (ctx context.Context, abort chan struct{}, s
 func (v *applyCmdView) LockWaiting(l state.Lock, wait time.Duration) {
 	fmt.Fprintf(v.e.stderr, "The state lock is held by another apply (%s, host %s, pid %d, since %s); waiting up to %s for it (Ctrl-C gives up).\n",
 		l.Holder, l.Host, l.PID, views.FormatTime(l.StartedAt), wait)
-}
-
-func (v *applyCmdView) Locked() {
-	v.mu.Lock()
-	v.locked = true
-	v.mu.Unlock()
 }
 
 func (v *applyCmdView) LockLost() {
@@ -453,43 +446,37 @@ func (c *ApplyCmd) applyUnconfirmed(e *env, cfg *wdchcl.Config) error {
 	return out.Summary(&apply.Result{}, true)
 }
 
-// confirmUnlessInterrupted asks as confirm does, and answers no as soon as
-// ctx ends (Ctrl-C or SIGTERM at the prompt): the apply is then cancelled
-// with nothing written. The read of the answer is left behind; the
-// process ends soon after.
-func (e *env) confirmUnlessInterrupted(ctx context.Context) (bool, error) {
+// confirm asks on the terminal; without one it refuses. It answers no as
+// soon as ctx ends (Ctrl-C or SIGTERM at the prompt): the apply is then
+// cancelled with nothing written. The read of the answer is left behind;
+// the process ends soon after.
+func (e *env) confirm(ctx context.Context) (bool, error) {
+	if !e.stdinIsTerminal() {
+		return false, errors.New("no terminal to confirm on: review the plan above and run again with --auto-approve")
+	}
+	fmt.Fprint(e.stdout, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
 	type answer struct {
-		ok  bool
-		err error
+		line string
+		err  error
 	}
 	got := make(chan answer, 1)
 	go func() {
-		ok, err := e.confirm()
-		got <- answer{ok, err}
+		line, err := bufio.NewReader(e.stdin).ReadString('\n')
+		got <- answer{line, err}
 	}()
 	select {
 	case a := <-got:
 		if ctx.Err() != nil {
 			return false, nil
 		}
-		return a.ok, a.err
+		if a.err != nil && !errors.Is(a.err, io.EOF) {
+			return false, a.err
+		}
+		return strings.TrimSpace(a.line) == "yes", nil
 	case <-ctx.Done():
 		fmt.Fprintln(e.stdout)
 		return false, nil
 	}
-}
-
-// confirm asks on the terminal; without one it refuses.
-func (e *env) confirm() (bool, error) {
-	if !e.stdinIsTerminal() {
-		return false, errors.New("no terminal to confirm on: review the plan above and run again with --auto-approve")
-	}
-	fmt.Fprint(e.stdout, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, err
-	}
-	return strings.TrimSpace(line) == "yes", nil
 }
 
 // stdinIsTerminal reports whether standard input is a terminal.

@@ -98,8 +98,6 @@ type OperationView interface {
 	// LockWaiting: another live apply holds the lock; Run waits up to
 	// LockTimeout for it.
 	LockWaiting(holder state.Lock, wait time.Duration)
-	// Locked: the lock is this apply's; an interrupt from now on drains.
-	Locked()
 	// LockLost: the lock was removed or taken over while applying; Run
 	// stops its workers and writes nothing more.
 	LockLost()
@@ -117,7 +115,8 @@ type OperationView interface {
 	// Planned: the plan to carry out, with the diagnostics of planning
 	// (nil for a saved plan). An error of the view stops Run.
 	Planned(p *plan.Plan, diags hcl.Diagnostics) error
-	// Started: confirmed; the apply begins.
+	// Started: confirmed; the apply begins (an interrupt from now on
+	// drains its workers; before, it cancels).
 	Started()
 	// Serving: the coordinator listens (Options.OnServing).
 	Serving(ep *httpapi.Endpoint)
@@ -168,9 +167,17 @@ func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 	}
 	// A state file that is not there yet is made only once its plan is
 	// confirmed: answering no leaves nothing behind.
-	confirmed, res, err := op.confirmBeforeCreating()
-	if confirmed == nil && (res != nil || err != nil) {
-		return res, err
+	early, err := op.planBeforeCreating()
+	if err != nil {
+		return nil, err
+	}
+	if early != nil {
+		if !early.HasChanges() {
+			return &Result{NoChanges: true}, nil
+		}
+		if err := op.confirm(early); err != nil {
+			return nil, err
+		}
 	}
 	store, err := state.Open(context.Background(), op.StatePath)
 	if err != nil {
@@ -225,35 +232,23 @@ func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 	if err := op.recover(ctx, store, lock); err != nil {
 		return nil, err
 	}
-	if confirmed != nil {
-		// The plan was made against no state and confirmed; it holds
-		// while the state this apply made (or found made meanwhile, by
-		// an apply that has not written to it) is empty.
+	planned := early
+	if planned != nil {
+		// Made against no state and confirmed: it holds while the state
+		// this apply made (or found made meanwhile, by an apply that has
+		// not written to it) is empty. Made with no hash key, as a saved
+		// plan made with no state (checkSaved).
 		snap, err := op.stillEmpty(ctx, store)
 		if err != nil {
 			return nil, err
 		}
-		// Made with no state, so with no hash key (as a saved plan made
-		// with none, checkSaved).
-		plan.Rekey(confirmed, op.Config, snap.HashKey)
-		op.View.Started()
-		res, err = op.apply(ctx, store, lock, confirmed)
-		if errors.Is(err, state.ErrLockLost) {
-			lockLost()
+		plan.Rekey(planned, op.Config, snap.HashKey)
+	} else {
+		if planned, err = op.plan(ctx, store); err != nil || !planned.HasChanges() {
+			return &Result{NoChanges: err == nil}, err
 		}
-		return res, err
-	}
-	planned, err := op.plan(ctx, store)
-	if err != nil || !planned.HasChanges() {
-		return &Result{NoChanges: err == nil}, err
-	}
-	if op.Confirm != nil && op.Saved == nil {
-		ok, err := op.Confirm(planned)
-		if err != nil {
+		if err := op.confirm(planned); err != nil {
 			return nil, err
-		}
-		if !ok {
-			return nil, ErrApplyCancelled
 		}
 	}
 	op.View.Started()
@@ -264,37 +259,34 @@ func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 	return res, err
 }
 
-// confirmBeforeCreating plans against no state and asks Confirm when there
-// is no state file at StatePath yet (and a confirmation to ask, of a plan
-// that is not saved). It returns the confirmed plan, or the result or the
-// error Run returns (ErrPlanFailed, ErrApplyCancelled, a result with
-// NoChanges), or all nil when the state file is there or nothing is to be
-// asked: Run then plans against the state as it finds it.
-func (op *Operation) confirmBeforeCreating() (*plan.Plan, *Result, error) {
+// planBeforeCreating plans against no state (showing the plan) when there
+// is no state file at StatePath yet and a plan that is not saved is to be
+// confirmed; otherwise it returns nil, and Run plans against the state as
+// it finds it.
+func (op *Operation) planBeforeCreating() (*plan.Plan, error) {
 	if op.Confirm == nil || op.Saved != nil {
-		return nil, nil, nil
+		return nil, nil
 	}
 	if _, err := os.Lstat(op.StatePath); !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
+		return nil, nil
 	}
-	planned, diags := plan.New(op.Config, state.EmptySnapshot(), op.Now(), plan.Options{Replace: op.Replace})
-	if err := op.View.Planned(planned, diags); err != nil {
-		return nil, nil, err
-	}
-	if diags.HasErrors() {
-		return nil, nil, ErrPlanFailed
-	}
-	if !planned.HasChanges() {
-		return nil, &Result{NoChanges: true}, nil
+	return op.planAgainst(state.EmptySnapshot())
+}
+
+// confirm asks Confirm, when set, about planned unless it is a saved plan
+// (saving it was the review): ErrApplyCancelled when the answer is no.
+func (op *Operation) confirm(planned *plan.Plan) error {
+	if op.Confirm == nil || op.Saved != nil {
+		return nil
 	}
 	ok, err := op.Confirm(planned)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if !ok {
-		return nil, nil, ErrApplyCancelled
+		return ErrApplyCancelled
 	}
-	return planned, nil, nil
+	return nil
 }
 
 // ErrStateMadeMeanwhile refuses a plan confirmed against no state when,
@@ -381,7 +373,6 @@ func (op *Operation) lock(ctx context.Context, store *state.Store) (*HeldLock, e
 	case err != nil:
 		return nil, fmt.Errorf("acquiring the state lock: %w", err)
 	}
-	op.View.Locked()
 	if ctx.Err() != nil {
 		// The lock came as the interrupt did: give it back untouched.
 		lock.Release(context.Background()) //nolint:errcheck // the next apply takes it over if this failed
@@ -440,6 +431,12 @@ func (op *Operation) plan(ctx context.Context, store *state.Store) (*plan.Plan, 
 	if err != nil {
 		return nil, err
 	}
+	return op.planAgainst(snap)
+}
+
+// planAgainst plans against snap and shows the plan: ErrPlanFailed when
+// planning found errors.
+func (op *Operation) planAgainst(snap *state.Snapshot) (*plan.Plan, error) {
 	planned, diags := plan.New(op.Config, snap, op.Now(), plan.Options{Replace: op.Replace})
 	if err := op.View.Planned(planned, diags); err != nil {
 		return nil, err

@@ -428,7 +428,6 @@ type operationView struct {
 var _ apply.OperationView = (*operationView)(nil)
 
 func (v *operationView) LockWaiting(state.Lock, time.Duration) {}
-func (v *operationView) Locked()                               {}
 func (v *operationView) LockLost()                             {}
 func (v *operationView) TookOver(state.Lock, bool)             {}
 func (v *operationView) Reclaimed(apply.ReclaimResult, error)  {}
