@@ -10,8 +10,8 @@
 #
 #   bench/peers.sh [N [W [R]]]        (defaults: 1000 tasks, 2 workers, 3 rounds)
 #
-# The pool is `max = W`, `capacity = 1`; the supervisor starts it with one
-# worker and adds more while tasks wait, as in any apply. GNU parallel is
+# The pool is `max = W`, `capacity = 1`; the supervisor starts it with the
+# workers the queued tasks fill (all W here), as in any apply. GNU parallel is
 # installed with apt-get where it is missing and this runs as root; without
 # it that column says "-". The machine's load is printed before and after:
 # the numbers are only worth their ratios on a quiet machine.

@@ -96,7 +96,11 @@ type PoolChange struct {
 	// Apply launches them, or for an external pool waits for them to join.
 	Workers int
 	// Tasks is the number of planned task runs counted toward this pool.
-	Tasks              int
+	Tasks int
+	// Ready is how many of them can start as soon as apply does: none of
+	// their dependencies runs in this plan. Apply starts the pool with
+	// supervise.InitialWorkers(Workers, Min, Ready, Capacity) workers.
+	Ready              int
 	Capacity, Min, Max int
 }
 
@@ -142,7 +146,7 @@ type TaskDefinition struct {
 type Summary struct {
 	WorkersToLaunch int
 	// WorkersAtStart is how many of WorkersToLaunch apply starts with
-	// (supervise.InitialWorkers of each pool): the supervisors grow the
+	// (PoolChange.InitialWorkers of each pool): the supervisors grow the
 	// pools from there as work waits.
 	WorkersAtStart                     int
 	Run, Replace, Retry, Cancel, Total int
@@ -154,7 +158,7 @@ func (p *Plan) Summary() Summary {
 	for _, pc := range p.Pools {
 		if pc.Provider != providers.External {
 			s.WorkersToLaunch += pc.Workers
-			s.WorkersAtStart += supervise.InitialWorkers(pc.Workers, pc.Min)
+			s.WorkersAtStart += pc.InitialWorkers()
 		}
 	}
 	for _, tc := range p.Tasks {
@@ -187,7 +191,7 @@ func (s Summary) String() string {
 	var parts []string
 	if s.WorkersToLaunch > 0 {
 		workers := fmt.Sprintf("%d %s", s.WorkersToLaunch, plural.Word(s.WorkersToLaunch, "worker", "workers"))
-		if s.WorkersAtStart > 0 && s.WorkersAtStart < s.WorkersToLaunch {
+		if s.WorkersAtStart < s.WorkersToLaunch {
 			workers = fmt.Sprintf("up to %s (%d at start)", workers, s.WorkersAtStart)
 		}
 		parts = append(parts, workers+" to launch")
@@ -280,7 +284,7 @@ func New(cfg *wdchcl.Config, snap *state.Snapshot, now time.Time, opts Options) 
 	p.Tasks = append(p.Tasks, runs...)
 	diags = append(diags, pdiags...)
 	p.Tasks = append(p.Tasks, cancellations(snap, configured)...)
-	p.Pools = poolChanges(cfg.Pools, p.Tasks)
+	p.Pools = poolChanges(cfg.Pools, p.Tasks, p.Definitions)
 	return p, diags
 }
 
@@ -378,13 +382,35 @@ func cancellations(snap *state.Snapshot, configured map[string]bool) []TaskChang
 	return cancels
 }
 
+// InitialWorkers is how many workers apply starts pc with
+// (supervise.InitialWorkers).
+func (pc PoolChange) InitialWorkers() int {
+	return supervise.InitialWorkers(pc.Workers, pc.Min, pc.Ready, pc.Capacity)
+}
+
 // poolChanges sizes every pool, in declaration order, for the tasks
-// counted toward it (WorkersFor); a pool with no work launches none.
-func poolChanges(pools []*wdchcl.Pool, tasks []TaskChange) []PoolChange {
-	counted := map[string]int{}
+// counted toward it (WorkersFor), and counts those of them ready at the
+// start: none of their dependencies (in defs) is planned to run. A pool
+// with no work launches none.
+func poolChanges(pools []*wdchcl.Pool, tasks []TaskChange, defs map[string]TaskDefinition) []PoolChange {
+	runs := map[string]bool{}
 	for _, tc := range tasks {
-		if tc.Action != ActionCancel && tc.Pool != "" {
-			counted[tc.Pool]++
+		if tc.Action != ActionCancel {
+			runs[tc.Address] = true
+		}
+	}
+	counted, ready := map[string]int{}, map[string]int{}
+	for _, tc := range tasks {
+		if tc.Action == ActionCancel || tc.Pool == "" {
+			continue
+		}
+		counted[tc.Pool]++
+		waits := false
+		for _, dep := range defs[tc.Address].Definition.DependsOn {
+			waits = waits || runs[dep]
+		}
+		if !waits {
+			ready[tc.Pool]++
 		}
 	}
 	var out []PoolChange
@@ -394,6 +420,7 @@ func poolChanges(pools []*wdchcl.Pool, tasks []TaskChange) []PoolChange {
 			Name:     pool.Name,
 			Provider: pool.Provider,
 			Tasks:    n,
+			Ready:    ready[pool.Name],
 			Workers:  WorkersFor(n, pool.Capacity, pool.Min, pool.Max),
 			Capacity: pool.Capacity,
 			Min:      pool.Min,

@@ -92,6 +92,9 @@ func TestNewPlan(t *testing.T) {
 		want    []change
 		summary string
 		workers map[string]int
+		// ready counts each pool's tasks that can start with the apply
+		// (none of their dependencies runs in the plan).
+		ready map[string]int
 	}{
 		{
 			name: "fresh state runs everything",
@@ -103,8 +106,9 @@ func TestNewPlan(t *testing.T) {
 				{"task.report", "run", "new task", "builders"},
 				{"task.lint", "run", "new task", "builders"},
 			},
-			summary: "Plan: up to 2 workers (1 at start) to launch, 4 tasks to run.",
+			summary: "Plan: 2 workers to launch, 4 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
+			ready:   map[string]int{"builders": 2, "general": 0},
 		},
 		{
 			name:    "everything succeeded: no changes",
@@ -112,6 +116,7 @@ func TestNewPlan(t *testing.T) {
 			snap:    stateOf(baseConfig(), state.TaskSucceeded, nil),
 			summary: "No changes.",
 			workers: map[string]int{"builders": 0, "general": 0},
+			ready:   map[string]int{"builders": 0, "general": 0},
 		},
 		{
 			name: "edited command replaces the task and its downstream only",
@@ -123,6 +128,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: up to 2 workers (1 at start) to launch, 2 tasks to replace.",
 			workers: map[string]int{"builders": 2, "general": 0},
+			ready:   map[string]int{"builders": 1, "general": 0},
 		},
 		{
 			name: "failed and cancelled tasks are retried with the reason",
@@ -134,6 +140,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: up to 2 workers (1 at start) to launch, 2 tasks to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
+			ready:   map[string]int{"builders": 1, "general": 0},
 		},
 		{
 			name: "unfinished task no longer configured is cancelled; finished ones are not listed",
@@ -144,6 +151,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: 1 task to cancel.",
 			workers: map[string]int{"builders": 0, "general": 0},
+			ready:   map[string]int{"builders": 0, "general": 0},
 		},
 		{
 			name: "--replace forces a succeeded task and its downstream",
@@ -156,6 +164,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: up to 2 workers (1 at start) to launch, 2 tasks to replace.",
 			workers: map[string]int{"builders": 2, "general": 0},
+			ready:   map[string]int{"builders": 1, "general": 0},
 		},
 		{
 			name: "queued and running tasks left by a stopped apply",
@@ -165,8 +174,9 @@ func TestNewPlan(t *testing.T) {
 				{"task.report", "retry", "was running when an earlier apply stopped", "builders"},
 				{"task.lint", "run", "left queued by an earlier apply that stopped before running it", "builders"},
 			},
-			summary: "Plan: up to 2 workers (1 at start) to launch, 1 task to run, 1 to retry.",
+			summary: "Plan: 2 workers to launch, 1 task to run, 1 to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
+			ready:   map[string]int{"builders": 2, "general": 0},
 		},
 		{
 			name: "counted instances each count toward sizing",
@@ -177,8 +187,9 @@ func TestNewPlan(t *testing.T) {
 				{"task.shard[1]", "run", "new task", "builders"},
 				{"task.shard[2]", "run", "new task", "builders"},
 			},
-			summary: "Plan: up to 2 workers (1 at start) to launch, 3 tasks to run.",
+			summary: "Plan: 2 workers to launch, 3 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
+			ready:   map[string]int{"builders": 3, "general": 0},
 		},
 	}
 	for _, tt := range tests {
@@ -193,9 +204,13 @@ func TestNewPlan(t *testing.T) {
 			if got := p.Summary().String(); got != tt.summary {
 				t.Errorf("summary = %q, want %q", got, tt.summary)
 			}
-			gotWorkers := map[string]int{}
+			gotWorkers, gotReady := map[string]int{}, map[string]int{}
 			for _, pc := range p.Pools {
 				gotWorkers[pc.Name] = pc.Workers
+				gotReady[pc.Name] = pc.Ready
+			}
+			if diff := cmp.Diff(tt.ready, gotReady); diff != "" {
+				t.Errorf("ready tasks per pool (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.workers, gotWorkers); diff != "" {
 				t.Errorf("workers (-want +got):\n%s", diff)
@@ -234,8 +249,9 @@ func TestSummaryString(t *testing.T) {
 		want string
 	}{
 		{Summary{}, "No changes."},
-		{Summary{WorkersToLaunch: 2, Run: 3, Replace: 1, Retry: 1, Cancel: 1}, "Plan: 2 workers to launch, 3 tasks to run, 1 to replace, 1 to retry, 1 to cancel."},
-		{Summary{WorkersToLaunch: 1, Run: 1}, "Plan: 1 worker to launch, 1 task to run."},
+		{Summary{WorkersToLaunch: 2, WorkersAtStart: 2, Run: 3, Replace: 1, Retry: 1, Cancel: 1}, "Plan: 2 workers to launch, 3 tasks to run, 1 to replace, 1 to retry, 1 to cancel."},
+		{Summary{WorkersToLaunch: 1, WorkersAtStart: 1, Run: 1}, "Plan: 1 worker to launch, 1 task to run."},
+		{Summary{WorkersToLaunch: 2, Run: 1}, "Plan: up to 2 workers (0 at start) to launch, 1 task to run."},
 		{Summary{WorkersToLaunch: 3, WorkersAtStart: 1, Run: 3}, "Plan: up to 3 workers (1 at start) to launch, 3 tasks to run."},
 		{Summary{WorkersToLaunch: 2, WorkersAtStart: 2, Run: 3}, "Plan: 2 workers to launch, 3 tasks to run."},
 		{Summary{Replace: 2, Cancel: 1}, "Plan: 2 tasks to replace, 1 to cancel."},

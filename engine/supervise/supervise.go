@@ -64,8 +64,9 @@ const (
 // Decision is one step of the supervisor for one pool.
 type Decision struct {
 	Action Action
-	// Count is the number of workers to launch (≥ 1 for a launch, else 0).
-	// Only a pool below Min launches more than one at once.
+	// Count is the number of workers to launch (≥ 1 for a launch, else 0):
+	// as many as the queued tasks the free slots do not take need, or as
+	// many as reach Min, never past Max.
 	Count int
 	// Reason explains the step with the counts that justified it, e.g.
 	// "3 queued tasks and 0 free slots (1 busy, 0 idle, 0 pending, min 0, ceiling 4)",
@@ -75,19 +76,25 @@ type Decision struct {
 
 // Decide returns the one step to take for a pool in the state o:
 //
-//   - below Min while work remains: launch up to Min at once;
+//   - below Min while work remains: launch up to Min at once, or more if
+//     the queue needs more;
 //   - more queued tasks than free slots (pending workers count as free
 //     slots, so a slow registration does not trigger another launch), and
-//     below Max: launch one;
+//     below Max: launch the workers the rest of the queue fills,
+//     ceil((Queued − free slots) / Capacity), up to Max;
 //   - no queued task and an idle worker above Min (or no work left at
 //     all): drain one idle worker;
 //   - otherwise hold, saying why.
 //
-// Scaling by one step per tick and observing again keeps a burst from
-// spawning the whole ceiling for work one worker would absorb; with a
-// constant queue the pool reaches a fixed point within Max − Min ticks
-// after Min. It never launches past Max, never drains below Min while work
-// remains, and never drains a worker holding a lease.
+// Launching what the queue fills at once is how a Kubernetes Job starts
+// min(parallelism, remaining completions) pods: a pool of max 16 with 16
+// long tasks queued runs them all from the first second, not from the
+// sixteenth. A queue the free slots absorb launches nothing (its tasks
+// are not queued by the next tick), and workers that then find nothing to
+// do drain after DefaultIdleDelay. With a constant queue the pool reaches
+// its fixed point at the first step and stays put. It never launches past
+// Max, never drains below Min while work remains, and never drains a
+// worker holding a lease.
 func Decide(o Observation) Decision {
 	capacity := max(o.Capacity, 1)
 	live := o.Live()
@@ -96,16 +103,20 @@ func Decide(o Observation) Decision {
 		counts += fmt.Sprintf(" of max %d", o.PoolMax)
 	}
 	free := o.FreeSlots + o.Pending*capacity
+	need := 0 // workers the queued tasks the free slots do not take fill
+	if o.Queued > free {
+		need = ceilDiv(o.Queued-free, capacity)
+	}
 	switch {
 	case o.Unfinished == 0 && o.Idle > 0:
 		return Decision{Action: Drain, Reason: fmt.Sprintf("no work left for the pool (%s)", counts)}
 	case o.Unfinished == 0:
 		return Decision{Action: Hold, Reason: "no work left for the pool"}
 	case live < o.Min && live < o.Max:
-		n := min(o.Min, o.Max) - live
+		n := min(max(o.Min-live, need), o.Max-live)
 		return Decision{Action: Launch, Count: n, Reason: fmt.Sprintf("below min: %d live workers (%s)", live, counts)}
-	case o.Queued > free && live < o.Max:
-		return Decision{Action: Launch, Count: 1, Reason: fmt.Sprintf("%s and %s (%s)",
+	case need > 0 && live < o.Max:
+		return Decision{Action: Launch, Count: min(need, o.Max-live), Reason: fmt.Sprintf("%s and %s (%s)",
 			plural.Count(o.Queued, "queued task", "queued tasks"), plural.Count(free, "free slot", "free slots"), counts)}
 	case o.Queued > free:
 		return Decision{Action: Hold, Reason: fmt.Sprintf("at the ceiling: %s for %s", plural.Count(live, "worker", "workers"), plural.Count(o.Queued, "queued task", "queued tasks"))}
@@ -125,14 +136,23 @@ func Decide(o Observation) Decision {
 }
 
 // InitialWorkers is how many workers apply starts a pool with whose plan
-// gives it workers (the ceiling, see WorkersFor): Min, or one when Min is
-// 0, never more than the ceiling. The supervisor grows the pool from
-// there, one worker per tick, as the queue demands.
-func InitialWorkers(workers, min int) int {
+// gives it workers (the ceiling, see WorkersFor), when ready of its tasks
+// can start at once (none of their dependencies runs in the same apply)
+// and one worker takes capacity of them: what Decide launches at its
+// first step, max(min, ceil(ready / capacity)), never more than the
+// ceiling; 0 when the pool gets no workers or nothing of it can start
+// before another pool's task ends (and min is 0). The supervisor adds
+// workers from there as the queue demands.
+func InitialWorkers(workers, min, ready, capacity int) int {
 	if workers <= 0 {
 		return 0
 	}
-	return clampInt(max(min, 1), 0, workers)
+	return clampInt(max(min, ceilDiv(ready, max(capacity, 1))), 0, workers)
+}
+
+// ceilDiv is ⌈a / b⌉ for a ≥ 0 and b > 0.
+func ceilDiv(a, b int) int {
+	return (a + b - 1) / b
 }
 
 func clampInt(n, lo, hi int) int {

@@ -24,19 +24,25 @@ func TestSupervise(t *testing.T) {
 		count  int
 		reason string
 	}{
-		{"a burst starts one worker", pool(Observation{Queued: 20, Unfinished: 20}), Launch, 1,
+		{"a burst starts what it fills, up to the ceiling", pool(Observation{Queued: 20, Unfinished: 20}), Launch, 4,
 			"20 queued tasks and 0 free slots (0 busy, 0 idle, 0 pending, min 0, ceiling 4)"},
+		{"one queued task starts one worker", pool(Observation{Queued: 1, Unfinished: 1}), Launch, 1,
+			"1 queued task and 0 free slots (0 busy, 0 idle, 0 pending, min 0, ceiling 4)"},
+		{"capacity: five tasks fill two workers of three slots", pool(Observation{Queued: 5, Unfinished: 5, Capacity: 3}), Launch, 2,
+			"5 queued tasks and 0 free slots (0 busy, 0 idle, 0 pending, min 0, ceiling 4)"},
 		{"a pending launch counts: no second launch", pool(Observation{Queued: 1, Unfinished: 1, Pending: 1}), Hold, 0,
 			"waiting for 1 pending worker to register"},
-		{"more queued than the pending worker takes", pool(Observation{Queued: 3, Unfinished: 3, Pending: 1}), Launch, 1,
+		{"more queued than the pending worker takes", pool(Observation{Queued: 3, Unfinished: 3, Pending: 1}), Launch, 2,
 			"3 queued tasks and 1 free slot (0 busy, 0 idle, 1 pending, min 0, ceiling 4)"},
-		{"grows one per tick", pool(Observation{Queued: 18, Unfinished: 20, Busy: 2}), Launch, 1,
+		{"grows to the ceiling at once", pool(Observation{Queued: 18, Unfinished: 20, Busy: 2}), Launch, 2,
 			"18 queued tasks and 0 free slots (2 busy, 0 idle, 0 pending, min 0, ceiling 4)"},
 		{"at the ceiling", pool(Observation{Queued: 9, Unfinished: 13, Busy: 4}), Hold, 0, "at the ceiling: 4 workers for 9 queued tasks"},
 		{"a plan's ceiling below the pool's max says both", pool(Observation{Queued: 3, Unfinished: 3, Busy: 1, Max: 2, PoolMax: 8}), Launch, 1,
 			"3 queued tasks and 0 free slots (1 busy, 0 idle, 0 pending, min 0, ceiling 2 of max 8)"},
 		{"below min launches up to min at once", pool(Observation{Queued: 1, Unfinished: 5, Min: 3}), Launch, 3,
 			"below min: 0 live workers (0 busy, 0 idle, 0 pending, min 3, ceiling 4)"},
+		{"below min with a longer queue launches what it fills", pool(Observation{Queued: 4, Unfinished: 5, Min: 2, Max: 6}), Launch, 4,
+			"below min: 0 live workers (0 busy, 0 idle, 0 pending, min 2, ceiling 6)"},
 		{"min above max is capped", pool(Observation{Queued: 1, Unfinished: 5, Min: 6, Max: 2}), Launch, 2,
 			"below min: 0 live workers (0 busy, 0 idle, 0 pending, min 6, ceiling 2)"},
 		{"capacity: one worker takes three", pool(Observation{Queued: 3, Unfinished: 3, Pending: 1, Capacity: 3}), Hold, 0,
@@ -67,11 +73,32 @@ func TestSupervise(t *testing.T) {
 
 func TestInitialWorkers(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ workers, min, want int }{
-		{0, 0, 0}, {0, 2, 0}, {4, 0, 1}, {4, 2, 2}, {1, 0, 1}, {2, 5, 2},
+	for _, tc := range []struct{ workers, min, ready, capacity, want int }{
+		{0, 0, 0, 1, 0}, {0, 2, 5, 1, 0}, // no workers planned
+		{4, 0, 1, 1, 1}, {4, 0, 3, 1, 3}, {4, 0, 20, 1, 4}, // what the ready tasks fill, up to the ceiling
+		{4, 2, 1, 1, 2}, {4, 2, 3, 1, 3}, {2, 5, 0, 1, 2}, // min, capped at the ceiling
+		{4, 0, 5, 3, 2}, {4, 0, 6, 3, 2}, {4, 0, 7, 3, 3}, // capacity
+		{4, 0, 0, 1, 0}, // everything waits on another pool's task
+		{4, 0, 2, 0, 2}, // capacity 0 counts as 1
 	} {
-		if got := InitialWorkers(tc.workers, tc.min); got != tc.want {
-			t.Errorf("InitialWorkers(%d, %d) = %d, want %d", tc.workers, tc.min, got, tc.want)
+		if got := InitialWorkers(tc.workers, tc.min, tc.ready, tc.capacity); got != tc.want {
+			t.Errorf("InitialWorkers(%d, %d, %d, %d) = %d, want %d", tc.workers, tc.min, tc.ready, tc.capacity, got, tc.want)
+		}
+	}
+	// At the apply's first step (nothing live, the ready tasks queued) the
+	// supervisor launches exactly what the plan said apply starts with.
+	for workers := 1; workers <= 5; workers++ {
+		for minW := 0; minW <= workers; minW++ {
+			for ready := 0; ready <= 12; ready++ {
+				for capacity := 1; capacity <= 3; capacity++ {
+					d := Decide(Observation{Queued: ready, Unfinished: ready + 1, Min: minW, Max: workers, Capacity: capacity})
+					want := InitialWorkers(workers, minW, ready, capacity)
+					if d.Count != want {
+						t.Errorf("workers %d, min %d, ready %d, capacity %d: the first step launches %d (%s), InitialWorkers says %d",
+							workers, minW, ready, capacity, d.Count, d.Action, want)
+					}
+				}
+			}
 		}
 	}
 }
@@ -98,7 +125,8 @@ func observation(t *rapid.T) Observation {
 // TestSuperviseProperties: whatever it observes, the supervisor never
 // launches past max, never drains below min while work remains, never
 // drains a worker that is not idle (it asks for one idle worker, and only
-// when there is one), and launches more than one only to reach min.
+// when there is one), and launches no more than reach min or than the
+// queued tasks the free slots leave fill.
 func TestSuperviseProperties(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
@@ -110,8 +138,10 @@ func TestSuperviseProperties(t *testing.T) {
 			if d.Count < 1 || live+d.Count > o.Max {
 				t.Fatalf("launch %d with %d live and max %d", d.Count, live, o.Max)
 			}
-			if d.Count > 1 && live+d.Count > o.Min {
-				t.Fatalf("launched %d at once past min %d (live %d)", d.Count, o.Min, live)
+			free := o.FreeSlots + o.Pending*o.Capacity
+			need := max(0, (o.Queued-free+o.Capacity-1)/o.Capacity)
+			if d.Count > max(o.Min-live, need) {
+				t.Fatalf("launched %d at once: min %d, live %d, %d queued and %d free slots (capacity %d)", d.Count, o.Min, live, o.Queued, free, o.Capacity)
 			}
 		case Drain:
 			if o.Idle == 0 {
@@ -138,8 +168,8 @@ func TestSuperviseProperties(t *testing.T) {
 
 // TestSuperviseFixedPoint: with a constant queue (workers register one
 // tick after their launch and take nothing), the pool stops changing
-// within max − min ticks after reaching min (plus the tick a launch takes
-// to register), and stays put.
+// after its first step (plus the tick a launch takes to register), and
+// stays put.
 func TestSuperviseFixedPoint(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
@@ -153,7 +183,7 @@ func TestSuperviseFixedPoint(t *testing.T) {
 		}
 		idle, pending := 0, 0
 		settled, changes := -1, 0
-		limit := (maxW - minW) + 2
+		limit := 2
 		for tick := 0; tick < limit+10; tick++ {
 			o := Observation{Queued: queued, Unfinished: queued + waiting, Idle: idle, Drainable: idle, Pending: pending,
 				FreeSlots: idle * capacity, Min: minW, Max: maxW, Capacity: capacity}

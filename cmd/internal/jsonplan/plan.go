@@ -8,7 +8,6 @@ import (
 
 	"github.com/wdc-dev/wdc/engine/coordinator"
 	"github.com/wdc-dev/wdc/engine/plan"
-	"github.com/wdc-dev/wdc/engine/supervise"
 	wdchcl "github.com/wdc-dev/wdc/hcl"
 	"github.com/wdc-dev/wdc/protocol"
 	"github.com/wdc-dev/wdc/state"
@@ -18,7 +17,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const FormatVersion = "1.10"
+const FormatVersion = "1.11"
 
 // Plan is the plan document: what `wdc plan --json` prints and what a
 // saved plan file holds. It records what the plan was computed from (the
@@ -116,9 +115,13 @@ type Pool struct {
 	// supervisor grows the pool from there up to Workers (1.2).
 	InitialWorkers int `json:"initial_workers"`
 	Tasks          int `json:"tasks"`
-	Capacity       int `json:"capacity"`
-	Min            int `json:"min"`
-	Max            int `json:"max"`
+	// ReadyTasks is how many of Tasks can start when apply does (none of
+	// their dependencies runs in this plan): what InitialWorkers is sized
+	// for (1.11).
+	ReadyTasks int `json:"ready_tasks"`
+	Capacity   int `json:"capacity"`
+	Min        int `json:"min"`
+	Max        int `json:"max"`
 	// LaunchPreview is what each launch of the pool creates on its
 	// target, as `wdc plan` renders it (1.3): set only by plan, for pools
 	// whose provider creates objects (kubernetes), omitted otherwise.
@@ -268,7 +271,7 @@ func New(cfg *wdchcl.Config, p *plan.Plan, replace []string, wdcVersion string) 
 		pools[pool.Name] = pool
 	}
 	for _, pc := range p.Pools {
-		pd := Pool{Address: "pool." + pc.Name, Name: pc.Name, Workers: pc.Workers, InitialWorkers: supervise.InitialWorkers(pc.Workers, pc.Min), Tasks: pc.Tasks,
+		pd := Pool{Address: "pool." + pc.Name, Name: pc.Name, Workers: pc.Workers, InitialWorkers: pc.InitialWorkers(), Tasks: pc.Tasks, ReadyTasks: pc.Ready,
 			Capacity: pc.Capacity, Min: pc.Min, Max: pc.Max, Labels: map[string]string{}}
 		if pool := pools[pc.Name]; pool != nil {
 			pd.Provider = pool.Provider

@@ -60,7 +60,10 @@ func PlanText(w io.Writer, doc *jsonplan.Plan, color bool) error {
 			continue
 		}
 		launch := plural.Count(pd.Workers, "worker", "workers")
-		if pd.InitialWorkers < pd.Workers {
+		switch {
+		case pd.InitialWorkers == 0:
+			launch = fmt.Sprintf("up to %s, none until one of its tasks can start", launch)
+		case pd.InitialWorkers < pd.Workers:
 			launch = fmt.Sprintf("up to %s, starting with %d", launch, pd.InitialWorkers)
 		}
 		fmt.Fprintf(&b, "\n  # %s will launch %s (%s counted toward it, capacity %d, min %d, max %d)\n",
