@@ -92,8 +92,10 @@ func TestNewPlan(t *testing.T) {
 		want    []change
 		summary string
 		workers map[string]int
-		// ready counts each pool's tasks that can start with the apply
-		// (none of their dependencies runs in the plan).
+		// ready counts, for each pool, the tasks it can run that can start
+		// with the apply (none of their dependencies runs in the plan),
+		// also those counted toward an earlier pool: each is queued for
+		// every pool that can run it.
 		ready map[string]int
 	}{
 		{
@@ -108,7 +110,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: 2 workers to launch, 4 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
-			ready:   map[string]int{"builders": 2, "general": 0},
+			ready:   map[string]int{"builders": 2, "general": 2},
 		},
 		{
 			name:    "everything succeeded: no changes",
@@ -176,7 +178,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: 2 workers to launch, 1 task to run, 1 to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
-			ready:   map[string]int{"builders": 2, "general": 0},
+			ready:   map[string]int{"builders": 2, "general": 2},
 		},
 		{
 			name: "counted instances each count toward sizing",
@@ -189,7 +191,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: 2 workers to launch, 3 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
-			ready:   map[string]int{"builders": 3, "general": 0},
+			ready:   map[string]int{"builders": 3, "general": 3},
 		},
 	}
 	for _, tt := range tests {
