@@ -97,12 +97,9 @@ type PoolChange struct {
 	Workers int
 	// Tasks is the number of planned task runs counted toward this pool.
 	Tasks int
-	// Ready is how many planned task runs this pool can run (counted
-	// toward it or toward an earlier pool that can run them too) that can
-	// start as soon as apply does: none of their dependencies runs in this
-	// plan. Each is queued for every pool that can run it, so apply starts
-	// the pool with supervise.InitialWorkers(Workers, Min, Ready, Capacity)
-	// workers.
+	// Ready is how many of them can start as soon as apply does: none of
+	// their dependencies runs in this plan. Apply starts the pool with
+	// supervise.InitialWorkers(Workers, Min, Ready, Capacity) workers.
 	Ready              int
 	Capacity, Min, Max int
 }
@@ -412,13 +409,8 @@ func poolChanges(pools []*wdchcl.Pool, tasks []TaskChange, defs map[string]TaskD
 		for _, dep := range defs[tc.Address].Definition.DependsOn {
 			waits = waits || runs[dep]
 		}
-		if waits {
-			continue
-		}
-		// A ready task is queued for every pool that can run it, and
-		// each of their supervisors sees it at the first step.
-		for _, name := range tc.Candidates {
-			ready[name]++
+		if !waits {
+			ready[tc.Pool]++
 		}
 	}
 	var out []PoolChange

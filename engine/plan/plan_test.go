@@ -92,10 +92,8 @@ func TestNewPlan(t *testing.T) {
 		want    []change
 		summary string
 		workers map[string]int
-		// ready counts, for each pool, the tasks it can run that can start
-		// with the apply (none of their dependencies runs in the plan),
-		// also those counted toward an earlier pool: each is queued for
-		// every pool that can run it.
+		// ready counts each pool's tasks that can start with the apply
+		// (none of their dependencies runs in the plan).
 		ready map[string]int
 	}{
 		{
@@ -110,7 +108,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: 2 workers to launch, 4 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
-			ready:   map[string]int{"builders": 2, "general": 2},
+			ready:   map[string]int{"builders": 2, "general": 0},
 		},
 		{
 			name:    "everything succeeded: no changes",
@@ -178,7 +176,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: 2 workers to launch, 1 task to run, 1 to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
-			ready:   map[string]int{"builders": 2, "general": 2},
+			ready:   map[string]int{"builders": 2, "general": 0},
 		},
 		{
 			name: "counted instances each count toward sizing",
@@ -191,7 +189,7 @@ func TestNewPlan(t *testing.T) {
 			},
 			summary: "Plan: 2 workers to launch, 3 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
-			ready:   map[string]int{"builders": 3, "general": 3},
+			ready:   map[string]int{"builders": 3, "general": 0},
 		},
 	}
 	for _, tt := range tests {

@@ -115,10 +115,9 @@ type Pool struct {
 	// supervisor grows the pool from there up to Workers (1.2).
 	InitialWorkers int `json:"initial_workers"`
 	Tasks          int `json:"tasks"`
-	// ReadyTasks is how many planned task runs the pool can run (counted
-	// toward it or toward an earlier pool) can start when apply does (none
-	// of their dependencies runs in this plan): what InitialWorkers is
-	// sized for (1.11).
+	// ReadyTasks is how many of Tasks can start when apply does (none of
+	// their dependencies runs in this plan): what InitialWorkers is sized
+	// for (1.11).
 	ReadyTasks int `json:"ready_tasks"`
 	Capacity   int `json:"capacity"`
 	Min        int `json:"min"`
