@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -405,11 +406,7 @@ func poolChanges(pools []*wdchcl.Pool, tasks []TaskChange, defs map[string]TaskD
 			continue
 		}
 		counted[tc.Pool]++
-		waits := false
-		for _, dep := range defs[tc.Address].Definition.DependsOn {
-			waits = waits || runs[dep]
-		}
-		if !waits {
+		if !slices.ContainsFunc(defs[tc.Address].Definition.DependsOn, func(dep string) bool { return runs[dep] }) {
 			ready[tc.Pool]++
 		}
 	}
@@ -532,10 +529,7 @@ func WorkersFor(tasks, capacity, min, max int) int {
 	if tasks <= 0 {
 		return 0
 	}
-	if capacity < 1 {
-		capacity = 1
-	}
-	n := (tasks + capacity - 1) / capacity
+	n := supervise.Fill(tasks, capacity)
 	if n < min {
 		n = min
 	}

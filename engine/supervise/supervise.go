@@ -105,7 +105,7 @@ func Decide(o Observation) Decision {
 	free := o.FreeSlots + o.Pending*capacity
 	need := 0 // workers the queued tasks the free slots do not take fill
 	if o.Queued > free {
-		need = ceilDiv(o.Queued-free, capacity)
+		need = Fill(o.Queued-free, capacity)
 	}
 	switch {
 	case o.Unfinished == 0 && o.Idle > 0:
@@ -147,12 +147,14 @@ func InitialWorkers(workers, min, ready, capacity int) int {
 	if workers <= 0 {
 		return 0
 	}
-	return clampInt(max(min, ceilDiv(ready, max(capacity, 1))), 0, workers)
+	return clampInt(max(min, Fill(ready, capacity)), 0, workers)
 }
 
-// ceilDiv is ⌈a / b⌉ for a ≥ 0 and b > 0.
-func ceilDiv(a, b int) int {
-	return (a + b - 1) / b
+// Fill is how many workers of capacity leases each tasks fill:
+// ⌈tasks / capacity⌉ for tasks ≥ 0, a capacity below 1 counting as 1.
+func Fill(tasks, capacity int) int {
+	capacity = max(capacity, 1)
+	return (tasks + capacity - 1) / capacity
 }
 
 func clampInt(n, lo, hi int) int {
