@@ -250,7 +250,11 @@ type Coordinator struct {
 	// hookTakeOverWrite, when set (tests only), runs in takeOverUnstarted's
 	// write before it reads the lease it takes over.
 	hookTakeOverWrite func()
-	done              chan struct{}
+	// hookAnswer, when set (tests only), runs when the leases a write
+	// granted are about to be answered (assignments), before it checks
+	// that the request is still there.
+	hookAnswer func()
+	done       chan struct{}
 
 	// Chaining (chaining.go): judging counts accepted results
 	// whose recommendations are not judged yet; Done waits for them.

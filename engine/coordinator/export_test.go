@@ -37,3 +37,13 @@ func SetTakeOverHook(c *Coordinator, f func()) {
 func UnstartedInMemory(c *Coordinator, id string) int {
 	return ofWorker(c, id, func(w *workerState) int { return w.unstarted })
 }
+
+// SetAnswerHook sets a function run when the leases a write granted are
+// about to be answered, before the answer checks that its request is
+// still there (nil: none). Set it before the coordinator serves the
+// claims it is to see.
+func SetAnswerHook(c *Coordinator, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hookAnswer = f
+}

@@ -470,9 +470,6 @@ func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, prefetch
 			}
 			c.granted++
 			w.pool.metrics.leasesGranted.Inc()
-			if c.faults != nil && !l.Unstarted {
-				c.faults.AttemptStarted(l.Task, l.Attempt, w.id, w.pid)
-			}
 			evs = append(evs, Event{At: now, Kind: EventLeased, Task: l.Task, WorkerID: w.id, Pool: w.pool.rt.Name,
 				Attempt: l.Attempt, Token: l.Token, Message: msg})
 		case g.fresh != nil:
@@ -945,8 +942,13 @@ func (c *Coordinator) takeStarts(poster *workerState, own int64, tokens []int64)
 
 // assignments answers the leases granted in tries (a claim's or a
 // result's), releasing them again, with the reason abandoned, when ctx
-// ended before the answer could be sent.
+// ended before the answer could be sent. A FaultInjector is told of the
+// started ones only once they are kept: a lease released here never ran,
+// so a worker killed as its attempt starts must not be killed before.
 func (c *Coordinator) assignments(ctx context.Context, w *workerState, tries []grantTry, abandoned string) ([]protocol.Assignment, error) {
+	if c.hookAnswer != nil {
+		c.hookAnswer()
+	}
 	var granted []int64
 	asg := []protocol.Assignment{}
 	for _, g := range tries {
@@ -960,6 +962,15 @@ func (c *Coordinator) assignments(ctx context.Context, w *workerState, tries []g
 			c.log.Warn("releasing abandoned leases", "worker", w.id, "err", err)
 		}
 		return nil, ctx.Err()
+	}
+	if c.faults != nil && len(granted) > 0 {
+		c.mu.Lock()
+		for _, a := range asg {
+			if !a.Prefetched {
+				c.faults.AttemptStarted(a.Task, a.Attempt, w.id, w.pid)
+			}
+		}
+		c.mu.Unlock()
 	}
 	return asg, nil
 }

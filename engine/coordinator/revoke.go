@@ -79,8 +79,10 @@ type FaultInjector interface {
 	// result arrives after its lease ended (late_result).
 	RevokeBeforeResult(task string, attempt int) bool
 	// AttemptStarted is told that attempt of task starts on worker
-	// workerID, which registered with process id pid: at its grant, or for
-	// a prefetched lease when its worker reports the start. It is called
+	// workerID, which registered with process id pid: once the answer
+	// that grants it is to be sent (a grant whose answer was abandoned is
+	// released and never ran), or for a prefetched lease when its worker
+	// reports the start. It is called
 	// with the coordinator's lock held, so it must not call back into the
 	// coordinator (kill_worker acts on it from a goroutine of its own).
 	AttemptStarted(task string, attempt int, workerID string, pid int)

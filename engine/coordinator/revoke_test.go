@@ -121,3 +121,64 @@ func TestFaultInjector(t *testing.T) {
 		t.Fatalf("after 12 s of dropped heartbeats: %s, %d lost; want queued, 1 lost (the lease expired)", task.Status, task.LostUsed)
 	}
 }
+
+// startRecorder is a FaultInjector that records the attempts it is told
+// started ("task.a/1").
+type startRecorder struct {
+	mu      sync.Mutex
+	started []string
+}
+
+func (f *startRecorder) DropHeartbeat(string) bool           { return false }
+func (f *startRecorder) RevokeBeforeResult(string, int) bool { return false }
+func (f *startRecorder) AttemptStarted(task string, attempt int, _ string, _ int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = append(f.started, fmt.Sprintf("%s/%d", task, attempt))
+}
+
+func (f *startRecorder) seen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.started)
+}
+
+// TestFaultInjectorToldOfKeptGrantsOnly: the injector hears that an
+// attempt started only once its grant is to be answered. A claim whose
+// worker went away after the grant was written (its request's context
+// ended) releases the lease, which never ran: the injector is not told
+// (kill_worker would kill a worker whose attempt then counts as no loss),
+// and the attempt ends with no failure class. The next claim's grant is
+// told.
+func TestFaultInjectorToldOfKeptGrantsOnly(t *testing.T) {
+	f := &startRecorder{}
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{rtTask("a")}, harnessOpts{faults: f})
+	w := h.register("p")
+	cred, err := h.c.Authenticate(w.session, coordinator.KindSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := h.c.Session(cred, w.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	gone, cancel := context.WithCancel(context.Background())
+	coordinator.SetAnswerHook(h.c, cancel) // the worker goes away once the grant is written
+	if resp, err := h.c.Claim(gone, sess, 1, 0); err == nil {
+		t.Fatalf("a claim whose request ended was answered: %+v", resp)
+	}
+	if got := f.seen(); len(got) != 0 {
+		t.Errorf("the injector was told of a grant that was released: %v", got)
+	}
+	attempts, err := h.store.Attempts(context.Background(), "task.a")
+	if err != nil || len(attempts) != 1 || attempts[0].EndedAt.IsZero() || attempts[0].FailureClass != "" {
+		t.Fatalf("attempts after the abandoned claim: %+v, %v; want one, ended with no failure class", attempts, err)
+	}
+
+	coordinator.SetAnswerHook(h.c, nil)
+	a := w.claimOne()
+	if got, want := f.seen(), []string{fmt.Sprintf("task.a/%d", a.Attempt)}; !slices.Equal(got, want) {
+		t.Errorf("after a kept grant the injector was told %v, want %v", got, want)
+	}
+}
