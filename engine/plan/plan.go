@@ -99,9 +99,16 @@ type PoolChange struct {
 	// Tasks is the number of planned task runs counted toward this pool.
 	Tasks int
 	// Ready is how many of them can start as soon as apply does: none of
-	// their dependencies runs in this plan. Apply starts the pool with
-	// supervise.InitialWorkers(Workers, Min, Ready, Capacity) workers.
-	Ready              int
+	// their dependencies runs in this plan.
+	Ready int
+	// QueuedAtStart is how many planned task runs this pool can run that
+	// can start as soon as apply does: Ready, and the ready ones counted
+	// toward an earlier pool that this one can run too. Each is queued for
+	// every pool that can run it, and each of those pools' supervisors
+	// sees it at their first step: apply starts the pool with
+	// supervise.InitialWorkers(Workers, Min, QueuedAtStart, Capacity)
+	// workers.
+	QueuedAtStart      int
 	Capacity, Min, Max int
 }
 
@@ -386,13 +393,14 @@ func cancellations(snap *state.Snapshot, configured map[string]bool) []TaskChang
 // InitialWorkers is how many workers apply starts pc with
 // (supervise.InitialWorkers).
 func (pc PoolChange) InitialWorkers() int {
-	return supervise.InitialWorkers(pc.Workers, pc.Min, pc.Ready, pc.Capacity)
+	return supervise.InitialWorkers(pc.Workers, pc.Min, pc.QueuedAtStart, pc.Capacity)
 }
 
 // poolChanges sizes every pool, in declaration order, for the tasks
 // counted toward it (WorkersFor), and counts those of them ready at the
-// start: none of their dependencies (in defs) is planned to run. A pool
-// with no work launches none.
+// start (none of their dependencies, in defs, is planned to run) and the
+// ready tasks it can run, those counted toward an earlier pool among them.
+// A pool with no work launches none.
 func poolChanges(pools []*wdchcl.Pool, tasks []TaskChange, defs map[string]TaskDefinition) []PoolChange {
 	runs := map[string]bool{}
 	for _, tc := range tasks {
@@ -400,28 +408,35 @@ func poolChanges(pools []*wdchcl.Pool, tasks []TaskChange, defs map[string]TaskD
 			runs[tc.Address] = true
 		}
 	}
-	counted, ready := map[string]int{}, map[string]int{}
+	counted, ready, queued := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, tc := range tasks {
 		if tc.Action == ActionCancel || tc.Pool == "" {
 			continue
 		}
 		counted[tc.Pool]++
-		if !slices.ContainsFunc(defs[tc.Address].Definition.DependsOn, func(dep string) bool { return runs[dep] }) {
-			ready[tc.Pool]++
+		if slices.ContainsFunc(defs[tc.Address].Definition.DependsOn, func(dep string) bool { return runs[dep] }) {
+			continue
+		}
+		ready[tc.Pool]++
+		// A ready task is queued for every pool that can run it, and
+		// each of their supervisors sees it at the first step.
+		for _, name := range tc.Candidates {
+			queued[name]++
 		}
 	}
 	var out []PoolChange
 	for _, pool := range pools {
 		n := counted[pool.Name]
 		out = append(out, PoolChange{
-			Name:     pool.Name,
-			Provider: pool.Provider,
-			Tasks:    n,
-			Ready:    ready[pool.Name],
-			Workers:  WorkersFor(n, pool.Capacity, pool.Min, pool.Max),
-			Capacity: pool.Capacity,
-			Min:      pool.Min,
-			Max:      pool.Max,
+			Name:          pool.Name,
+			Provider:      pool.Provider,
+			Tasks:         n,
+			Ready:         ready[pool.Name],
+			QueuedAtStart: queued[pool.Name],
+			Workers:       WorkersFor(n, pool.Capacity, pool.Min, pool.Max),
+			Capacity:      pool.Capacity,
+			Min:           pool.Min,
+			Max:           pool.Max,
 		})
 	}
 	return out

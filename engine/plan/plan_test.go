@@ -95,6 +95,10 @@ func TestNewPlan(t *testing.T) {
 		// ready counts each pool's tasks that can start with the apply
 		// (none of their dependencies runs in the plan).
 		ready map[string]int
+		// queued counts each pool's queue at its first step: the ready
+		// tasks it can run, also those counted toward an earlier pool
+		// (each is queued for every pool that can run it); nil: ready.
+		queued map[string]int
 	}{
 		{
 			name: "fresh state runs everything",
@@ -109,6 +113,7 @@ func TestNewPlan(t *testing.T) {
 			summary: "Plan: 2 workers to launch, 4 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
 			ready:   map[string]int{"builders": 2, "general": 0},
+			queued:  map[string]int{"builders": 2, "general": 2},
 		},
 		{
 			name:    "everything succeeded: no changes",
@@ -177,6 +182,7 @@ func TestNewPlan(t *testing.T) {
 			summary: "Plan: 2 workers to launch, 1 task to run, 1 to retry.",
 			workers: map[string]int{"builders": 2, "general": 0},
 			ready:   map[string]int{"builders": 2, "general": 0},
+			queued:  map[string]int{"builders": 2, "general": 2},
 		},
 		{
 			name: "counted instances each count toward sizing",
@@ -190,6 +196,7 @@ func TestNewPlan(t *testing.T) {
 			summary: "Plan: 2 workers to launch, 3 tasks to run.",
 			workers: map[string]int{"builders": 2, "general": 0},
 			ready:   map[string]int{"builders": 3, "general": 0},
+			queued:  map[string]int{"builders": 3, "general": 3},
 		},
 	}
 	for _, tt := range tests {
@@ -204,13 +211,21 @@ func TestNewPlan(t *testing.T) {
 			if got := p.Summary().String(); got != tt.summary {
 				t.Errorf("summary = %q, want %q", got, tt.summary)
 			}
-			gotWorkers, gotReady := map[string]int{}, map[string]int{}
+			gotWorkers, gotReady, gotQueued := map[string]int{}, map[string]int{}, map[string]int{}
 			for _, pc := range p.Pools {
 				gotWorkers[pc.Name] = pc.Workers
 				gotReady[pc.Name] = pc.Ready
+				gotQueued[pc.Name] = pc.QueuedAtStart
 			}
 			if diff := cmp.Diff(tt.ready, gotReady); diff != "" {
 				t.Errorf("ready tasks per pool (-want +got):\n%s", diff)
+			}
+			wantQueued := tt.queued
+			if wantQueued == nil {
+				wantQueued = tt.ready
+			}
+			if diff := cmp.Diff(wantQueued, gotQueued); diff != "" {
+				t.Errorf("tasks queued at the first step per pool (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.workers, gotWorkers); diff != "" {
 				t.Errorf("workers (-want +got):\n%s", diff)

@@ -17,7 +17,7 @@ import (
 // --json`, `wdc plan --out`, `wdc show FILE --json`); docs/json.md and
 // docs/schema/plan.schema.json describe it. A reader refuses another major
 // version.
-const FormatVersion = "1.11"
+const FormatVersion = "1.12"
 
 // Plan is the plan document: what `wdc plan --json` prints and what a
 // saved plan file holds. It records what the plan was computed from (the
@@ -116,12 +116,16 @@ type Pool struct {
 	InitialWorkers int `json:"initial_workers"`
 	Tasks          int `json:"tasks"`
 	// ReadyTasks is how many of Tasks can start when apply does (none of
-	// their dependencies runs in this plan): what InitialWorkers is sized
-	// for (1.11).
+	// their dependencies runs in this plan) (1.11).
 	ReadyTasks int `json:"ready_tasks"`
-	Capacity   int `json:"capacity"`
-	Min        int `json:"min"`
-	Max        int `json:"max"`
+	// QueuedAtStart is how many planned task runs the pool can run can
+	// start when apply does: ReadyTasks and the ready ones counted toward
+	// an earlier pool that this one can run too (each is queued for every
+	// pool that can run it). What InitialWorkers is sized for (1.12).
+	QueuedAtStart int `json:"queued_at_start"`
+	Capacity      int `json:"capacity"`
+	Min           int `json:"min"`
+	Max           int `json:"max"`
 	// LaunchPreview is what each launch of the pool creates on its
 	// target, as `wdc plan` renders it (1.3): set only by plan, for pools
 	// whose provider creates objects (kubernetes), omitted otherwise.
@@ -271,7 +275,7 @@ func New(cfg *wdchcl.Config, p *plan.Plan, replace []string, wdcVersion string) 
 		pools[pool.Name] = pool
 	}
 	for _, pc := range p.Pools {
-		pd := Pool{Address: "pool." + pc.Name, Name: pc.Name, Workers: pc.Workers, InitialWorkers: pc.InitialWorkers(), Tasks: pc.Tasks, ReadyTasks: pc.Ready,
+		pd := Pool{Address: "pool." + pc.Name, Name: pc.Name, Workers: pc.Workers, InitialWorkers: pc.InitialWorkers(), Tasks: pc.Tasks, ReadyTasks: pc.Ready, QueuedAtStart: pc.QueuedAtStart,
 			Capacity: pc.Capacity, Min: pc.Min, Max: pc.Max, Labels: map[string]string{}}
 		if pool := pools[pc.Name]; pool != nil {
 			pd.Provider = pool.Provider

@@ -150,7 +150,7 @@ func changedSensitive(planned, now map[string]string) []string {
 func Rebuild(doc *jsonplan.Plan, cfg *wdchcl.Config, key []byte) (*plan.Plan, error) {
 	p := &plan.Plan{Lineage: doc.State.Lineage, Serial: doc.State.Serial, CreatedAt: doc.CreatedAt, Key: key, Definitions: plan.Definitions(cfg, key)}
 	for _, pd := range doc.Pools {
-		p.Pools = append(p.Pools, plan.PoolChange{Name: pd.Name, Provider: pd.Provider, Workers: pd.Workers, Tasks: pd.Tasks, Ready: pd.ReadyTasks, Capacity: pd.Capacity, Min: pd.Min, Max: pd.Max})
+		p.Pools = append(p.Pools, plan.PoolChange{Name: pd.Name, Provider: pd.Provider, Workers: pd.Workers, Tasks: pd.Tasks, Ready: pd.ReadyTasks, QueuedAtStart: pd.QueuedAtStart, Capacity: pd.Capacity, Min: pd.Min, Max: pd.Max})
 	}
 	for _, cd := range doc.Changes {
 		tc, err := rebuildChange(cd, p.Definitions)
