@@ -104,15 +104,18 @@ type taskBudget struct {
 // dependents queued or cancelled; and the task's event (succeeded, retried
 // or failed). The lease and the attempt row must already be ended by the
 // caller. b is the task's budgets as the caller read them in this
-// transaction (nil: settle reads them).
+// transaction (nil: settle reads them, unless the attempt succeeded).
 func (t *Tx) settle(l Lease, class FailureClass, errMsg string, pol TaskPolicy, b *taskBudget, now time.Time) (AttemptOutcome, error) {
 	out := AttemptOutcome{Task: l.Task, Attempt: l.Attempt, Token: l.Token, WorkerID: l.WorkerID, Class: class}
 	f := lifecycle.Facts{Attempt: l.Attempt, Class: lifecycle.Class(class), Error: errMsg, Now: now,
 		Settings: lifecycle.Settings{Backoff: pol.Backoff, MaxBackoff: pol.MaxBackoff}}
-	if b != nil {
+	switch {
+	case b != nil:
 		f.Attempts, f.Spent.Failures, f.Spent.Lost = b.Attempts, b.Failures, b.Lost
 		f.Settings.MaxAttempts, f.Settings.MaxLost = b.MaxAttempts, b.MaxLost
-	} else {
+	case class == "":
+		// A success spends no budget: lifecycle.Decide reads none.
+	default:
 		err := t.QueryRowContext(t.ctx, `SELECT attempts, failures_used, lost_used, max_attempts, max_lost FROM tasks WHERE address = ?`,
 			l.Task).Scan(&f.Attempts, &f.Spent.Failures, &f.Spent.Lost, &f.Settings.MaxAttempts, &f.Settings.MaxLost)
 		if err != nil {
@@ -437,6 +440,12 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 	if err := checkArtifacts(in.Artifacts); err != nil {
 		return ResultDecision{}, err
 	}
+	if l, ok, err := t.completeFenced(in, now); err != nil || ok {
+		if err != nil {
+			return ResultDecision{}, err
+		}
+		return t.accept(in, l, nil, pol.of(l.Task), now, true)
+	}
 	l, budget, first, rej, err := t.fence(in, now)
 	if err != nil {
 		return ResultDecision{}, err
@@ -460,7 +469,76 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 		}
 		return *rej, nil
 	}
-	return t.accept(in, l, budget, pol.of(l.Task), now)
+	if err := t.admit(in, l); err != nil {
+		return ResultDecision{}, err
+	}
+	return t.accept(in, l, budget, pol.of(l.Task), now, false)
+}
+
+// completeFenced is the common case of AcceptResult in one statement: a
+// result that names its task and attempt, binds no artifact but empty logs
+// (the blob store is asked only after the fencing checks), that in.Check
+// admits, and whose lease passes every check of fence (no decision on its key yet;
+// the lease in names, for that task, attempt, definition and worker; no
+// newer lease of the task; active and not expired at now) completes its
+// lease in the UPDATE whose WHERE makes those checks, and ok is true: the
+// caller records the rest of the acceptance. Otherwise nothing changed
+// and ok is false: fence decides, in its order (a replay, a rejection, or
+// the error of in.Check or in.Held after the fencing checks).
+func (t *Tx) completeFenced(in ResultInput, now time.Time) (l Lease, ok bool, err error) {
+	if in.Task == "" || in.Attempt == 0 {
+		return Lease{}, false, nil
+	}
+	if stored, _ := splitEmptyLogs(in.Artifacts); len(stored) > 0 {
+		return Lease{}, false, nil
+	}
+	l = Lease{Token: in.Token, Task: in.Task, DefHash: in.DefHash, WorkerID: in.WorkerID, Attempt: in.Attempt}
+	if t.admit(in, l) != nil {
+		return Lease{}, false, nil
+	}
+	// A result completes an unstarted lease as started (its attempt ran).
+	n, err := changedRows(t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ?5,
+			hard_expires_at = CASE unstarted WHEN 1 THEN expires_at ELSE hard_expires_at END, unstarted = 0
+		WHERE token = ?1 AND status = 'active' AND worker_id = ?2 AND task = ?3 AND attempt = ?4 AND expires_at > ?5
+		  AND (?6 = '' OR def_hash = ?6)
+		  AND NOT EXISTS (SELECT 1 FROM leases m WHERE m.task = ?3 AND m.token > ?1)
+		  AND NOT EXISTS (SELECT 1 FROM results r WHERE r.idempotency_key = ?7 AND r.token = ?1 AND r.worker_id = ?2)`,
+		in.Token, in.WorkerID, in.Task, in.Attempt, ms(now), in.DefHash, in.Key))
+	if err != nil {
+		return Lease{}, false, fmt.Errorf("result %q: complete lease %d: %w", in.Key, in.Token, err)
+	}
+	if n == 0 {
+		// It matched no row and changed nothing: no undo, and a group of
+		// replays still leaves the serial alone.
+		t.writes--
+		return Lease{}, false, nil
+	}
+	return l, true, nil
+}
+
+// admit lets in.Check and in.Held (every artifact in binds is held; an
+// empty log needs no blob) decide whether the result for lease l may be
+// accepted. It changes nothing.
+func (t *Tx) admit(in ResultInput, l Lease) error {
+	if in.Check != nil {
+		if err := in.Check(l); err != nil {
+			return err
+		}
+	}
+	if stored, _ := splitEmptyLogs(in.Artifacts); in.Held != nil && len(stored) > 0 {
+		hashes := make([]string, len(stored))
+		for i, a := range stored {
+			hashes[i] = a.SHA256
+		}
+		missing, err := in.Held(hashes)
+		if err != nil {
+			return fmt.Errorf("result %q: checking its artifacts: %w", in.Key, err)
+		}
+		if len(missing) > 0 {
+			return &MissingArtifactsError{Missing: missing}
+		}
+	}
+	return nil
 }
 
 // fence reads, in one statement, the first decision on in's key (a
@@ -538,28 +616,11 @@ func (t *Tx) recordRejection(in ResultInput, rej ResultDecision, now time.Time) 
 		Message: rej.Reason + ": " + rej.Detail}, now)
 }
 
-// accept records the accepted result in for lease l, once in.Check lets
-// it and every artifact it binds is held: its artifacts, the result, the lease completed, the
-// attempt ended, the task settled with pol and its recommendations.
-func (t *Tx) accept(in ResultInput, l Lease, b *taskBudget, pol TaskPolicy, now time.Time) (ResultDecision, error) {
-	if in.Check != nil {
-		if err := in.Check(l); err != nil {
-			return ResultDecision{}, err
-		}
-	}
-	if in.Held != nil && len(in.Artifacts) > 0 {
-		hashes := make([]string, len(in.Artifacts))
-		for i, a := range in.Artifacts {
-			hashes[i] = a.SHA256
-		}
-		missing, err := in.Held(hashes)
-		if err != nil {
-			return ResultDecision{}, fmt.Errorf("result %q: checking its artifacts: %w", in.Key, err)
-		}
-		if len(missing) > 0 {
-			return ResultDecision{}, &MissingArtifactsError{Missing: missing}
-		}
-	}
+// accept records the accepted result in for lease l, once admit let it:
+// its artifacts, the result, the lease completed (unless completed: its
+// caller did), the attempt ended, the task settled with pol and its
+// recommendations.
+func (t *Tx) accept(in ResultInput, l Lease, b *taskBudget, pol TaskPolicy, now time.Time, completed bool) (ResultDecision, error) {
 	stored, emptyLogs := splitEmptyLogs(in.Artifacts)
 	if err := insertArtifactsTx(t, l, stored); err != nil {
 		return ResultDecision{}, err
@@ -569,11 +630,13 @@ func (t *Tx) accept(in ResultInput, l Lease, b *taskBudget, pol TaskPolicy, now 
 		return ResultDecision{}, fmt.Errorf("record result %q: %w", in.Key, err)
 	}
 	// A result completes an unstarted lease as started (its attempt ran).
-	if _, err := t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ?,
-			hard_expires_at = CASE unstarted WHEN 1 THEN expires_at ELSE hard_expires_at END, unstarted = 0
-		WHERE token = ? AND status = 'active'`,
-		ms(now), l.Token); err != nil {
-		return ResultDecision{}, fmt.Errorf("complete lease %d: %w", l.Token, err)
+	if !completed {
+		if _, err := t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ?,
+				hard_expires_at = CASE unstarted WHEN 1 THEN expires_at ELSE hard_expires_at END, unstarted = 0
+			WHERE token = ? AND status = 'active'`,
+			ms(now), l.Token); err != nil {
+			return ResultDecision{}, fmt.Errorf("complete lease %d: %w", l.Token, err)
+		}
 	}
 	var exit sql.NullInt64
 	if in.ExitCode != nil {

@@ -864,3 +864,85 @@ func TestEmptyLogsAreNotRows(t *testing.T) {
 		})
 	}
 }
+
+// TestAcceptResultInOneStatement: a result that names its task and
+// attempt and binds no blob completes its lease in the UPDATE that makes
+// the fencing checks, without fence's SELECT; every fencing check it makes
+// still refuses there, and fence then answers as before: each case leaves
+// the lease active and gets its rejection, a replay of the acceptance gets
+// it back as a duplicate and writes nothing. A prefetched lease's result
+// completes it as started.
+func TestAcceptResultInOneStatement(t *testing.T) {
+	ctx := context.Background()
+	s := setup(t)
+	seed(t, s)
+	if _, err := s.RegisterWorker(ctx, Worker{ID: "w2", Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
+		t.Fatal(err)
+	}
+	l := claim(t, s, "task.a", "w1", t0)
+	now := t0.Add(time.Second)
+	fenceReads := 0
+	stop := TraceStatements(func(q string, _ time.Duration) {
+		if strings.Contains(q, "FROM (SELECT 1)") {
+			fenceReads++
+		}
+	})
+	defer stop()
+	for _, c := range []struct {
+		name   string
+		in     ResultInput
+		now    time.Time
+		reason string
+	}{
+		{"other definition", ResultInput{Key: "d", Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w1", DefHash: "h-other"}, now, ReasonUnknownLease},
+		{"other worker", ResultInput{Key: "w", Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w2"}, now, ReasonWrongWorker},
+		{"other attempt", ResultInput{Key: "a", Token: l.Token, Task: l.Task, Attempt: l.Attempt + 1, WorkerID: "w1"}, now, ReasonUnknownLease},
+		{"past its expiry", ResultInput{Key: "e", Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w1"}, l.ExpiresAt, ReasonLeaseExpired},
+	} {
+		fenceReads = 0
+		dec, err := s.AcceptResult(ctx, c.in, nil, c.now)
+		if err != nil || dec.Decision != DecisionRejected || dec.Reason != c.reason {
+			t.Errorf("%s: %+v, %v; want rejected %s", c.name, dec, err, c.reason)
+		}
+		if fenceReads != 1 {
+			t.Errorf("%s: fence read %d times, want once (after the UPDATE refused)", c.name, fenceReads)
+		}
+		if got, _ := s.Lease(ctx, l.Token); got.Status != LeaseActive {
+			t.Errorf("%s: the lease is %s, want still active", c.name, got.Status)
+		}
+	}
+
+	in := ResultInput{Key: "ok", Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w1", DefHash: l.DefHash,
+		Artifacts: []Artifact{{Kind: ArtifactLog, Name: "stdout", SHA256: EmptySHA256}, {Kind: ArtifactLog, Name: "stderr", SHA256: EmptySHA256}},
+		Held:      func([]string) ([]string, error) { t.Error("the store was asked for empty logs"); return nil, nil }}
+	fenceReads = 0
+	dec, err := s.AcceptResult(ctx, in, nil, now)
+	if err != nil || dec.Decision != DecisionAccepted || dec.Outcome == nil || dec.Outcome.Status != TaskSucceeded {
+		t.Fatalf("the result: %+v, %v; want accepted, task succeeded", dec, err)
+	}
+	if fenceReads != 0 {
+		t.Errorf("the accepted result read fence's SELECT %d times, want none", fenceReads)
+	}
+	if got, _ := s.Lease(ctx, l.Token); got.Status != LeaseCompleted || !got.EndedAt.Equal(now.Truncate(time.Millisecond)) {
+		t.Errorf("the lease after its result: %s ended %v; want completed at %s", got.Status, got.EndedAt, now)
+	}
+	before := serial(t, s)
+	if dec, err := s.AcceptResult(ctx, in, nil, now.Add(time.Second)); err != nil || !dec.Duplicate || dec.Decision != DecisionAccepted {
+		t.Errorf("the replay: %+v, %v; want the acceptance as a duplicate", dec, err)
+	}
+	if after := serial(t, s); after != before {
+		t.Errorf("the replay moved the serial %d → %d", before, after)
+	}
+
+	addTask(t, s, "task.b", TaskQueued, 1, 1)
+	pre, err := s.GrantLease(ctx, GrantRequest{Task: "task.b", WorkerID: "w1", Timeout: time.Hour, Prefetched: true}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec, err := s.AcceptResult(ctx, ResultInput{Key: "p", Token: pre.Token, Task: pre.Task, Attempt: pre.Attempt, WorkerID: "w1"}, nil, now); err != nil || dec.Decision != DecisionAccepted {
+		t.Fatalf("the prefetched lease's result: %+v, %v", dec, err)
+	}
+	if got, _ := s.Lease(ctx, pre.Token); got.Unstarted || !got.HardExpiresAt.Equal(got.ExpiresAt) {
+		t.Errorf("the prefetched lease after its result: unstarted %v, hard expiry %s; want started, hard expiry = expiry %s", got.Unstarted, got.HardExpiresAt, got.ExpiresAt)
+	}
+}
