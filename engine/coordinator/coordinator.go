@@ -344,6 +344,8 @@ type leaseState struct {
 	// unstarted: a prefetched lease whose start its worker has not
 	// reported (docs/design.md §3, prefetched leases).
 	unstarted bool
+	// grantedAt is when it was granted (takeOverAfter counts from it).
+	grantedAt time.Time
 }
 
 // maxUnstarted is how many prefetched leases a worker may hold unstarted.
@@ -606,7 +608,7 @@ func (c *Coordinator) load(ctx context.Context) error {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	for _, l := range active {
-		c.leases[l.Token] = &leaseState{task: l.Task, worker: l.WorkerID, attempt: l.Attempt, unstarted: l.Unstarted}
+		c.leases[l.Token] = &leaseState{task: l.Task, worker: l.WorkerID, attempt: l.Attempt, unstarted: l.Unstarted, grantedAt: l.GrantedAt}
 	}
 	now := c.now()
 	for _, ts := range c.order {

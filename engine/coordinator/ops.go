@@ -307,25 +307,40 @@ func (c *Coordinator) Claim(ctx context.Context, s Session, max int, wait time.D
 			}
 			continue // every pick was taken by another writer: look again
 		}
+		var later time.Duration // until an unstarted lease becomes one to take over
 		if reclaims < maxReclaims {
-			reclaims++
-			asg, ok, err := c.takeOverUnstarted(ctx, w)
+			asg, ok, in, err := c.takeOverUnstarted(ctx, w)
 			if ok || err != nil {
 				return protocol.ClaimResponse{Assignments: asg}, err
+			}
+			if later = in; later == 0 {
+				reclaims++
 			}
 		}
 		if wait <= 0 {
 			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}}, nil
 		}
+		var takeOver *time.Timer
+		var takeOverC <-chan time.Time
+		if later > 0 {
+			takeOver = time.NewTimer(later)
+			takeOverC = takeOver.C
+		}
 		waitStart := time.Now()
 		select {
 		case <-wake:
 			waited += time.Since(waitStart)
+		case <-takeOverC:
+			waited += time.Since(waitStart)
+			reclaims++
 		case <-expired:
 			waited += time.Since(waitStart)
 			return protocol.ClaimResponse{Assignments: []protocol.Assignment{}}, nil
 		case <-ctx.Done():
 			return protocol.ClaimResponse{}, ctx.Err()
+		}
+		if takeOver != nil {
+			takeOver.Stop() // (a timer left running on a return is collected: Go 1.23)
 		}
 	}
 }
@@ -461,7 +476,7 @@ func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, prefetch
 		case g.err == nil:
 			l := g.lease
 			c.setStatus(g.ts, state.TaskRunning)
-			c.leases[l.Token] = &leaseState{task: l.Task, worker: w.id, attempt: l.Attempt, unstarted: l.Unstarted}
+			c.leases[l.Token] = &leaseState{task: l.Task, worker: w.id, attempt: l.Attempt, unstarted: l.Unstarted, grantedAt: l.GrantedAt}
 			w.held++
 			msg := fmt.Sprintf("attempt %d, expires %s", l.Attempt, l.ExpiresAt.Format(time.RFC3339))
 			if l.Unstarted {
@@ -805,6 +820,17 @@ func (c *Coordinator) pickNext(poster *workerState, token int64, next, prefetch 
 // maxReclaims bounds the unstarted leases one claim hands back to take.
 const maxReclaims = 3
 
+// takeOverAfter is how long an unstarted lease waits from its grant before
+// a worker with a free slot may take it over. Its holder starts it the
+// moment its running attempt ends and reports the start with that
+// attempt's result; a takeover in the same instant would release a lease
+// whose attempt has just begun (its start is then refused, and the holder
+// stops it: the task's command would have started twice). Waiting leaves
+// the attempts shorter than this to their holder, and the race only to
+// longer ones, whose end falls in the few milliseconds of a result's
+// round trip far less often (docs/design.md §3, prefetched leases).
+const takeOverAfter = time.Second
+
 // poolHasFreeSlotLocked reports whether a worker of w's pool other than w
 // is active with a slot free for a started lease. c.mu must be held.
 func (c *Coordinator) poolHasFreeSlotLocked(w *workerState) bool {
@@ -824,14 +850,17 @@ func (c *Coordinator) poolHasFreeSlotLocked(w *workerState) bool {
 // state decides), and its task granted to w, so the takeover and the
 // grant happen at one instant (docs/design.md §3, prefetched leases); the
 // holder learns it from its next heartbeat or from its start, which is
-// then refused. It reports whether a lease was taken over and granted,
-// with the assignment.
-func (c *Coordinator) takeOverUnstarted(ctx context.Context, w *workerState) ([]protocol.Assignment, bool, error) {
+// then refused. Only a lease granted takeOverAfter ago or longer is taken
+// over. It reports whether a lease was taken over and granted, with the
+// assignment; or else, in later, how long until one it could take becomes
+// old enough (0: none).
+func (c *Coordinator) takeOverUnstarted(ctx context.Context, w *workerState) (asg []protocol.Assignment, ok bool, later time.Duration, err error) {
 	c.mu.Lock()
 	if c.stopped || w.status != state.WorkerActive || w.startedFree() <= 0 {
 		c.mu.Unlock()
-		return nil, false, nil
+		return nil, false, 0, nil
 	}
+	now := c.now()
 	var tok int64
 	var holder string
 	var picked *taskState
@@ -843,13 +872,19 @@ func (c *Coordinator) takeOverUnstarted(ctx context.Context, w *workerState) ([]
 		if o == nil || ts == nil || ts.claiming || o.pool != w.pool || (w.narrowed && !placement.Satisfies(w.labels, ts.rt.Placement)) {
 			continue
 		}
+		if wait := l.grantedAt.Add(takeOverAfter).Sub(now); wait > 0 {
+			if later == 0 || wait < later {
+				later = wait
+			}
+			continue
+		}
 		if tok == 0 || t < tok {
 			tok, holder, picked = t, l.worker, ts
 		}
 	}
 	if tok == 0 {
 		c.mu.Unlock()
-		return nil, false, nil
+		return nil, false, later, nil
 	}
 	picks := []*taskState{picked}
 	picked.claiming = true
@@ -859,11 +894,10 @@ func (c *Coordinator) takeOverUnstarted(ctx context.Context, w *workerState) ([]
 	why := "prefetched by worker " + holder + ", which had no free slot; worker " + w.id + " has one"
 	c.wmu.RLock()
 	var (
-		now      time.Time
 		released []state.Lease
 		tries    []grantTry
 	)
-	err := c.store.Write(ctx, func(tx *state.Tx) error {
+	err = c.store.Write(ctx, func(tx *state.Tx) error {
 		now = c.now()
 		released, tries = nil, nil
 		if c.hookTakeOverWrite != nil {
@@ -891,13 +925,13 @@ func (c *Coordinator) takeOverUnstarted(ctx context.Context, w *workerState) ([]
 	})
 	c.wmu.RUnlock()
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	if len(released) == 0 {
-		return nil, false, nil
+		return nil, false, 0, nil
 	}
-	asg, err := c.assignments(ctx, w, tries, "the claim was abandoned before its answer was sent")
-	return asg, len(asg) > 0, err
+	asg, err = c.assignments(ctx, w, tries, "the claim was abandoned before its answer was sent")
+	return asg, len(asg) > 0, 0, err
 }
 
 // takeStarts brings memory in line with the starts poster reports with its

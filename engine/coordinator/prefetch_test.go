@@ -192,6 +192,12 @@ func TestPrefetchNeverKeepsATaskFromAnIdleWorker(t *testing.T) {
 		t.Fatalf("second worker claimed %s, want task.d", d.Task)
 	}
 	w3 := h.register("p")
+	// Just granted, the prefetched lease is left to its holder, whose
+	// running attempt may end any moment and start it.
+	if got := w3.claim(1); len(got) != 0 {
+		t.Fatalf("an idle worker took over a lease prefetched a moment ago: %+v", got)
+	}
+	h.clock.Advance(time.Second) // takeOverAfter
 	took := w3.claimOne()
 	if took.Task != pre[0].Task || took.Prefetched {
 		t.Fatalf("idle worker claimed %s (prefetched %v); want %s, started", took.Task, took.Prefetched, pre[0].Task)
@@ -213,6 +219,33 @@ func TestPrefetchNeverKeepsATaskFromAnIdleWorker(t *testing.T) {
 	resp = w1.postNext(run[0], 1, 1)
 	if run, pre := split(t, resp.Assignments); len(run) != 1 || len(pre) != 0 {
 		t.Errorf("%d started and %d prefetched leases while worker %s had a free slot; want 1 and 0", len(run), len(pre), w2.id)
+	}
+}
+
+// TestTakeOverWaitsForAnOldEnoughLease: on the real clock, a claim that
+// long-polls with nothing queued while another worker holds a lease
+// prefetched a moment ago takes it over once it has waited takeOverAfter
+// (1 s) since its grant: not before, and not at the end of its poll.
+func TestTakeOverWaitsForAnOldEnoughLease(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []coordinator.PoolRuntime{rtPool("p", 1)}, []coordinator.TaskRuntime{rtTask("a"), rtTask("b"), rtTask("c")}, harnessOpts{realClock: true})
+	w1 := h.register("p")
+	first := w1.claimOne()
+	granted := time.Now() // before the prefetched lease's grant
+	run, pre := split(t, w1.postNext(first, 1, 1).Assignments)
+	if len(run) != 1 || len(pre) != 1 {
+		t.Fatalf("lone busy worker: %d started and %d prefetched; want 1 and 1", len(run), len(pre))
+	}
+	w2 := h.register("p")
+	resp, err := w2.cl.Claim(context.Background(), w2.id, protocol.ClaimRequest{Max: 1, WaitMS: 5000})
+	waited := time.Since(granted)
+	// A poll that ends answers nothing: an assignment means the claim
+	// woke when the lease became old enough.
+	if err != nil || len(resp.Assignments) != 1 || resp.Assignments[0].Task != pre[0].Task {
+		t.Fatalf("the waiting claim: %+v, %v; want the prefetched %s taken over", resp, err, pre[0].Task)
+	}
+	if waited < time.Second {
+		t.Errorf("the takeover came %s after the grant; want 1 s (takeOverAfter) or later", waited)
 	}
 }
 
@@ -257,6 +290,7 @@ func TestTakeOverRacingAReportedStart(t *testing.T) {
 		})
 	})
 	w3 := h.register("p")
+	h.clock.Advance(time.Second) // takeOverAfter
 	took := w3.claimOne()
 	if took.Task != pre[0].Task {
 		t.Fatalf("idle worker claimed %s; want %s, taken over", took.Task, pre[0].Task)
