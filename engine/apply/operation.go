@@ -133,6 +133,10 @@ var (
 	// ErrInterruptedLocking: Run's ctx ended while it took the lock;
 	// nothing was changed.
 	ErrInterruptedLocking = errors.New("interrupted while taking the state lock: nothing was changed")
+	// ErrInterruptedRecovering: Run's ctx ended while it recovered what an
+	// earlier apply left (after a lock takeover); what it stopped stays
+	// stopped, and the next apply recovers the rest.
+	ErrInterruptedRecovering = errors.New("interrupted while recovering what an earlier apply left: no task was run; the next apply recovers the rest")
 )
 
 // SavedPlanError refuses a saved plan: the state it was made for moved on
@@ -150,7 +154,7 @@ func (e *SavedPlanError) Unwrap() error { return e.Err }
 
 // Run carries the operation out. It returns the apply's result (NoChanges
 // set when the plan had none) or an error: ErrApplyCancelled,
-// ErrPlanFailed, ErrInterruptedLocking, a *LockWaitInterruptedError, a
+// ErrPlanFailed, ErrInterruptedLocking, ErrInterruptedRecovering, a *LockWaitInterruptedError, a
 // *SavedPlanError, the state's errors, or those of Run.
 func (op *Operation) Run(ctx context.Context) (res *Result, err error) {
 	if op.SkipWaits != nil {
@@ -410,9 +414,16 @@ func (op *Operation) recover(ctx context.Context, store *state.Store, lock *Held
 		op.View.TookOver(*prev, JudgeHolder(*prev, h, os.Getpid(), now, nil) == HolderDead)
 	}
 	rec, err := ReclaimStrays(ctx, store, filepath.Dir(op.StatePath), lock.ID(), ProviderSettings(op.Config), now)
+	if ctx.Err() != nil {
+		op.View.Reclaimed(rec, nil) // what it stopped before the interrupt
+		return ErrInterruptedRecovering
+	}
 	op.View.Reclaimed(rec, err)
 	lost, unstarted, err := RecoverState(ctx, store, "the apply that granted the lease is gone", now)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ErrInterruptedRecovering // its one write was not made
+		}
 		return err
 	}
 	if lost+unstarted > 0 {
