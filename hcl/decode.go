@@ -657,8 +657,17 @@ func (l *loader) task(tb *taskBlock) {
 	if diags.HasErrors() {
 		// Keep depends_on if it decoded, so other tasks' references to
 		// this one still resolve, but make no instances we cannot fill.
+		// Still report the errors of the arguments that decoded: one
+		// unknown argument must not hide a bad timeout beside it.
 		tb.dependsOn = body.DependsOn
 		tb.failed = true
+		if body.Count != nil {
+			_, _, _, d := l.ev.intValue(body.Count, scope{}, 0, MaxCount)
+			l.add(d...)
+		}
+		if body.Command != nil { // instance evaluates a task that has one
+			l.instance(tb, &body, scope{counted: body.Count != nil}, 0)
+		}
 		return
 	}
 	if tb.proposed {
