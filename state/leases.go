@@ -19,6 +19,20 @@ type GrantRequest struct {
 	// expires_at = now + worker ttl, no hard expiry (UnstartedHardExpiry)
 	// until StartLeases starts it.
 	Prefetched bool
+	// Expected, when set, is what the caller holds the task's row and the
+	// worker's to be. ClaimLease then makes its checks and counts the
+	// attempt in one UPDATE whose WHERE compares them, reading nothing
+	// before it; where the state differs, the UPDATE changes nothing and
+	// the claim decides as without it. GrantLease ignores it.
+	Expected *ClaimExpectation
+}
+
+// ClaimExpectation is what a claimer holds a task and a worker to be
+// (GrantRequest.Expected).
+type ClaimExpectation struct {
+	Attempts int           // the task's attempts counted so far
+	DefHash  string        // the task's definition hash
+	TTL      time.Duration // the worker's ttl
 }
 
 // UnstartedHardExpiry is the hard expiry of an unstarted lease: no bound

@@ -946,3 +946,100 @@ func TestAcceptResultInOneStatement(t *testing.T) {
 		t.Errorf("the prefetched lease after its result: unstarted %v, hard expiry %s; want started, hard expiry = expiry %s", got.Unstarted, got.HardExpiresAt, got.ExpiresAt)
 	}
 }
+
+// TestClaimLeaseWithExpectation: a claim whose expectation of the task and
+// worker holds checks and counts in one UPDATE and reads nothing; one whose
+// expectation is off in any way, or whose task has an open retry
+// directive, falls back to the claim's read and decides exactly as a claim
+// without one (the state's attempts, definition and ttl, its refusals),
+// and a refused claim changes nothing.
+func TestClaimLeaseWithExpectation(t *testing.T) {
+	ctx := context.Background()
+	reads := 0
+	stop := TraceStatements(func(q string, _ time.Duration) {
+		if strings.Contains(q, "LEFT JOIN workers") {
+			reads++
+		}
+	})
+	defer stop()
+	directive := func(notBefore time.Time) func(t *testing.T, s *Store) {
+		return func(t *testing.T, s *Store) {
+			if err := s.write(ctx, func(tx *Tx) error {
+				_, err := writeDirectiveTx(ctx, tx, RetryDirective{Task: "task.a", NextAttempt: 1, Kind: FailureClassLost, NotBefore: notBefore}, t0)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	exact := ClaimExpectation{Attempts: 0, DefHash: "h1", TTL: 10 * time.Second}
+	tests := []struct {
+		name      string
+		prepare   func(t *testing.T, s *Store)
+		expect    ClaimExpectation
+		wantErr   error
+		wantReads int
+	}{
+		{name: "as expected", expect: exact},
+		{name: "attempts off", expect: ClaimExpectation{Attempts: 3, DefHash: "h1", TTL: 10 * time.Second}, wantReads: 1},
+		{name: "definition off", expect: ClaimExpectation{Attempts: 0, DefHash: "h-other", TTL: 10 * time.Second}, wantReads: 1},
+		{name: "ttl off", expect: ClaimExpectation{Attempts: 0, DefHash: "h1", TTL: 5 * time.Second}, wantReads: 1},
+		{name: "a due retry directive", prepare: directive(t0), expect: exact, wantReads: 1},
+		{name: "a retry directive not due", prepare: directive(t0.Add(time.Hour)), expect: exact, wantErr: ErrNotClaimable},
+		{name: "worker draining", prepare: func(t *testing.T, s *Store) {
+			if err := s.SetWorkerStatus(ctx, "w1", WorkerDraining, t0); err != nil {
+				t.Fatal(err)
+			}
+		}, expect: exact, wantErr: ErrWorkerNotActive},
+		{name: "queued with an active lease", prepare: func(t *testing.T, s *Store) {
+			claim(t, s, "task.a", "w1", t0)
+			if err := s.write(ctx, func(tx *Tx) error {
+				_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued' WHERE address = 'task.a'`)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}, expect: ClaimExpectation{Attempts: 1, DefHash: "h1", TTL: 10 * time.Second}, wantErr: ErrLeaseHeld},
+		{name: "task pending", prepare: func(t *testing.T, s *Store) {
+			addTask(t, s, "task.a", TaskPending, 3, 3)
+		}, expect: ClaimExpectation{Attempts: 0, DefHash: "h-a", TTL: 10 * time.Second}, wantErr: ErrNotClaimable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := setup(t)
+			seed(t, s)
+			if tt.prepare != nil {
+				tt.prepare(t, s)
+			}
+			before, _ := s.Task(ctx, "task.a")
+			e := tt.expect
+			reads = 0
+			l, err := s.ClaimLease(ctx, GrantRequest{Task: "task.a", WorkerID: "w1", Timeout: time.Hour, Expected: &e}, t0)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("ClaimLease: %v; want %v", err, tt.wantErr)
+			}
+			// (A refused claim's read is not traced: its write ends with
+			// no statement after it. Its refusal is the read's.)
+			if tt.wantErr == nil && reads != tt.wantReads {
+				t.Errorf("the claim read its checks %d times, want %d", reads, tt.wantReads)
+			}
+			after, _ := s.Task(ctx, "task.a")
+			if tt.wantErr != nil {
+				if !reflect.DeepEqual(before, after) {
+					t.Errorf("a refused claim changed the task: %+v → %+v", before, after)
+				}
+				return
+			}
+			if l.Attempt != before.Attempts+1 || l.DefHash != before.DefHash || !l.ExpiresAt.Equal(t0.Add(10*time.Second)) {
+				t.Errorf("lease: attempt %d, definition %s, expires %s; want attempt %d, %s, the state's ttl (%s)",
+					l.Attempt, l.DefHash, l.ExpiresAt, before.Attempts+1, before.DefHash, t0.Add(10*time.Second))
+			}
+			if after.Status != TaskRunning || after.Attempts != before.Attempts+1 {
+				t.Errorf("task after the claim: %s, %d attempts; want running, %d", after.Status, after.Attempts, before.Attempts+1)
+			}
+			if open, _ := s.OpenRetryDirectives(ctx); len(open) != 0 {
+				t.Errorf("open retry directives after the claim: %+v", open)
+			}
+		})
+	}
+}

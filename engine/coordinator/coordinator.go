@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wdc-dev/wdc/artifact"
@@ -284,6 +285,11 @@ type taskState struct {
 	pools     []*poolState
 	claiming  bool // a grant is in flight
 	policy    state.TaskPolicy
+	// attempts is the state's count of the task's attempts as memory last
+	// saw it (its load, its last grant, a refresh), which a claim expects
+	// (state.GrantRequest.Expected); a stale one only costs the claim a
+	// read. Atomic: the claim's write reads it without c.mu.
+	attempts atomic.Int64
 }
 
 type workerState struct {
@@ -661,6 +667,7 @@ func (c *Coordinator) loadTasks(ctx context.Context) error {
 				ts.rt.Address, ts.rt.Retry.MaxAttempts, ts.rt.Retry.MaxLost, t.MaxAttempts, t.MaxLost)
 		}
 		ts.status = t.Status
+		ts.attempts.Store(int64(t.Attempts))
 		for _, d := range ts.rt.DependsOn {
 			if c.tasks[d] != nil {
 				continue

@@ -435,7 +435,8 @@ func (c *Coordinator) grantTx(tx *state.Tx, w *workerState, picks []*taskState, 
 		g.err = tx.Part(func() error {
 			var err error
 			g.lease, err = tx.ClaimLease(state.GrantRequest{Task: ts.rt.Address, WorkerID: w.id,
-				Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace, Prefetched: i >= len(picks)-prefetched}, now)
+				Timeout: ts.rt.Timeout, Grace: ts.rt.LeaseGrace, Prefetched: i >= len(picks)-prefetched,
+				Expected: &state.ClaimExpectation{Attempts: int(ts.attempts.Load()), DefHash: ts.rt.DefHash, TTL: w.pool.rt.TTL}}, now)
 			return err
 		})
 		switch {
@@ -476,6 +477,7 @@ func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, prefetch
 		case g.err == nil:
 			l := g.lease
 			c.setStatus(g.ts, state.TaskRunning)
+			g.ts.attempts.Store(int64(l.Attempt))
 			c.leases[l.Token] = &leaseState{task: l.Task, worker: w.id, attempt: l.Attempt, unstarted: l.Unstarted, grantedAt: l.GrantedAt}
 			w.held++
 			msg := fmt.Sprintf("attempt %d, expires %s", l.Attempt, l.ExpiresAt.Format(time.RFC3339))
@@ -489,6 +491,7 @@ func (c *Coordinator) grantedLocked(w *workerState, picks []*taskState, prefetch
 				Attempt: l.Attempt, Token: l.Token, Message: msg})
 		case g.fresh != nil:
 			c.setStatus(g.ts, g.fresh.Status)
+			g.ts.attempts.Store(int64(g.fresh.Attempts))
 		case g.worker != nil:
 			w.status = g.worker.Status
 		}

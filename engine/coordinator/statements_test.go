@@ -32,14 +32,15 @@ import (
 // None of them may use RETURNING: SQLite gathers a RETURNING clause's rows
 // in a temporary table, which opens a pager and maps memory for it, and a
 // read plus a plain write cost less (docs/PERFORMANCE.md, "No RETURNING on
-// the claim's path"). That is why a claim reads the task and then counts
-// its attempt, two statements where one UPDATE … RETURNING was.
+// the claim's path"). A claim's checks are the WHERE of the UPDATE that
+// counts its attempt, against what the coordinator holds the task and
+// worker to be (state.GrantRequest.Expected), and an accept's the WHERE of
+// the UPDATE that completes its lease (state.Tx.AcceptResult): neither
+// reads before it writes.
 const (
-	maxClaimStatements = 8 // BEGIN, the claim's statements, COMMIT
-	// An accept's fencing checks are the WHERE of the UPDATE that
-	// completes its lease (state.Tx.AcceptResult): no SELECT before it.
+	maxClaimStatements       = 7 // BEGIN, the claim's statements, COMMIT
 	maxAcceptStatements      = 8
-	maxAcceptClaimStatements = 12
+	maxAcceptClaimStatements = 11
 )
 
 func TestStatementsPerClaimAndAccept(t *testing.T) {
