@@ -497,11 +497,14 @@ func (t *Tx) completeFenced(in ResultInput, now time.Time) (l Lease, ok bool, er
 		return Lease{}, false, nil
 	}
 	// A result completes an unstarted lease as started (its attempt ran).
+	// An active lease has no newer one (a task's next lease is granted
+	// only once its active one ended, leases_one_active_per_task, and an
+	// ended lease never becomes active again, leases_no_reactivation), so
+	// status = 'active' makes fence's stale-token check too.
 	n, err := changedRows(t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ?5,
 			hard_expires_at = CASE unstarted WHEN 1 THEN expires_at ELSE hard_expires_at END, unstarted = 0
 		WHERE token = ?1 AND status = 'active' AND worker_id = ?2 AND task = ?3 AND attempt = ?4 AND expires_at > ?5
 		  AND (?6 = '' OR def_hash = ?6)
-		  AND NOT EXISTS (SELECT 1 FROM leases m WHERE m.task = ?3 AND m.token > ?1)
 		  AND NOT EXISTS (SELECT 1 FROM results r WHERE r.idempotency_key = ?7 AND r.token = ?1 AND r.worker_id = ?2)`,
 		in.Token, in.WorkerID, in.Task, in.Attempt, ms(now), in.DefHash, in.Key))
 	if err != nil {
