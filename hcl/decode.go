@@ -92,7 +92,7 @@ func (l *loader) settings(blocks hcl.Blocks) {
 		}
 		var body wdcBody
 		diags := gohcl.DecodeBody(b.Body, nil, &body)
-		l.add(suggestBlockTypes(diags, impliedSchema(&body, diags))...)
+		l.add(suggestNames(diags, impliedSchema(&body, diags))...)
 		if diags.HasErrors() {
 			continue
 		}
@@ -361,7 +361,7 @@ func (l *loader) pools(blocks hcl.Blocks) {
 func (l *loader) pool(p *Pool, b *hcl.Block) {
 	var body poolBody
 	diags := gohcl.DecodeBody(b.Body, nil, &body)
-	l.add(suggestBlockTypes(diags, impliedSchema(&body, diags))...)
+	l.add(suggestNames(diags, impliedSchema(&body, diags))...)
 	if body.Provider == nil {
 		if !diags.HasErrors() {
 			l.add(missing("provider", b))
@@ -484,13 +484,14 @@ func (l *loader) poolProviderBlocks(p *Pool, b *hcl.Block, remain hcl.Body, sche
 	}
 	content, diags := remain.Content(l.providerBlockSchema())
 	if diags.HasErrors() {
-		// A misspelt block of the pool is reported here, where the pool's
-		// own blocks are decoded already: suggest those too.
+		// A misspelt block or argument of the pool is reported here, where
+		// the pool's own are decoded already: suggest those too.
 		suggest := l.providerBlockSchema()
 		if ps := impliedSchema(&poolBody{}, diags); ps != nil {
 			suggest.Blocks = append(suggest.Blocks, ps.Blocks...)
+			suggest.Attributes = append(suggest.Attributes, ps.Attributes...)
 		}
-		diags = suggestBlockTypes(diags, suggest)
+		diags = suggestNames(diags, suggest)
 	}
 	l.add(diags...)
 	if content == nil {
@@ -643,7 +644,7 @@ func decodeTaskBody(body hcl.Body, out *taskBody) hcl.Diagnostics {
 
 func (l *loader) task(tb *taskBlock) {
 	var body taskBody
-	diags := suggestBlockTypes(decodeTaskBody(tb.block.Body, &body), taskSchema)
+	diags := suggestNames(decodeTaskBody(tb.block.Body, &body), taskSchema)
 	l.add(diags...)
 	if body.ProposedOnly != nil {
 		var d hcl.Diagnostics

@@ -361,7 +361,7 @@ func (l *loader) edges(blocks hcl.Blocks) {
 func (l *loader) edge(b *hcl.Block, tasks map[string]*taskBlock) (*Edge, bool) {
 	var body edgeBody
 	diags := gohcl.DecodeBody(b.Body, nil, &body)
-	l.add(suggestBlockTypes(diags, impliedSchema(&body, diags))...)
+	l.add(suggestNames(diags, impliedSchema(&body, diags))...)
 	if diags.HasErrors() {
 		return nil, false
 	}

@@ -389,7 +389,7 @@ func (l *loader) load(dir string, in Inputs) {
 			continue
 		}
 		content, diags := f.Body.Content(rootSchema)
-		l.add(suggestBlockTypes(diags, rootSchema)...)
+		l.add(suggestNames(diags, rootSchema)...)
 		blocks = append(blocks, content.Blocks...)
 	}
 	byType := map[string]hcl.Blocks{}

@@ -79,7 +79,7 @@ func (b *ProviderBlock) Diagnostics() hcl.Diagnostics { return b.diags }
 // returns false when there were errors.
 func (b *ProviderBlock) DecodeBody(val any) bool {
 	d := gohcl.DecodeBody(b.Body, nil, val)
-	b.Report(suggestBlockTypes(d, impliedSchema(val, d))...)
+	b.Report(suggestNames(d, impliedSchema(val, d))...)
 	return !d.HasErrors()
 }
 

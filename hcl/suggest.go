@@ -65,23 +65,46 @@ func closestBlockType(given string, candidates []string) string {
 	return ""
 }
 
-// unsupportedBlockPrefix begins the detail of HCL's "Unsupported block
-// type" error, followed by the quoted type written.
-const unsupportedBlockPrefix = "Blocks of type "
+// unsupportedBlockPrefix and unsupportedArgumentPrefix begin the detail
+// of HCL's "Unsupported block type" and "Unsupported argument" errors,
+// followed by the quoted name written.
+const (
+	unsupportedBlockPrefix    = "Blocks of type "
+	unsupportedArgumentPrefix = "An argument named "
+)
 
-// suggestBlockTypes adds ` Did you mean "X"?` to each "Unsupported block
-// type" error of diags that suggests nothing, where X is the block type of
-// schema nearest to the one written (closestBlockType). HCL suggests only
-// what is at most two edits away, which misses a plural such as retries.
-func suggestBlockTypes(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagnostics {
+// suggestNames adds ` Did you mean "X"?` to each "Unsupported block type"
+// and "Unsupported argument" error of diags that suggests nothing, where X
+// is the block type (closestBlockType) or argument (closestArgument) of
+// schema nearest to the one written. HCL suggests only what is at most two
+// edits away, which misses a plural such as retries and a short form such
+// as cmd.
+func suggestNames(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagnostics {
 	if schema == nil {
 		return diags
 	}
 	for _, d := range diags {
-		if d.Summary != "Unsupported block type" || strings.Contains(d.Detail, "Did you mean") {
+		if strings.Contains(d.Detail, "Did you mean") {
 			continue
 		}
-		rest, ok := strings.CutPrefix(d.Detail, unsupportedBlockPrefix)
+		var prefix string
+		var names []string
+		closestOf := closestBlockType
+		switch d.Summary {
+		case "Unsupported block type":
+			prefix = unsupportedBlockPrefix
+			for _, b := range schema.Blocks {
+				names = append(names, b.Type)
+			}
+		case "Unsupported argument":
+			prefix, closestOf = unsupportedArgumentPrefix, closestArgument
+			for _, a := range schema.Attributes {
+				names = append(names, a.Name)
+			}
+		default:
+			continue
+		}
+		rest, ok := strings.CutPrefix(d.Detail, prefix)
 		if !ok {
 			continue
 		}
@@ -93,13 +116,40 @@ func suggestBlockTypes(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagno
 		if err != nil {
 			continue
 		}
-		types := make([]string, len(schema.Blocks))
-		for i, b := range schema.Blocks {
-			types[i] = b.Type
-		}
-		if c := closestBlockType(given, types); c != "" {
+		if c := closestOf(given, names); c != "" {
 			d.Detail += fmt.Sprintf(" Did you mean %q?", c)
 		}
 	}
 	return diags
+}
+
+// closestArgument is closest for an argument, which also takes a short
+// form: a name of at least two letters that begins the candidate and whose
+// letters the candidate has in the same order (cmd for command), when only
+// one candidate has them.
+func closestArgument(given string, candidates []string) string {
+	if c := closest(given, candidates); c != "" {
+		return c
+	}
+	found := ""
+	for _, c := range candidates {
+		if len(given) >= 2 && len(given) < len(c) && given[0] == c[0] && isSubsequence(given, c) {
+			if found != "" {
+				return "" // ambiguous
+			}
+			found = c
+		}
+	}
+	return found
+}
+
+// isSubsequence reports whether the bytes of s appear in t in order.
+func isSubsequence(s, t string) bool {
+	i := 0
+	for j := 0; i < len(s) && j < len(t); j++ {
+		if s[i] == t[j] {
+			i++
+		}
+	}
+	return i == len(s)
 }

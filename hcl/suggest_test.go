@@ -51,3 +51,29 @@ func TestClosestBlockType(t *testing.T) {
 		}
 	}
 }
+
+func TestClosestArgument(t *testing.T) {
+	t.Parallel()
+	task := []string{"command", "env", "dir", "placement", "timeout", "depends_on", "count", "inputs", "outputs"}
+	cases := []struct {
+		given      string
+		candidates []string
+		want       string
+	}{
+		{"cmd", task, "command"},                  // a short form
+		{"comand", task, "command"},               // one edit
+		{"deps", task, "depends_on"},              // a short form
+		{"timout", task, "timeout"},               // one edit
+		{"plcmnt", task, "placement"},             // a short form
+		{"o", task, ""},                           // too short
+		{"ot", task, "outputs"},                   // the only one beginning so
+		{"in", []string{"input", "interval"}, ""}, // ambiguous
+		{"image", task, ""},
+		{"labls", []string{"provider", "labels", "max"}, "labels"},
+	}
+	for _, c := range cases {
+		if got := closestArgument(c.given, c.candidates); got != c.want {
+			t.Errorf("closestArgument(%q, %q) = %q, want %q", c.given, c.candidates, got, c.want)
+		}
+	}
+}

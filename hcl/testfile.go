@@ -201,7 +201,7 @@ func ParseTestFile(src []byte, filename string) (tf *TestFile, diags hcl.Diagnos
 		return tf, diags
 	}
 	content, d := f.Body.Content(testFileSchema)
-	diags = append(diags, suggestBlockTypes(d, testFileSchema)...)
+	diags = append(diags, suggestNames(d, testFileSchema)...)
 	seen := map[string]hcl.Range{}
 	for _, b := range content.Blocks {
 		if d := claimLabel("run", b, seen); d != nil {
@@ -219,7 +219,7 @@ func ParseTestFile(src []byte, filename string) (tf *TestFile, diags hcl.Diagnos
 func parseTestRun(b *hcl.Block) (*TestRun, hcl.Diagnostics) {
 	run := &TestRun{Name: b.Labels[0], Command: TestCommandApply, DeclRange: b.DefRange}
 	content, diags := b.Body.Content(testRunSchema)
-	diags = suggestBlockTypes(diags, testRunSchema)
+	diags = suggestNames(diags, testRunSchema)
 	if a := content.Attributes["command"]; a != nil {
 		cmd := hcl.ExprAsKeyword(a.Expr)
 		if cmd == "" {

@@ -73,7 +73,7 @@ func (l *loader) declareVariable(b *hcl.Block, d *varDecl) bool {
 	v := d.v
 	var body variableBody
 	if diags := gohcl.DecodeBody(b.Body, nil, &body); diags.HasErrors() {
-		l.add(suggestBlockTypes(diags, impliedSchema(&body, diags))...)
+		l.add(suggestNames(diags, impliedSchema(&body, diags))...)
 		return false
 	}
 	if body.Type != nil {
