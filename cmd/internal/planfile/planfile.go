@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,8 +100,8 @@ func CheckFresh(doc *jsonplan.Plan, cfg *wdchcl.Config, wdcVersion string, state
 	}
 	files, hash := jsonplan.ConfigHash(cfg)
 	if hash != doc.Configuration.Hash {
-		return nil, fmt.Errorf("the configuration changed since the plan was made (plan: %s; now: %s): review and save a new plan (wdc plan --out FILE)",
-			strings.Join(doc.Configuration.Files, ", "), strings.Join(files, ", "))
+		return nil, fmt.Errorf("the configuration changed since the plan was made (%s): review and save a new plan (wdc plan --out FILE)",
+			configChange(doc.Configuration.Files, files))
 	}
 	key, err := stateKey()
 	if err != nil {
@@ -125,6 +126,35 @@ func CheckFresh(doc *jsonplan.Plan, cfg *wdchcl.Config, wdcVersion string, state
 		return nil, fmt.Errorf("the variable values differ from those the plan was made with: give apply the same --var, --var-file and WDC_VAR_ inputs as the plan, or save a new plan")
 	}
 	return key, nil
+}
+
+// configChange says how the configuration's files moved between a plan's
+// record and now: the files added and removed, or, the same files, that
+// their content changed (the plan keeps one hash of them all, so which one
+// is not known).
+func configChange(planned, now []string) string {
+	var added, removed []string
+	for _, f := range now {
+		if !slices.Contains(planned, f) {
+			added = append(added, f)
+		}
+	}
+	for _, f := range planned {
+		if !slices.Contains(now, f) {
+			removed = append(removed, f)
+		}
+	}
+	var parts []string
+	if len(added) > 0 {
+		parts = append(parts, "added: "+strings.Join(added, ", "))
+	}
+	if len(removed) > 0 {
+		parts = append(parts, "removed: "+strings.Join(removed, ", "))
+	}
+	if len(parts) == 0 {
+		return "the content of " + strings.Join(now, ", ") + " changed"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // changedSensitive names, sorted, the variables var.NAME whose keyed hash

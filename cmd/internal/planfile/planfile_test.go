@@ -196,7 +196,7 @@ func TestCheckFresh(t *testing.T) {
 	for _, f := range edited.Files {
 		f.Bytes = append(append([]byte{}, f.Bytes...), '\n')
 	}
-	if _, err := CheckFresh(doc, edited, "1.0.0", noKey); err == nil || !strings.Contains(err.Error(), "the configuration changed since the plan was made (plan: main.wdc.hcl; now: main.wdc.hcl)") {
+	if _, err := CheckFresh(doc, edited, "1.0.0", noKey); err == nil || !strings.Contains(err.Error(), "the configuration changed since the plan was made (the content of main.wdc.hcl changed)") {
 		t.Errorf("an edited file: %v", err)
 	}
 }
@@ -277,5 +277,21 @@ func TestRebuild(t *testing.T) {
 	unknown.Changes[0].Action = "explode"
 	if _, err := Rebuild(unknown, cfg, nil); err == nil || err.Error() != `plan file: task.t has an unknown action "explode"` {
 		t.Errorf("an unknown action: %v", err)
+	}
+}
+
+func TestConfigChange(t *testing.T) {
+	for _, tt := range []struct {
+		planned, now []string
+		want         string
+	}{
+		{[]string{"main.wdc.hcl"}, []string{"main.wdc.hcl"}, "the content of main.wdc.hcl changed"},
+		{[]string{"a.wdc.hcl"}, []string{"a.wdc.hcl", "b.wdc.hcl"}, "added: b.wdc.hcl"},
+		{[]string{"a.wdc.hcl", "b.wdc.hcl"}, []string{"b.wdc.hcl"}, "removed: a.wdc.hcl"},
+		{[]string{"a.wdc.hcl"}, []string{"c.wdc.hcl"}, "added: c.wdc.hcl; removed: a.wdc.hcl"},
+	} {
+		if got := configChange(tt.planned, tt.now); got != tt.want {
+			t.Errorf("configChange(%q, %q) = %q, want %q", tt.planned, tt.now, got, tt.want)
+		}
 	}
 }
