@@ -114,7 +114,12 @@ func Decide(o Observation) Decision {
 		return Decision{Action: Hold, Reason: "no work left for the pool"}
 	case live < o.Min && live < o.Max:
 		n := min(max(o.Min-live, need), o.Max-live)
-		return Decision{Action: Launch, Count: n, Reason: fmt.Sprintf("below min: %d live workers (%s)", live, counts)}
+		why := fmt.Sprintf("below min: %d live workers", live)
+		if need > o.Min-live {
+			// The queue asks for more than min does: say so too.
+			why += fmt.Sprintf(", and %s and %s", plural.Count(o.Queued, "queued task", "queued tasks"), plural.Count(free, "free slot", "free slots"))
+		}
+		return Decision{Action: Launch, Count: n, Reason: fmt.Sprintf("%s (%s)", why, counts)}
 	case need > 0 && live < o.Max:
 		return Decision{Action: Launch, Count: min(need, o.Max-live), Reason: fmt.Sprintf("%s and %s (%s)",
 			plural.Count(o.Queued, "queued task", "queued tasks"), plural.Count(free, "free slot", "free slots"), counts)}

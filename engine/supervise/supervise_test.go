@@ -42,7 +42,7 @@ func TestSupervise(t *testing.T) {
 		{"below min launches up to min at once", pool(Observation{Queued: 1, Unfinished: 5, Min: 3}), Launch, 3,
 			"below min: 0 live workers (0 busy, 0 idle, 0 pending, min 3, ceiling 4)"},
 		{"below min with a longer queue launches what it fills", pool(Observation{Queued: 4, Unfinished: 5, Min: 2, Max: 6}), Launch, 4,
-			"below min: 0 live workers (0 busy, 0 idle, 0 pending, min 2, ceiling 6)"},
+			"below min: 0 live workers, and 4 queued tasks and 0 free slots (0 busy, 0 idle, 0 pending, min 2, ceiling 6)"},
 		{"min above max is capped", pool(Observation{Queued: 1, Unfinished: 5, Min: 6, Max: 2}), Launch, 2,
 			"below min: 0 live workers (0 busy, 0 idle, 0 pending, min 6, ceiling 2)"},
 		{"capacity: one worker takes three", pool(Observation{Queued: 3, Unfinished: 3, Pending: 1, Capacity: 3}), Hold, 0,
