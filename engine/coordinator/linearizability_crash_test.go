@@ -727,14 +727,19 @@ func (x *linCrash) counts() (kills, unknown, unseen int) {
 // TestLinearizabilityCrash checks short histories whose coordinator, in
 // a child process on the real clock, is killed once or twice while calls
 // are in flight (with a revoke and a clean restart in the second), then
-// doctors the first one as TestLinearizability does. Under the race
-// detector the histories are half as long.
+// doctors the one whose check was quickest as TestLinearizability does
+// (proving a doctored history Illegal searches at least as far as proving
+// its history Ok: the random kills and their calls of unknown outcome make
+// one history's search several times another's). Under the race detector
+// the histories are half as long.
 func TestLinearizabilityCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns coordinator processes")
 	}
 	t.Parallel()
-	for i, cfg := range []linConfig{
+	var quickest *linRun
+	var quickestLimit time.Duration
+	for _, cfg := range []linConfig{
 		{Seed: 1, Workers: 4, Tasks: 20, Calls: 700, Kills: 2, Vanish: 0.01, Misbehave: 0.1, AtomicHeartbeats: true},
 		{Seed: 2, Workers: 3, Tasks: 12, Calls: 500, Kills: 1, Revoke: true, Restart: true, Vanish: 0.03, Misbehave: 0.2, AtomicHeartbeats: true},
 	} {
@@ -765,8 +770,9 @@ func TestLinearizabilityCrash(t *testing.T) {
 			reportLinRun(t, run)
 			t.Fatalf("seed %d: %s", cfg.Seed, run.Result)
 		}
-		if i == 0 {
-			checkDoctored(t, run.History)
+		if quickest == nil || run.Check < quickest.Check {
+			quickest, quickestLimit = &run, limit
 		}
 	}
+	checkDoctored(t, quickest.History, quickestLimit)
 }

@@ -1204,14 +1204,14 @@ func TestLinearizability(t *testing.T) {
 			t.Fatalf("seed %d: %s", cfg.Seed, run.Result)
 		}
 		if i == 0 {
-			checkDoctored(t, run.History)
+			checkDoctored(t, run.History, time.Minute)
 		}
 	}
 }
 
 // checkDoctored adds, to a history porcupine found linearizable, calls
 // that break one rule each, and checks that every such history is Illegal.
-func checkDoctored(t *testing.T, history []porcupine.Operation) {
+func checkDoctored(t *testing.T, history []porcupine.Operation, limit time.Duration) {
 	t.Helper()
 	var end, endFake, maxToken int64
 	var grants []porcupine.Operation
@@ -1292,7 +1292,7 @@ func checkDoctored(t *testing.T, history []porcupine.Operation) {
 	}
 	for _, d := range doctored {
 		h := append(slices.Clone(history), d.op)
-		if res := porcupine.CheckOperationsTimeout(linModel, h, time.Minute); res != porcupine.Illegal {
+		if res := porcupine.CheckOperationsTimeout(linModel, h, limit); res != porcupine.Illegal {
 			t.Errorf("doctored history (%s): %s, want Illegal", d.name, res)
 		}
 	}
