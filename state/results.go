@@ -268,14 +268,18 @@ type ResultInput struct {
 	DefHash string
 	// Artifacts are the logs and outputs the result binds, by hash.
 	Artifacts []Artifact
-	// Check, when set, is asked — after the fencing checks passed, so a
-	// result of no current lease gets its rejection whatever else is
-	// wrong with it, and before Held and anything written — whether the
-	// result may settle lease l (the coordinator checks its outputs
-	// against the task's declared ones); if it answers an error,
-	// AcceptResult changes nothing and returns that error (the result is
-	// not a decision).
-	Check func(l Lease) error
+	// Check, when set, is asked — before Held and anything written —
+	// whether the result may settle a lease of task (the coordinator
+	// checks its outputs against the task's declared ones); if it answers
+	// an error for a result that passed the fencing checks, AcceptResult
+	// changes nothing and returns that error (the result is not a
+	// decision). Its answer counts only then: a result of no current lease
+	// gets its rejection whatever else is wrong with it. It may be asked
+	// before the fencing checks, for the task the result names (for a
+	// result that names its task and attempt, the common case settled in
+	// one statement, which settles it only for a lease of that task), so
+	// it must change nothing.
+	Check func(task string) error
 	// Held, when set, is asked — after the fencing checks and Check
 	// passed and before anything is written — which of the artifacts' hashes the
 	// store does not hold; if any, AcceptResult changes nothing and fails
@@ -524,7 +528,7 @@ func (t *Tx) completeFenced(in ResultInput, now time.Time) (l Lease, ok bool, er
 // accepted. It changes nothing.
 func (t *Tx) admit(in ResultInput, l Lease) error {
 	if in.Check != nil {
-		if err := in.Check(l); err != nil {
+		if err := in.Check(l.Task); err != nil {
 			return err
 		}
 	}

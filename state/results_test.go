@@ -681,9 +681,10 @@ func TestDescribeSaysTheSignalOnce(t *testing.T) {
 	}
 }
 
-// TestAcceptResultChecksAfterFencing: in.Check is asked only once the
-// fencing checks passed, so a late result is rejected whatever Check would
-// say; an error of Check is returned with nothing changed.
+// TestAcceptResultChecksAfterFencing: in.Check's answer counts only once
+// the fencing checks passed, so a late result is rejected whatever Check
+// would say (also one that names its task and attempt, for which Check may
+// be asked first); an error of Check is returned with nothing changed.
 func TestAcceptResultChecksAfterFencing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -692,10 +693,10 @@ func TestAcceptResultChecksAfterFencing(t *testing.T) {
 	l := claim(t, s, "task.a", "w1", t0)
 	refuse := errors.New("outputs do not match")
 	asked := 0
-	check := func(got Lease) error {
+	check := func(task string) error {
 		asked++
-		if got.Token != l.Token {
-			t.Errorf("Check asked about lease %d; want %d", got.Token, l.Token)
+		if task != l.Task {
+			t.Errorf("Check asked about a lease of %s; want %s", task, l.Task)
 		}
 		return refuse
 	}
@@ -703,6 +704,10 @@ func TestAcceptResultChecksAfterFencing(t *testing.T) {
 	if err != nil || dec.Reason != ReasonUnknownLease || asked != 0 {
 		t.Errorf("result of no lease: %+v, %v, Check asked %d times; want rejected unknown_lease without asking", dec, err, asked)
 	}
+	if dec, err := s.AcceptResult(ctx, ResultInput{Key: "other", Token: l.Token, Task: l.Task, Attempt: l.Attempt, WorkerID: "w2", Check: check}, nil, t0); err != nil || dec.Reason != ReasonWrongWorker {
+		t.Errorf("result of another worker, naming the task: %+v, %v; want rejected wrong_worker whatever Check says", dec, err)
+	}
+	asked = 0
 	before := serial(t, s)
 	if _, err := s.AcceptResult(ctx, ResultInput{Key: "cur", Token: l.Token, WorkerID: "w1", Check: check}, nil, t0); !errors.Is(err, refuse) || asked != 1 {
 		t.Errorf("result of the current lease: %v, Check asked %d times; want Check's error", err, asked)

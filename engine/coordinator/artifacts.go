@@ -135,6 +135,9 @@ func (c *Coordinator) stderrTail(arts []state.Artifact) string {
 	}
 	for _, a := range arts {
 		if a.Kind == state.ArtifactLog && a.Name == "stderr" {
+			if a.SHA256 == artifact.EmptyHash {
+				return "" // nothing to read, and no blob needed (admit asks none for an empty log)
+			}
 			tail, err := TailBlob(c.artifacts, a.SHA256, StderrTailLines)
 			if err != nil {
 				c.log.Warn("reading a stderr log", "sha256", a.SHA256, "err", err)

@@ -484,9 +484,12 @@ func New(opts Options) (*Coordinator, error) {
 		return nil, err
 	}
 	if c.artifacts != nil {
-		// The empty blob is held from the start, so the empty logs of a
-		// task that prints nothing cost no upload. If it cannot be
-		// written, the first result that names it uploads it.
+		// The empty blob is held from the start, so that an empty output
+		// costs no upload (if it cannot be written, the first result that
+		// names one uploads it). A result's empty logs need it in no case:
+		// they are recorded as attempts.empty_logs bits, not as blobs, are
+		// never asked of the store (state.Tx.AcceptResult), and are read
+		// as empty without it (wdc logs, the stderr tail).
 		if _, ok, err := c.artifacts.Stat(artifact.EmptyHash); err == nil && !ok {
 			if _, err := c.artifacts.Put(context.Background(), artifact.EmptyHash, strings.NewReader("")); err != nil {
 				c.log.Warn("storing the empty blob", "err", err)

@@ -551,7 +551,7 @@ func (c *Coordinator) Result(ctx context.Context, s Session, token int64, req pr
 		}
 	}
 	in, req := c.resultInput(poster, token, req, body)
-	in.Check = func(l state.Lease) error { return c.checkResultOutputs(l.Task, req) }
+	in.Check = func(task string) error { return c.checkResultOutputs(task, req) }
 	in.Keep = func(rej state.ResultDecision) (bool, string) {
 		return c.keepRejection(poster, token, req.IdempotencyKey, rej)
 	}
