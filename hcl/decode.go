@@ -663,8 +663,7 @@ func (l *loader) task(tb *taskBlock) {
 		tb.dependsOn = body.DependsOn
 		tb.failed = true
 		if body.Count != nil {
-			_, _, _, d := l.ev.intValue(body.Count, scope{}, 0, MaxCount)
-			l.add(d...)
+			l.count(body.Count)
 		}
 		if body.Command != nil { // instance evaluates a task that has one
 			l.instance(tb, &body, scope{counted: body.Count != nil}, 0)
@@ -678,13 +677,7 @@ func (l *loader) task(tb *taskBlock) {
 	tb.dependsOn = body.DependsOn
 	tb.mounts = body.Mounts
 	if body.Count != nil {
-		n, null, ok, d := l.ev.intValue(body.Count, scope{}, 0, MaxCount)
-		for _, x := range d {
-			if x.Summary == "Value out of range" && strings.Contains(x.Detail, "at least") {
-				x.Summary = "Negative count"
-			}
-		}
-		l.add(d...)
+		n, null, ok := l.count(body.Count)
 		if !ok {
 			tb.failed = true
 			// Still report the errors of the other arguments.
@@ -712,6 +705,19 @@ func (l *loader) task(tb *taskBlock) {
 			return
 		}
 	}
+}
+
+// count evaluates a task's count (0 to MaxCount, null for none) and
+// reports its errors; ok is false when it has any.
+func (l *loader) count(attr *hcl.Attribute) (n int, null, ok bool) {
+	n, null, ok, d := l.ev.intValue(attr, scope{}, 0, MaxCount)
+	for _, x := range d {
+		if x.Summary == "Value out of range" && strings.Contains(x.Detail, "at least") {
+			x.Summary = "Negative count"
+		}
+	}
+	l.add(d...)
+	return n, null, ok
 }
 
 func (l *loader) emptyTask(tb *taskBlock, index int) *Task {

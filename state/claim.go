@@ -90,19 +90,19 @@ func (t *Tx) ClaimLease(req GrantRequest, now time.Time) (Lease, error) {
 		// queued, no open retry directive (a due one is consumed below,
 		// where the claim reads it), no active lease, an active worker,
 		// and the row and worker as the caller holds them.
-		n, err := changedRows(t.ExecContext(t.ctx, `UPDATE tasks SET attempts = ?3 + 1, status = 'running', updated_at = ?4
+		ttlMS := durMS(e.TTL)
+		counted, err := t.guardedUpdate(`UPDATE tasks SET attempts = ?3 + 1, status = 'running', updated_at = ?4
 			WHERE address = ?1 AND status = 'queued' AND attempts = ?3 AND def_hash = ?2
 			  AND NOT EXISTS (SELECT 1 FROM retry_directives d WHERE d.task = ?1 AND d.consumed_at IS NULL)
 			  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task = ?1 AND l.status = 'active')
 			  AND EXISTS (SELECT 1 FROM workers w WHERE w.id = ?5 AND w.status = 'active' AND w.ttl_ms = ?6)`,
-			req.Task, e.DefHash, e.Attempts, nowMS, req.WorkerID, durMS(e.TTL)))
+			req.Task, e.DefHash, e.Attempts, nowMS, req.WorkerID, ttlMS)
 		if err != nil {
 			return Lease{}, fmt.Errorf("claim lease for %s: %w", req.Task, err)
 		}
-		if n == 1 {
-			return grantLeaseTx(t.ctx, t, req, e.DefHash, durMS(e.TTL), e.Attempts+1, now)
+		if counted {
+			return grantLeaseTx(t.ctx, t, req, e.DefHash, ttlMS, e.Attempts+1, now)
 		}
-		t.writes-- // it matched no row and changed nothing
 	}
 	var status, defHash string
 	var attempts int

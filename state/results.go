@@ -444,7 +444,8 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 	if err := checkArtifacts(in.Artifacts); err != nil {
 		return ResultDecision{}, err
 	}
-	if l, ok, err := t.completeFenced(in, now); err != nil || ok {
+	stored, _ := splitEmptyLogs(in.Artifacts) // the artifacts that need a blob
+	if l, ok, err := t.completeFenced(in, stored, now); err != nil || ok {
 		if err != nil {
 			return ResultDecision{}, err
 		}
@@ -473,7 +474,7 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 		}
 		return *rej, nil
 	}
-	if err := t.admit(in, l); err != nil {
+	if err := t.admit(in, l.Task, stored); err != nil {
 		return ResultDecision{}, err
 	}
 	return t.accept(in, l, budget, pol.of(l.Task), now, false)
@@ -489,50 +490,44 @@ func (t *Tx) AcceptResult(in ResultInput, pol PolicyFunc, now time.Time) (Result
 // caller records the rest of the acceptance. Otherwise nothing changed
 // and ok is false: fence decides, in its order (a replay, a rejection, or
 // the error of in.Check or in.Held after the fencing checks).
-func (t *Tx) completeFenced(in ResultInput, now time.Time) (l Lease, ok bool, err error) {
-	if in.Task == "" || in.Attempt == 0 {
+func (t *Tx) completeFenced(in ResultInput, stored []Artifact, now time.Time) (l Lease, ok bool, err error) {
+	if in.Task == "" || in.Attempt == 0 || len(stored) > 0 || t.admit(in, in.Task, nil) != nil {
 		return Lease{}, false, nil
 	}
-	if stored, _ := splitEmptyLogs(in.Artifacts); len(stored) > 0 {
-		return Lease{}, false, nil
-	}
-	l = Lease{Token: in.Token, Task: in.Task, DefHash: in.DefHash, WorkerID: in.WorkerID, Attempt: in.Attempt}
-	if t.admit(in, l) != nil {
-		return Lease{}, false, nil
-	}
-	// A result completes an unstarted lease as started (its attempt ran).
 	// An active lease has no newer one (a task's next lease is granted
 	// only once its active one ended, leases_one_active_per_task, and an
 	// ended lease never becomes active again, leases_no_reactivation), so
 	// status = 'active' makes fence's stale-token check too.
-	n, err := changedRows(t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ?5,
-			hard_expires_at = CASE unstarted WHEN 1 THEN expires_at ELSE hard_expires_at END, unstarted = 0
-		WHERE token = ?1 AND status = 'active' AND worker_id = ?2 AND task = ?3 AND attempt = ?4 AND expires_at > ?5
+	ok, err = t.guardedUpdate(completeLease+` AND worker_id = ?3 AND task = ?4 AND attempt = ?5 AND expires_at > ?1
 		  AND (?6 = '' OR def_hash = ?6)
-		  AND NOT EXISTS (SELECT 1 FROM results r WHERE r.idempotency_key = ?7 AND r.token = ?1 AND r.worker_id = ?2)`,
-		in.Token, in.WorkerID, in.Task, in.Attempt, ms(now), in.DefHash, in.Key))
+		  AND NOT EXISTS (SELECT 1 FROM results r WHERE r.idempotency_key = ?7 AND r.token = ?2 AND r.worker_id = ?3)`,
+		ms(now), in.Token, in.WorkerID, in.Task, in.Attempt, in.DefHash, in.Key)
 	if err != nil {
 		return Lease{}, false, fmt.Errorf("result %q: complete lease %d: %w", in.Key, in.Token, err)
 	}
-	if n == 0 {
-		// It matched no row and changed nothing: no undo, and a group of
-		// replays still leaves the serial alone.
-		t.writes--
+	if !ok {
 		return Lease{}, false, nil
 	}
-	return l, true, nil
+	return Lease{Token: in.Token, Task: in.Task, DefHash: in.DefHash, WorkerID: in.WorkerID, Attempt: in.Attempt}, true, nil
 }
 
-// admit lets in.Check and in.Held (every artifact in binds is held; an
-// empty log needs no blob) decide whether the result for lease l may be
-// accepted. It changes nothing.
-func (t *Tx) admit(in ResultInput, l Lease) error {
+// completeLease completes the active lease ?2 at ?1 (a WHERE may go on
+// with AND). A result completes an unstarted lease as started (its
+// attempt ran): its hard expiry becomes its expiry.
+const completeLease = `UPDATE leases SET status = 'completed', ended_at = ?1,
+		hard_expires_at = CASE unstarted WHEN 1 THEN expires_at ELSE hard_expires_at END, unstarted = 0
+	WHERE token = ?2 AND status = 'active'`
+
+// admit lets in.Check and in.Held (every artifact of stored, those in
+// binds that need a blob, is held) decide whether the result for a lease
+// of task may be accepted. It changes nothing.
+func (t *Tx) admit(in ResultInput, task string, stored []Artifact) error {
 	if in.Check != nil {
-		if err := in.Check(l.Task); err != nil {
+		if err := in.Check(task); err != nil {
 			return err
 		}
 	}
-	if stored, _ := splitEmptyLogs(in.Artifacts); in.Held != nil && len(stored) > 0 {
+	if in.Held != nil && len(stored) > 0 {
 		hashes := make([]string, len(stored))
 		for i, a := range stored {
 			hashes[i] = a.SHA256
@@ -636,12 +631,8 @@ func (t *Tx) accept(in ResultInput, l Lease, b *taskBudget, pol TaskPolicy, now 
 		VALUES (?, ?, ?, ?, ?, 'accepted', NULL, '', ?)`, in.Key, in.Token, l.Task, l.Attempt, in.WorkerID, ms(now)); err != nil {
 		return ResultDecision{}, fmt.Errorf("record result %q: %w", in.Key, err)
 	}
-	// A result completes an unstarted lease as started (its attempt ran).
 	if !completed {
-		if _, err := t.ExecContext(t.ctx, `UPDATE leases SET status = 'completed', ended_at = ?,
-				hard_expires_at = CASE unstarted WHEN 1 THEN expires_at ELSE hard_expires_at END, unstarted = 0
-			WHERE token = ? AND status = 'active'`,
-			ms(now), l.Token); err != nil {
+		if _, err := t.ExecContext(t.ctx, completeLease, ms(now), l.Token); err != nil {
 			return ResultDecision{}, fmt.Errorf("complete lease %d: %w", l.Token, err)
 		}
 	}

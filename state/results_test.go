@@ -32,6 +32,15 @@ func claim(t *testing.T, s *Store, task, worker string, now time.Time) Lease {
 	return l
 }
 
+// addWorker registers worker id in pool p (capacity 1, heartbeats every
+// second, ttl 10 s) at t0.
+func addWorker(t *testing.T, s *Store, id string) {
+	t.Helper()
+	if _, err := s.RegisterWorker(context.Background(), Worker{ID: id, Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func taskOf(t *testing.T, s *Store, addr string) Task {
 	t.Helper()
 	task, err := s.Task(context.Background(), addr)
@@ -140,9 +149,7 @@ func TestAcceptResultRejections(t *testing.T) {
 	ctx := context.Background()
 	s := setup(t)
 	seed(t, s)
-	if _, err := s.RegisterWorker(ctx, Worker{ID: "w2", Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
-		t.Fatal(err)
-	}
+	addWorker(t, s, "w2")
 	old := claim(t, s, "task.a", "w1", t0)
 	// Expire it by the sweep, then lease again: old is stale.
 	if _, err := s.Sweep(ctx, t0.Add(11*time.Second), nil); err != nil {
@@ -324,9 +331,7 @@ func TestIdempotencyKeyScopedToTokenAndWorker(t *testing.T) {
 	ctx := context.Background()
 	s := setup(t)
 	seed(t, s)
-	if _, err := s.RegisterWorker(ctx, Worker{ID: "w2", Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
-		t.Fatal(err)
-	}
+	addWorker(t, s, "w2")
 	l := claim(t, s, "task.a", "w1", t0)
 	key := "w1-" + strconv.FormatInt(l.Token, 10)
 	steps := []struct {
@@ -486,9 +491,7 @@ func TestRevokeAllLeases(t *testing.T) {
 		t.Errorf("worker %+v", w)
 	}
 	// The lost retry is due at once; a new worker can claim it.
-	if _, err := s.RegisterWorker(ctx, Worker{ID: "w2", Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
-		t.Fatal(err)
-	}
+	addWorker(t, s, "w2")
 	l := claim(t, s, "task.a", "w2", t0.Add(time.Second))
 	if l.Attempt != 2 {
 		t.Errorf("lease %+v", l)
@@ -881,9 +884,7 @@ func TestAcceptResultInOneStatement(t *testing.T) {
 	ctx := context.Background()
 	s := setup(t)
 	seed(t, s)
-	if _, err := s.RegisterWorker(ctx, Worker{ID: "w2", Pool: "p", Capacity: 1, HeartbeatInterval: time.Second, TTL: 10 * time.Second}, t0); err != nil {
-		t.Fatal(err)
-	}
+	addWorker(t, s, "w2")
 	l := claim(t, s, "task.a", "w1", t0)
 	now := t0.Add(time.Second)
 	fenceReads := 0

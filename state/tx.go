@@ -97,6 +97,21 @@ func (t *Tx) noteWrite(query string) {
 	}
 }
 
+// guardedUpdate runs an UPDATE whose WHERE makes a write's checks and
+// reports whether it changed a row. One that matched none changed nothing:
+// it is not counted as a write (nothing to undo; a group of such leaves
+// the serial alone), and the caller decides another way.
+func (t *Tx) guardedUpdate(query string, args ...any) (changed bool, err error) {
+	n, err := changedRows(t.ExecContext(t.ctx, query, args...))
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		t.writes--
+	}
+	return n > 0, nil
+}
+
 // Part runs fn as a part of t that may fail alone: when fn fails, its
 // changes are undone and its error returned, and t goes on, so one write
 // can try several operations and keep those that succeed (a claim

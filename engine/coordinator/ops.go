@@ -309,12 +309,12 @@ func (c *Coordinator) Claim(ctx context.Context, s Session, max int, wait time.D
 		}
 		var later time.Duration // until an unstarted lease becomes one to take over
 		if reclaims < maxReclaims {
-			asg, ok, in, err := c.takeOverUnstarted(ctx, w)
+			asg, ok, until, err := c.takeOverUnstarted(ctx, w)
 			if ok || err != nil {
 				return protocol.ClaimResponse{Assignments: asg}, err
 			}
-			if later = in; later == 0 {
-				reclaims++
+			if later = until; later == 0 {
+				reclaims++ // nothing to wait for: this try counts
 			}
 		}
 		if wait <= 0 {
